@@ -1,0 +1,52 @@
+#include "profiler/nvtx.h"
+
+#ifdef BLOCKSCOPE_WITH_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace blockscope::profiler {
+
+#ifdef BLOCKSCOPE_WITH_NVTX
+namespace {
+
+nvtxDomainHandle_t domain() {
+  static nvtxDomainHandle_t handle = nvtxDomainCreateA("blockscope");
+  return handle;
+}
+
+uint32_t family_colour(Family family) {
+  switch (family) {
+    case Family::region: return 0xff9e9e9e;
+    case Family::linear: return 0xff1f77b4;
+    case Family::attention: return 0xffd62728;
+    case Family::softmax: return 0xffff7f0e;
+    case Family::norm: return 0xff2ca02c;
+    case Family::activation: return 0xff9467bd;
+    case Family::elementwise: return 0xff8c564b;
+    case Family::rope: return 0xffe377c2;
+    case Family::copy: return 0xff7f7f7f;
+  }
+  return 0xff000000;
+}
+
+}  // namespace
+
+void nvtx_push(const char* name, Family family) {
+  nvtxEventAttributes_t attributes = {};
+  attributes.version = NVTX_VERSION;
+  attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attributes.colorType = NVTX_COLOR_ARGB;
+  attributes.color = family_colour(family);
+  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attributes.message.ascii = name;
+  nvtxDomainRangePushEx(domain(), &attributes);
+}
+
+void nvtx_pop() { nvtxDomainRangePop(domain()); }
+
+#else
+void nvtx_push(const char*, Family) {}
+void nvtx_pop() {}
+#endif
+
+}  // namespace blockscope::profiler

@@ -1,0 +1,14 @@
+// NVTX ranges in the `blockscope` domain, for Nsight Systems (`nsys profile -t cuda,nvtx`).
+// Compiled out when BLOCKSCOPE_WITH_NVTX is not defined. With no tool attached, an nvtx3
+// push/pop is a call through a null function pointer: near-zero cost.
+#pragma once
+
+namespace blockscope::profiler {
+
+// Op families decide the colour of a range in the Nsight timeline.
+enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy };
+
+void nvtx_push(const char* name, Family family);
+void nvtx_pop();
+
+}  // namespace blockscope::profiler

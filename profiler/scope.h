@@ -1,0 +1,63 @@
+// Profiler scopes used by ops and by the block code.
+//
+//   OpScope      one per op call: NVTX range + recorder op event (FLOPs and bytes from the
+//                op's own formula). Pushes the op name onto the context's scope path.
+//   RegionScope  a named region ("block.0", "attn", "step 3"), like torch's record_function.
+//   KernelScope  one per kernel launch (CUDA) or work item (CPU): a recorder kernel event.
+//
+// With no recorder attached, OpScope and RegionScope only push NVTX ranges.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "profiler/nvtx.h"
+#include "profiler/recorder.h"
+#include "runtime/context.h"
+
+namespace blockscope::profiler {
+
+class OpScope {
+ public:
+  OpScope(Context& ctx, const char* op, const char* path, Family family,
+          std::initializer_list<const Tensor*> inputs, double flops = 0, double bytes = 0);
+  ~OpScope() noexcept(false);
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  Context& ctx_;
+  const char* op_;
+  int event_ = -1;
+  int uncaught_ = 0;
+};
+
+class RegionScope {
+ public:
+  RegionScope(Context& ctx, const std::string& name);
+  ~RegionScope();
+  RegionScope(const RegionScope&) = delete;
+  RegionScope& operator=(const RegionScope&) = delete;
+
+ private:
+  Context& ctx_;
+  int event_ = -1;
+};
+
+class KernelScope {
+ public:
+  KernelScope(Context& ctx, const char* name);
+  ~KernelScope();
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+  // The recorded event (null when not recording): the CUDA launch helper fills in its
+  // grid, block, registers and occupancy.
+  KernelEvent* event() { return ctx_.recorder() ? ctx_.recorder()->kernel(event_) : nullptr; }
+
+ private:
+  Context& ctx_;
+  int event_ = -1;
+};
+
+}  // namespace blockscope::profiler

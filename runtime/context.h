@@ -1,0 +1,67 @@
+// Context: the device, its backend, the profiler recorder and the scope path.
+// Every op takes a Context first; a context runs work in order on one stream.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/tensor.h"
+
+namespace blockscope {
+
+namespace profiler {
+class Recorder;
+}
+
+class Context {
+ public:
+  // Creates the backend for `device` (throws if CUDA is not built in or the device is absent).
+  explicit Context(Device device = Device::cpu());
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  Device device() const { return device_; }
+  Backend& backend() { return *backend_; }
+  const std::shared_ptr<Backend>& backend_ptr() const { return backend_; }
+
+  // A new, uninitialised tensor on this context's device (contiguous).
+  Tensor empty(const Shape& shape, DType dtype);
+  // A copy of `src` (any device, any strides) as a contiguous tensor on this device.
+  Tensor copy_from(const Tensor& src);
+
+  void synchronize() { backend_->synchronize(); }
+
+  // Profiler: null when not profiling (ops then only open NVTX ranges).
+  profiler::Recorder* recorder() const { return recorder_; }
+  void set_recorder(profiler::Recorder* recorder) { recorder_ = recorder; }
+
+  // Scope path, e.g. {"block.0", "attn"}; ops and regions push and pop through
+  // profiler scopes. joined: "block.0/attn".
+  void push_scope(const std::string& name) { scope_.push_back(name); }
+  void pop_scope() { scope_.pop_back(); }
+  const std::vector<std::string>& scope() const { return scope_; }
+  std::string scope_path() const;
+
+  // Debug aid: synchronise and check for errors after every op (CUDA), naming the op.
+  bool sync_after_each_op() const { return sync_after_each_op_; }
+  void set_sync_after_each_op(bool on) { sync_after_each_op_ = on; }
+
+ private:
+  Device device_;
+  std::shared_ptr<Backend> backend_;
+  profiler::Recorder* recorder_ = nullptr;
+  std::vector<std::string> scope_;
+  bool sync_after_each_op_ = false;
+};
+
+// Backend factories. make_cuda_backend exists only in CUDA builds; cuda_available() says
+// whether a usable GPU is present (false in CPU-only builds).
+std::shared_ptr<Backend> make_cpu_backend();
+bool cuda_built();
+bool cuda_available();
+int cuda_device_count();
+
+}  // namespace blockscope

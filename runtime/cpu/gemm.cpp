@@ -1,0 +1,79 @@
+#include "runtime/cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace blockscope::cpu {
+
+void sgemm_builtin(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  // Blocks of rows of C in parallel; within a block, k is tiled so a panel of B stays in cache.
+  // B is first packed as [k, n] row-major so the inner loop is a contiguous axpy over n.
+  constexpr int64_t kRowBlock = 32, kDepthBlock = 256;
+  std::vector<float> packed_b;
+  const float* bk = b;
+  int64_t ldbk = ldb;
+  if (trans_b) {
+    packed_b.resize(static_cast<size_t>(k * n));
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) packed_b[p * n + j] = b[j * ldb + p];
+    bk = packed_b.data();
+    ldbk = n;
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
+    const int64_t i1 = std::min(m, i0 + kRowBlock);
+    std::vector<float> acc(static_cast<size_t>((i1 - i0) * n), 0.0f);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
+      const int64_t p1 = std::min(k, p0 + kDepthBlock);
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = acc.data() + (i - i0) * n;
+        for (int64_t p = p0; p < p1; ++p) {
+          const float av = trans_a ? a[p * lda + i] : a[i * lda + p];
+          const float* brow = bk + p * ldbk;
+          for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
+        }
+      }
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* row = acc.data() + (i - i0) * n;
+      float* crow = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) crow[j] = alpha * row[j] + (beta == 0.0f ? 0.0f : beta * crow[j]);
+    }
+  }
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // BLAS convention: C = beta * C (and beta == 0 writes zeros)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+  if (beta == 0.0f) {  // BLAS may read C when beta == 0 in some kernels; clear NaN poison first
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  }
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+#else
+  sgemm_builtin(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#endif
+}
+
+const char* gemm_library() {
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+  return "openblas";
+#else
+  return "builtin";
+#endif
+}
+
+}  // namespace blockscope::cpu

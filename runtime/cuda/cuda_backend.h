@@ -1,0 +1,65 @@
+// The CUDA backend: one device, one non-blocking stream, a stream-ordered memory pool with
+// statistics, a cuBLASLt handle and workspace, and pooled events for timing marks.
+// Ops reach it with cuda_backend(ctx).
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/context.h"
+
+namespace blockscope {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device_index);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::cuda(index_); }
+  std::string name() const override;
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+  MemoryStats memory_stats() const override { return stats_; }
+  void reset_peak_memory() override { stats_.peak_in_use = stats_.in_use; }
+  size_t memory_available() const override;
+
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy_within(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+
+  TimeMark mark() override;
+  double elapsed_ms(TimeMark start, TimeMark end) override;
+  void release_marks() override { next_event_ = 0; }
+
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  const cudaDeviceProp& properties() const { return properties_; }
+  // True while a CUDA graph capture is open on the stream (no synchronising calls allowed).
+  bool capturing() const;
+
+ private:
+  int index_;
+  cudaDeviceProp properties_{};
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  MemoryStats stats_;
+  std::vector<cudaEvent_t> events_;  // pool, reused every step
+  size_t next_event_ = 0;
+};
+
+// The CUDA backend of a context on a CUDA device (throws otherwise).
+CudaBackend& cuda_backend(Context& ctx);
+
+}  // namespace blockscope

@@ -1,0 +1,203 @@
+// Core types: dtype conversions, tensor views, allocator statistics, the CPU GEMM.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/context.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/dtype.h"
+#include "runtime/error.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+// Exact f16 decoding written from the IEEE binary16 definition, independent of dtype.cpp.
+double f16_value(uint16_t bits) {
+  const int sign = bits >> 15, exponent = (bits >> 10) & 31, mantissa = bits & 1023;
+  double v;
+  if (exponent == 31) v = mantissa ? std::nan("") : INFINITY;
+  else if (exponent == 0) v = std::ldexp(mantissa, -24);
+  else v = std::ldexp(1024 + mantissa, exponent - 25);
+  return sign ? -v : v;
+}
+
+TEST(DType, F16RoundTripEveryBitPattern) {
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    const double exact = f16_value(static_cast<uint16_t>(bits));
+    const float value = f16_to_float(f16{static_cast<uint16_t>(bits)});
+    if (std::isnan(exact)) {
+      ASSERT_TRUE(std::isnan(value)) << bits;
+      ASSERT_TRUE(std::isnan(f16_to_float(float_to_f16(value)))) << bits;
+      continue;
+    }
+    ASSERT_EQ(static_cast<double>(value), exact) << bits;
+    ASSERT_EQ(float_to_f16(value).bits, bits) << bits;
+  }
+}
+
+// Nearest-even rounding to f16 checked against a brute-force search over all finite halves.
+TEST(DType, F16RoundsToNearestEven) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  std::vector<float> values = testing::random_floats(20000, seed, -70000.0f, 70000.0f);
+  for (float scale : {1.0f, 1e-3f, 1e-5f, 1e-7f}) {
+    for (float v0 : values) {
+      const float v = v0 * scale;
+      const double got = f16_to_float(float_to_f16(v));
+      // Nearest representable half by search over neighbours of the truncated candidate.
+      double best = INFINITY;
+      uint16_t best_bits = 0;
+      for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
+        const double cand = std::copysign(f16_value(static_cast<uint16_t>(bits)), v);
+        const double diff = std::abs(cand - v);
+        const double best_diff = std::abs(best - v);
+        if (diff < best_diff || (diff == best_diff && (bits & 1) == 0)) {
+          best = cand;
+          best_bits = static_cast<uint16_t>(bits);
+        }
+        if (std::abs(cand) > std::abs(static_cast<double>(v)) * 1.01 + 1e-7) break;
+      }
+      (void)best_bits;
+      if (std::abs(static_cast<double>(v)) > 65520.0) {
+        ASSERT_TRUE(std::isinf(got)) << v;
+      } else {
+        ASSERT_EQ(got, best) << "value " << v;
+      }
+    }
+    values.resize(300);  // the brute force is slow: fewer values at the smaller scales
+  }
+}
+
+TEST(DType, Bf16RoundingNanAndInf) {
+  EXPECT_EQ(float_to_bf16(1.0f).bits, 0x3f80);
+  // 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties to even (1.0).
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + std::ldexp(1.0f, -8))), 1.0f);
+  // 1 + 3*2^-8 is halfway between 1+2^-7 and 1+2^-6: ties to even (1 + 2^-6).
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8))), 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(-std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(bf16_to_float(float_to_bf16(INFINITY)), INFINITY);
+  EXPECT_EQ(bf16_to_float(float_to_bf16(-INFINITY)), -INFINITY);
+  // The largest float rounds to +Inf in bf16 (it is above bf16's max + half an ulp).
+  EXPECT_EQ(bf16_to_float(float_to_bf16(std::numeric_limits<float>::max())), INFINITY);
+  EXPECT_EQ(f16_to_float(float_to_f16(65520.0f)), INFINITY);    // halfway to the next: ties to Inf
+  EXPECT_EQ(f16_to_float(float_to_f16(65519.0f)), 65504.0f);
+  EXPECT_EQ(f16_to_float(float_to_f16(std::ldexp(1.0f, -25))), 0.0f);  // tie to even zero
+  EXPECT_EQ(f16_to_float(float_to_f16(std::ldexp(1.5f, -25))), std::ldexp(1.0f, -24));
+}
+
+TEST(Tensor, ViewsShareStorageAndIndexCorrectly) {
+  Context ctx;
+  Tensor t = ctx.empty({2, 3, 4}, DType::f32);
+  std::vector<float> values(24);
+  for (int i = 0; i < 24; ++i) values[i] = static_cast<float>(i);
+  from_floats(t, values);
+
+  Tensor tt = t.transpose(0, 2);  // [4, 3, 2]
+  EXPECT_EQ(tt.storage(), t.storage());
+  EXPECT_FALSE(tt.is_contiguous());
+  std::vector<float> got = to_floats(tt);
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 2; ++c) ASSERT_EQ(got[(a * 3 + b) * 2 + c], values[(c * 3 + b) * 4 + a]);
+
+  Tensor p = t.permute({1, 0, 2});  // [3, 2, 4]
+  got = to_floats(p);
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 4; ++c) ASSERT_EQ(got[(a * 2 + b) * 4 + c], values[(b * 3 + a) * 4 + c]);
+
+  Tensor s = t.slice(2, 1, 3);  // [2, 3, 2]
+  EXPECT_EQ(s.shape(), (Shape{2, 3, 2}));
+  got = to_floats(s);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 2; ++c) ASSERT_EQ(got[(a * 3 + b) * 2 + c], values[(a * 3 + b) * 4 + c + 1]);
+
+  Tensor r = t.reshape({6, -1});
+  EXPECT_EQ(r.shape(), (Shape{6, 4}));
+  EXPECT_EQ(to_floats(r), values);
+  EXPECT_THROW(tt.reshape({24}), Error);  // a strided view cannot be reshaped without a copy
+
+  Tensor sel = t.select(1, 2);  // [2, 4]
+  got = to_floats(sel);
+  for (int a = 0; a < 2; ++a)
+    for (int c = 0; c < 4; ++c) ASSERT_EQ(got[a * 4 + c], values[(a * 3 + 2) * 4 + c]);
+
+  // Writing through a view writes the shared storage.
+  std::vector<float> ones(static_cast<size_t>(s.numel()), -1.0f);
+  from_floats(s, ones);
+  got = to_floats(t);
+  EXPECT_EQ(got[1], -1.0f);
+  EXPECT_EQ(got[0], 0.0f);
+  EXPECT_EQ(got[3], 3.0f);
+}
+
+TEST(Tensor, BadViewsAreErrors) {
+  Context ctx;
+  Tensor t = ctx.empty({2, 3}, DType::bf16);
+  EXPECT_THROW(t.transpose(0, 2), Error);
+  EXPECT_THROW(t.slice(1, 2, 4), Error);
+  EXPECT_THROW(t.permute({0, 0}), Error);
+  EXPECT_THROW(t.reshape({4, 2}), Error);
+  EXPECT_THROW(t.reshape({-1, -1}), Error);
+}
+
+TEST(Context, AllocatorStatisticsTrackPeak) {
+  Context ctx;
+  ctx.backend().reset_peak_memory();
+  const size_t base = ctx.backend().memory_stats().in_use;
+  {
+    Tensor a = ctx.empty({1000}, DType::f32);
+    Tensor b = ctx.empty({500}, DType::f16);
+    EXPECT_EQ(ctx.backend().memory_stats().in_use, base + 5000);
+  }
+  EXPECT_EQ(ctx.backend().memory_stats().in_use, base);
+  EXPECT_EQ(ctx.backend().memory_stats().peak_in_use, base + 5000);
+}
+
+TEST(Context, CudaWithoutGpuIsAClearError) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present";
+  try {
+    Context ctx(Device::cuda(0));
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(error.what()).find("cuda:0"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Gemm, BlasAndBuiltinMatchFloat64WithTransposes) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const int64_t m = 37, n = 53, k = 301;
+      std::vector<float> a = testing::random_floats(m * k, seed + 1), b = testing::random_floats(k * n, seed + 2);
+      std::vector<float> c0 = testing::random_floats(m * n, seed + 3);
+      std::vector<double> want(m * n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+          want[i * n + j] = 0.5 * acc + 2.0 * c0[i * n + j];
+        }
+      for (int impl = 0; impl < 2; ++impl) {
+        std::vector<float> c = c0;
+        auto fn = impl == 0 ? &cpu::sgemm : &cpu::sgemm_builtin;
+        fn(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f, c.data(), n);
+        EXPECT_LT(testing::max_relative_error(c, want), 1e-5) << "impl " << impl << " ta " << ta << " tb " << tb;
+      }
+      // beta = 0 must not read C: NaN poison must not leak.
+      std::vector<float> poisoned(m * n, std::nanf(""));
+      cpu::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, poisoned.data(), n);
+      EXPECT_EQ(testing::first_nan(poisoned), -1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace blockscope

@@ -1,0 +1,97 @@
+#include "test/support/test_support.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+
+namespace blockscope::testing {
+
+uint64_t fresh_seed() {
+  if (const char* fixed = std::getenv("BLOCKSCOPE_TEST_SEED")) return std::strtoull(fixed, nullptr, 10);
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(n);
+  for (float& v : values) v = dist(engine);
+  if (n > 0 && lo < 0.5f * (lo + hi) && values[0] == 0.0f) values[0] = 0.5f * (lo + hi) + 1e-3f;
+  return values;
+}
+
+Tensor random_tensor(Context& ctx, const Shape& shape, DType dtype, uint64_t seed, float lo, float hi) {
+  Tensor t = ctx.empty(shape, dtype);
+  from_floats(t, random_floats(static_cast<size_t>(t.numel()), seed, lo, hi));
+  return t;
+}
+
+Tensor poisoned_tensor(Context& ctx, const Shape& shape, DType dtype) {
+  Tensor t = ctx.empty(shape, dtype);
+  fill_nan(t);
+  return t;
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<float> f = to_floats(t);
+  return std::vector<double>(f.begin(), f.end());
+}
+
+double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference) {
+  if (actual.size() != reference.size()) return std::numeric_limits<double>::quiet_NaN();
+  double worst = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(reference[i]) && std::isnan(actual[i])) continue;
+    if (std::isinf(reference[i]) && actual[i] == reference[i]) continue;
+    if (!std::isfinite(actual[i])) return std::numeric_limits<double>::quiet_NaN();
+    worst = std::max(worst, std::abs(static_cast<double>(actual[i]) - reference[i]));
+  }
+  return worst;
+}
+
+double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference) {
+  double scale = 1e-30;
+  for (double r : reference)
+    if (std::isfinite(r)) scale = std::max(scale, std::abs(r));
+  return max_abs_error(actual, reference) / scale;
+}
+
+int64_t first_nan(const std::vector<float>& values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::isnan(values[i])) return static_cast<int64_t>(i);
+  return -1;
+}
+
+double accuracy_floor(DType dtype) {
+  // A few units of the storage type's roundoff: covers the final rounding of the output.
+  return 4.0 * dtype_epsilon(dtype);
+}
+
+bool within_accuracy_rule(double path_error, double naive_error, DType dtype) {
+  return std::isfinite(path_error) && path_error <= 2.0 * naive_error + accuracy_floor(dtype);
+}
+
+std::vector<Device> test_devices() {
+  std::vector<Device> devices{Device::cpu()};
+  if (cuda_built()) devices.push_back(Device::cuda(0));
+  return devices;
+}
+
+bool device_runnable(Device device, std::string* reason) {
+  if (device.is_cpu()) return true;
+  if (!cuda_built()) {
+    *reason = "built without CUDA";
+    return false;
+  }
+  if (!cuda_available()) {
+    *reason = "no CUDA GPU present on this machine (CUDA code compiled, not run)";
+    return false;
+  }
+  return true;
+}
+
+std::vector<DType> all_dtypes() { return {DType::f32, DType::f16, DType::bf16}; }
+
+}  // namespace blockscope::testing

@@ -1,0 +1,56 @@
+// Shared test helpers: fresh random inputs (seed printed on failure), error metrics, the
+// accuracy rule, and device parameters that skip CUDA cases with a reason when no GPU exists.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/tensor.h"
+
+namespace blockscope::testing {
+
+// A fresh seed per call (from std::random_device), recorded with SCOPED_TRACE by callers so a
+// failing case can be replayed with BLOCKSCOPE_TEST_SEED=<seed>.
+uint64_t fresh_seed();
+
+// Uniform values in [lo, hi), never all zero; deterministic for a seed.
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// A new tensor on ctx's device filled with random values rounded to `dtype`.
+Tensor random_tensor(Context& ctx, const Shape& shape, DType dtype, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+// A new tensor on ctx's device filled with NaN (poisoned output).
+Tensor poisoned_tensor(Context& ctx, const Shape& shape, DType dtype);
+
+// Float values of a tensor as double (for the float64 references).
+std::vector<double> to_doubles(const Tensor& t);
+
+// max |a - b| / max(max|b|, tiny): relative error against a reference, NaN if any element is
+// NaN or infinite where the reference is finite.
+double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference);
+double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference);
+// Index of the first NaN, or -1.
+int64_t first_nan(const std::vector<float>& values);
+
+// The accuracy rule (DESIGN.md, after FlashAttention's tests): a path's error against the
+// float64 reference is at most 2x the naive path's error in the same dtype, plus a floor.
+bool within_accuracy_rule(double path_error, double naive_error, DType dtype);
+double accuracy_floor(DType dtype);
+
+// Devices to run a parameterised test on: always cpu; cuda:0 when built with CUDA (the test
+// then skips with a reason when no GPU is present).
+std::vector<Device> test_devices();
+// Call first in a test body: GTEST_SKIP()s with a reason when `device` cannot run here.
+#define BS_SKIP_IF_UNAVAILABLE(device)                                                  \
+  do {                                                                                  \
+    std::string bs_reason_;                                                             \
+    if (!::blockscope::testing::device_runnable(device, &bs_reason_)) GTEST_SKIP() << bs_reason_; \
+  } while (0)
+bool device_runnable(Device device, std::string* reason);
+
+std::vector<DType> all_dtypes();
+
+}  // namespace blockscope::testing
