@@ -1,0 +1,13 @@
+// Rotary position embedding, Hugging Face Llama convention ("rotate_half"): for a head vector
+// of size D, pairs (d, d + D/2) rotate by angle pos · theta^(-2d/D), d < D/2.
+#pragma once
+
+#include "runtime/context.h"
+
+namespace blockscope::ops {
+
+// x, y: [B, H, S, D] (x may be a strided view; y contiguous or the same view as x for in
+// place). Position of row s is position_offset + s. D must be even. 1 kernel.
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset = 0);
+
+}  // namespace blockscope::ops

@@ -1,0 +1,47 @@
+// Profiling a workload: a schedule of steps (wait / warmup / active, as torch.profiler's),
+// the recorder attached for the active steps, and the resolved events as a Profile.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "profiler/recorder.h"
+#include "runtime/context.h"
+
+namespace blockscope::profiler {
+
+struct Schedule {
+  int wait = 1;     // steps run with the recorder detached
+  int warmup = 1;   // steps recorded and then dropped (warm caches, cuBLASLt heuristics)
+  int active = 3;   // steps kept
+  bool keep_cold_step = false;  // also keep step 0 (the cold first step) in the profile
+};
+
+// Peak figures for the % of peak columns: from device properties on CUDA, measured or
+// configured on CPU. Zero means unknown (the column then shows "-").
+struct Peaks {
+  double tflops = 0;  // dense, in the profiled dtype
+  double gbps = 0;    // memory bandwidth, GB/s
+};
+
+struct Profile {
+  std::string label;        // "attention=naive", a variant name, or a file's label
+  std::string device;       // "cpu", "cuda:0"
+  std::string device_name;  // "NVIDIA H200", "cpu (2 threads, openblas)"
+  std::string dtype;
+  Peaks peaks;
+  int active_steps = 0;     // steps kept (averages per step divide by this)
+  std::vector<OpEvent> ops;  // of the kept steps, in order; parent indices within this vector
+  std::vector<KernelEvent> kernels;  // op indices within `ops`
+};
+
+// Runs step(0), step(1), ... wait + warmup + active times (plus one cold step first when
+// schedule.keep_cold_step), with a RegionScope "step N" around each, and returns the
+// recorded, resolved events of the kept steps.
+Profile profile_steps(Context& ctx, const std::string& label, const Schedule& schedule,
+                      const std::function<void(int step)>& step);
+
+Peaks device_peaks(Context& ctx, DType dtype);
+
+}  // namespace blockscope::profiler

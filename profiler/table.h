@@ -1,0 +1,25 @@
+// Tables in torch.profiler's shape: ops (self/total CPU and device time, calls, shapes, FLOPs,
+// bytes, rates, % of peak, memory) and kernels (per forward, time, launch config, occupancy).
+#pragma once
+
+#include <string>
+
+#include "profiler/session.h"
+
+namespace blockscope::profiler {
+
+enum class Format { table, csv, json };
+bool parse_format(const std::string& text, Format* out);
+
+struct TableOptions {
+  std::string sort_by = "self_device";  // any column key: self_cpu, cpu_total, self_device, device_total, calls, flops, ...
+  int row_limit = 20;                   // 0 or negative: all rows
+  bool group_by_shape = false;          // one row per (name, input shapes)
+};
+
+// Op table with a footer: "Self CPU time total" and "Self device time total".
+std::string op_table(const Profile& profile, const TableOptions& options, Format format);
+// Kernel table: kernels per step (forward), total/avg time, grid, block, registers, smem, occupancy.
+std::string kernel_table(const Profile& profile, Format format);
+
+}  // namespace blockscope::profiler
