@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs blockscope's build and test dependencies from Debian packages (run as root, or
+# with sudo available). The CUDA toolkit (nvcc, cuBLASLt, NVTX, CUPTI) is expected from the
+# machine image; without it blockscope builds the CPU backend only.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
+  libopenblas-dev
+  python3 python3-numpy python3-matplotlib python3-torch
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all packages present"
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -q
+as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
