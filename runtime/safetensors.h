@@ -1,0 +1,51 @@
+// safetensors files (https://huggingface.co/docs/safetensors): read strictly, write atomically.
+//
+// Layout: an 8-byte little-endian header length N, N bytes of JSON header, then the data
+// section. The header maps tensor names to {"dtype", "shape", "data_offsets": [begin, end]}
+// (offsets relative to the data section) plus an optional "__metadata__" string->string map.
+//
+// Reading validates everything before any byte is interpreted (lengths, JSON, each entry's
+// keys and types, dtype, shape, offsets inside the data section, no overlaps, size = numel x
+// element size, unique names); every violation is an invalid_input Error naming the file and
+// the tensor or key. Only F32, F16 and BF16 are supported (the runtime's dtypes).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+
+namespace blockscope {
+
+// One tensor of a file: its raw little-endian bytes, row-major contiguous.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  std::vector<uint8_t> bytes;
+};
+
+struct SafetensorsFile {
+  std::vector<SafetensorsEntry> tensors;        // in file order (ascending data offset)
+  std::map<std::string, std::string> metadata;  // "__metadata__"
+  const SafetensorsEntry* find(const std::string& name) const;  // null if absent
+};
+
+// Reads and validates a whole file. Throws Error(invalid_input) naming `path` on any problem.
+SafetensorsFile read_safetensors(const std::string& path);
+
+// Writes `tensors` in the given order (names must be unique and not "__metadata__"); strided
+// tensors are written contiguously, non-CPU tensors copied to the host first. The file is
+// written to "<path>.tmp.<pid>" and renamed, so a failure leaves no partial file at `path`.
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// A contiguous tensor on ctx's device holding the entry's bytes (a copy).
+Tensor tensor_from_entry(Context& ctx, const SafetensorsEntry& entry);
+
+}  // namespace blockscope
