@@ -1,0 +1,527 @@
+#!/usr/bin/env python3
+"""PyTorch peers of blockscope's benchmark workloads, timed the same way, written as JSON.
+
+Runs the workloads of the blockscope suites (bench/*_bench.cpp) in PyTorch with the same
+shapes, dtypes and input distribution: matmul + add and nn.Linear (eager, addmm, compiled),
+the plain and GeGLU MLPs (eager and torch.compile), softmax, the fused scale + causal mask
+softmax (PyTorch eager: mul, masked_fill, softmax), LayerNorm, RMSNorm, and attention as the
+"Profiling in PyTorch" series writes it (naive with masked_fill, in place with masked_fill_)
+plus scaled_dot_product_attention with each backend (math, efficient, flash, cuDNN).
+
+Timing: CUDA events around each iteration on a GPU (L2 flushed before every iteration,
+outside the timed region), wall time (time.perf_counter) on CPU; warm-up iterations first.
+Works with PyTorch 1.13 (Debian's python3-torch: no SDPA, no torch.compile; those rows are
+written as skipped, with the reason) and PyTorch 2.x.
+
+Workloads come from a built-in list (--sizes smoke|cpu|gpu) or from a blockscope Google
+Benchmark JSON (--from-json FILE): then exactly the workloads blockscope ran are run here.
+
+Output schema ("blockscope.torch_peer/1"):
+{
+  "schema": "blockscope.torch_peer/1",
+  "context": {"torch": "2.11.0", "python": "3.11.2", "device": "cpu" | "cuda:0",
+              "device_name": "...", "threads": 2, "timer": "wall" | "cuda_events",
+              "cuda": "12.8" | null, "cudnn": 90100 | null, "date": "2026-...Z"},
+  "results": [{
+    "key": "attention/naive/f32/B=1,H=2,S=64,D=32,causal=1",   # blockscope's workload key
+    "workload": "attention", "variant": "naive", "dtype": "f32",
+    "shape": {"B": 1, "H": 2, "S": 64, "D": 32, "causal": 1},
+    "device": "cpu",
+    "impl": "what PyTorch ran, in words",
+    "skipped": null | "why this row has no PyTorch time",
+    "iterations": 50, "warmup": 5,
+    "time_ms": {"median": .., "mean": .., "min": .., "max": .., "stdev": ..},
+    "flops": 1.2e9, "bytes": 3.4e6,            # per iteration, same formulas as blockscope
+    "kernels_per_iter": 5 | null               # CUDA only: kernels + memcpys from torch.profiler
+  }, ...]
+}
+
+The workload key is `<workload>/<variant>/<dtype>/<shape>`, shape as `NAME=value` pairs
+joined by commas in a fixed order per workload. blockscope's suites put the same key in each
+benchmark's label; tools/side_by_side.py matches the two on (key, device).
+
+Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as error:  # pragma: no cover - depends on the machine
+    sys.exit(f"torch_peer: PyTorch is not importable from {sys.executable} ({error}); "
+             "on Debian run it with /usr/bin/python3 (python3-torch)")
+
+SCHEMA = "blockscope.torch_peer/1"
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2}
+
+# Shape keys in the order the key spells them (must match bench/support/bench_support.cpp).
+SHAPE_ORDER = {
+    "matmul_add": ["M", "N", "K"],
+    "linear": ["M", "N", "K"],
+    "mlp_gelu": ["T", "D", "F"],
+    "mlp_geglu": ["T", "D", "F"],
+    "softmax": ["R", "N"],
+    "softmax_scale_causal": ["B", "H", "S"],
+    "layer_norm": ["R", "N"],
+    "rms_norm": ["R", "N"],
+    "attention": ["B", "H", "S", "D", "causal"],
+}
+
+
+def torch_version():
+    parts = []
+    for piece in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def make_key(workload, variant, dtype, shape):
+    order = SHAPE_ORDER[workload]
+    return f"{workload}/{variant}/{dtype}/" + ",".join(f"{name}={shape[name]}" for name in order)
+
+
+def parse_key(key):
+    """'attention/naive/f32/B=1,H=2,S=64,D=32,causal=1' -> (workload, variant, dtype, shape)."""
+    workload, variant, dtype, shape_text = key.split("/")
+    shape = {}
+    for pair in shape_text.split(","):
+        name, value = pair.split("=")
+        shape[name] = int(value)
+    if workload not in SHAPE_ORDER or sorted(shape) != sorted(SHAPE_ORDER[workload]):
+        raise ValueError(f"unknown workload or shape in key {key!r}")
+    return workload, variant, dtype, shape
+
+
+# ---- FLOP and byte formulas (the same as the ops' own, see tools/bench_gate.py) ------------
+
+def formulas(workload, dtype, s):
+    """FLOPs and minimum bytes moved per iteration."""
+    e = DTYPE_SIZE[dtype]
+    if workload in ("matmul_add", "linear"):
+        m, n, k = s["M"], s["N"], s["K"]
+        return 2.0 * m * n * k, float(e * (m * k + k * n + n + m * n))
+    if workload == "mlp_gelu":
+        t, d, f = s["T"], s["D"], s["F"]
+        return 4.0 * t * d * f, float(e * (2 * t * d + 2 * d * f + f + d))
+    if workload == "mlp_geglu":
+        t, d, f = s["T"], s["D"], s["F"]
+        return 6.0 * t * d * f, float(e * (2 * t * d + 3 * d * f))
+    if workload in ("softmax", "layer_norm", "rms_norm"):
+        r, n = s["R"], s["N"]
+        return 0.0, float(e * 2 * r * n)
+    if workload == "softmax_scale_causal":
+        b, h, n = s["B"], s["H"], s["S"]
+        return 0.0, float(e * 2 * b * h * n * n)
+    if workload == "attention":
+        b, h, n, d = s["B"], s["H"], s["S"], s["D"]
+        flops = 4.0 * b * h * n * n * d
+        if s["causal"]:
+            flops /= 2
+        return flops, float(e * 4 * b * h * n * d)
+    raise ValueError(workload)
+
+
+# ---- Built-in workload lists (mirror bench/*_bench.cpp) -------------------------------------
+
+def builtin_workloads(sizes, device):
+    """(workload, variant, dtype, shape) tuples for --sizes smoke|cpu|gpu."""
+    out = []
+
+    def add(workload, variants, dtypes, shapes):
+        for shape in shapes:
+            for dtype in dtypes:
+                for variant in variants:
+                    out.append((workload, variant, dtype, dict(shape)))
+
+    linear_variants = ["naive", "epilogue", "addmm"]
+    attention_variants = ["naive", "inplace", "fused_softmax", "flash",
+                          "sdpa_math", "sdpa_efficient", "sdpa_cudnn"]
+    if sizes == "smoke":
+        dts = ["f32"]
+        add("matmul_add", linear_variants, dts, [dict(M=64, N=64, K=64), dict(M=33, N=17, K=29)])
+        add("linear", linear_variants, dts, [dict(M=64, N=48, K=32)])
+        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=16, D=64, F=128)])
+        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=16, D=64, F=128)])
+        add("softmax", ["plain"], dts, [dict(R=7, N=33)])
+        add("softmax_scale_causal", ["fused"], dts, [dict(B=1, H=2, S=33)])
+        add("layer_norm", ["plain"], dts, [dict(R=7, N=33)])
+        add("rms_norm", ["plain"], dts, [dict(R=7, N=33)])
+        add("attention", attention_variants, dts, [dict(B=1, H=2, S=256, D=64, causal=1)])
+    elif sizes == "cpu":
+        dts = ["f32", "bf16"]
+        add("matmul_add", linear_variants, dts, [dict(M=n, N=n, K=n) for n in (64, 256, 512)])
+        add("linear", linear_variants, dts, [dict(M=512, N=3072, K=768)])
+        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=256, D=768, F=3072)])
+        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=256, D=768, F=3072)])
+        add("softmax", ["plain"], dts, [dict(R=4096, N=1024)])
+        add("softmax_scale_causal", ["fused"], dts, [dict(B=1, H=4, S=1024)])
+        add("layer_norm", ["plain"], dts, [dict(R=4096, N=1024)])
+        add("rms_norm", ["plain"], dts, [dict(R=4096, N=1024)])
+        add("attention", attention_variants, dts,
+            [dict(B=1, H=4, S=256, D=64, causal=1), dict(B=1, H=2, S=1024, D=64, causal=1)])
+    elif sizes == "gpu":
+        dts = ["bf16", "f16"]
+        add("matmul_add", linear_variants, dts + ["f32"],
+            [dict(M=64, N=64, K=64), dict(M=4096, N=4096, K=4096)])
+        add("linear", linear_variants, dts, [dict(M=8192, N=3072, K=768)])
+        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=8192, D=768, F=3072)])
+        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=8192, D=768, F=3072)])
+        add("softmax", ["plain"], dts, [dict(R=65536, N=4096)])
+        add("softmax_scale_causal", ["fused"], dts, [dict(B=8, H=16, S=1024)])
+        add("layer_norm", ["plain"], dts, [dict(R=65536, N=4096)])
+        add("rms_norm", ["plain"], dts, [dict(R=65536, N=4096)])
+        add("attention", attention_variants, dts,
+            [dict(B=8, H=16, S=1024, D=64, causal=1), dict(B=1, H=16, S=8192, D=64, causal=1),
+             dict(B=1, H=16, S=16384, D=128, causal=1)])
+    else:
+        raise ValueError(sizes)
+    return out
+
+
+def workloads_from_json(path, device):
+    """The workloads a blockscope Google Benchmark JSON ran on `device` (from the labels)."""
+    with open(path) as handle:
+        data = json.load(handle)
+    seen, out = set(), []
+    for bench in data.get("benchmarks", []):
+        key = bench.get("label", "")
+        if not key or bench.get("run_type") == "aggregate":
+            continue
+        if benchmark_device(bench) != device_name_of(device):
+            continue
+        try:
+            workload, variant, dtype, shape = parse_key(key)
+        except ValueError:
+            continue  # block benchmarks and anything else without a peer workload
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((workload, variant, dtype, shape))
+        if workload == "attention" and variant == "flash":
+            # PyTorch-only rows for the other SDPA backends, at the same shape.
+            for extra in ("sdpa_math", "sdpa_efficient", "sdpa_cudnn"):
+                out.append((workload, extra, dtype, dict(shape)))
+    return out
+
+
+def benchmark_device(bench):
+    """The device of a blockscope benchmark: its name is `<key>/<device>[/real_time|...]`."""
+    rest = bench.get("name", "")[len(bench.get("label", "")) + 1:]
+    return rest.split("/")[0] if rest else "cpu"
+
+
+def device_name_of(device):
+    return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
+
+
+# ---- The PyTorch workloads ---------------------------------------------------------------------
+
+class Skip(Exception):
+    """This row has no PyTorch time; the message says why."""
+
+
+def rand(shape, dtype, device, generator):
+    # Uniform [-1, 1), like blockscope's benchmark inputs.
+    values = torch.rand(shape, generator=generator, dtype=torch.float32) * 2 - 1
+    return values.to(device=device, dtype=dtype)
+
+
+def compiled(fn):
+    if not hasattr(torch, "compile"):
+        raise Skip(f"torch.compile needs PyTorch >= 2.0 (found {torch.__version__})")
+    return torch.compile(fn)
+
+
+def sdpa_runner(backend_name):
+    """A context-manager factory that pins scaled_dot_product_attention to one backend."""
+    if not hasattr(F, "scaled_dot_product_attention"):
+        raise Skip(f"scaled_dot_product_attention needs PyTorch >= 2.0 (found {torch.__version__})")
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # PyTorch >= 2.3
+        backends = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION",
+                    "cudnn": "CUDNN_ATTENTION"}
+        if not hasattr(SDPBackend, backends[backend_name]):
+            raise Skip(f"SDPA backend {backend_name} is not in PyTorch {torch.__version__}")
+        chosen = getattr(SDPBackend, backends[backend_name])
+        return lambda: sdpa_kernel([chosen])
+    except ImportError:
+        if backend_name == "cudnn":
+            raise Skip(f"the SDPA cuDNN backend needs PyTorch >= 2.3 (found {torch.__version__})")
+        flags = dict(enable_math=backend_name == "math", enable_flash=backend_name == "flash",
+                     enable_mem_efficient=backend_name == "efficient")
+        return lambda: torch.backends.cuda.sdp_kernel(**flags)
+
+
+def build(workload, variant, dtype_name, s, device, generator, allow_compile):
+    """Returns (impl description, step function) for one workload; raises Skip."""
+    dtype = DTYPES[dtype_name]
+    r = lambda *shape: rand(shape, dtype, device, generator)  # noqa: E731
+
+    def need_compile(fn):
+        if not allow_compile:
+            raise Skip("torch.compile disabled (--no-compile)")
+        return compiled(fn)
+
+    if workload in ("matmul_add", "linear"):
+        m, n, k = s["M"], s["N"], s["K"]
+        x = r(m, k)
+        # matmul_add: b is [K, N] (Y = A·B + c); linear: W is [N, K] as nn.Linear stores it.
+        w = r(k, n) if workload == "matmul_add" else r(n, k)
+        bias = r(n)
+        weight = w if workload == "matmul_add" else w.t()  # a view: no copy, as aten::t
+        if variant == "naive":
+            return "torch.matmul then + (2 ops)", lambda: torch.matmul(x, weight) + bias
+        if variant == "epilogue":
+            if workload == "linear":
+                return "F.linear (nn.Linear)", lambda: F.linear(x, w, bias)
+            return "torch.addmm (one call, bias in the GEMM)", lambda: torch.addmm(bias, x, weight)
+        if variant == "addmm":
+            fn = need_compile(lambda a, b, c: torch.matmul(a, b) + c)
+            return "torch.compile(matmul + add)", lambda: fn(x, weight, bias)
+        raise Skip(f"no PyTorch peer for {workload} path {variant}")
+
+    if workload == "mlp_geglu":
+        t, d, f = s["T"], s["D"], s["F"]
+        x, gate, up, down = r(t, d), r(f, d), r(f, d), r(d, f)
+
+        def geglu(x):
+            return F.linear(F.gelu(F.linear(x, gate), approximate="tanh") * F.linear(x, up), down)
+
+        if variant == "naive":
+            return "eager GeGLU: gate, up, gelu(tanh), mul, down", lambda: geglu(x)
+        if variant == "fused":
+            fn = need_compile(geglu)
+            return "torch.compile(GeGLU)", lambda: fn(x)
+        raise Skip(f"no PyTorch peer for mlp_geglu path {variant}")
+
+    if workload == "mlp_gelu":
+        t, d, f = s["T"], s["D"], s["F"]
+        x, fc, fc_b, proj, proj_b = r(t, d), r(f, d), r(f), r(d, f), r(d)
+        if variant == "naive":
+            return ("eager: matmul, +bias, gelu(tanh), matmul, +bias",
+                    lambda: torch.matmul(F.gelu(torch.matmul(x, fc.t()) + fc_b, approximate="tanh"),
+                                         proj.t()) + proj_b)
+        if variant == "epilogue":
+            return ("eager nn.Linear, gelu(tanh), nn.Linear",
+                    lambda: F.linear(F.gelu(F.linear(x, fc, fc_b), approximate="tanh"), proj, proj_b))
+        raise Skip(f"no PyTorch peer for mlp_gelu path {variant}")
+
+    if workload == "softmax":
+        x = r(s["R"], s["N"])
+        return "torch.softmax(dim=-1)", lambda: torch.softmax(x, dim=-1)
+
+    if workload == "softmax_scale_causal":
+        b, h, n = s["B"], s["H"], s["S"]
+        x = r(b, h, n, n)
+        mask = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        scale = 0.125
+        return ("eager: mul(scale), masked_fill(-inf), softmax",
+                lambda: torch.softmax((x * scale).masked_fill(mask, float("-inf")), dim=-1))
+
+    if workload == "layer_norm":
+        n = s["N"]
+        x, w, b = r(s["R"], n), r(n), r(n)
+        return "F.layer_norm", lambda: F.layer_norm(x, (n,), w, b, 1e-5)
+
+    if workload == "rms_norm":
+        n = s["N"]
+        x, w = r(s["R"], n), r(n)
+        if hasattr(F, "rms_norm"):
+            return "F.rms_norm", lambda: F.rms_norm(x, (n,), w, 1e-5)
+
+        def rms(x):  # Llama's RMSNorm: normalise in f32, then scale
+            xf = x.float()
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w
+
+        return "eager RMSNorm (pow, mean, rsqrt, mul, mul)", lambda: rms(x)
+
+    if workload == "attention":
+        b, h, n, d, causal = s["B"], s["H"], s["S"], s["D"], bool(s["causal"])
+        q, k, v = r(b, h, n, d), r(b, h, n, d), r(b, h, n, d)
+        scale = 1.0 / math.sqrt(d)
+        mask = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        if variant == "naive":
+            def naive():  # the series' module: masked_fill out of place (a copy)
+                scores = torch.matmul(q, k.transpose(-2, -1)) * scale
+                if causal:
+                    scores = scores.masked_fill(mask, float("-inf"))
+                return torch.matmul(torch.softmax(scores, dim=-1), v)
+            return "series naive: matmul, mul, masked_fill, softmax, matmul", naive
+        if variant == "inplace":
+            def inplace():
+                scores = torch.matmul(q, k.transpose(-2, -1)) * scale
+                if causal:
+                    scores.masked_fill_(mask, float("-inf"))
+                return torch.matmul(torch.softmax(scores, dim=-1), v)
+            return "series in place: matmul, mul, masked_fill_, softmax, matmul", inplace
+        if variant == "fused_softmax":
+            raise Skip("PyTorch eager has no fused scale + causal-mask softmax kernel "
+                       "(see sdpa_math and the naive rows)")
+        backend = {"flash": "flash", "sdpa_math": "math", "sdpa_efficient": "efficient",
+                   "sdpa_cudnn": "cudnn"}.get(variant)
+        if backend is None:
+            raise Skip(f"no PyTorch peer for attention path {variant}")
+        pin = sdpa_runner(backend)
+
+        # scale= exists from PyTorch 2.1; the default 1/sqrt(D) is the same value.
+        extra = {"scale": scale} if torch_version() >= (2, 1) else {}
+
+        def sdpa():
+            with pin():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **extra)
+        return f"F.scaled_dot_product_attention (backend {backend})", sdpa
+
+    raise Skip(f"unknown workload {workload}")
+
+
+# ---- Timing ------------------------------------------------------------------------------------
+
+class Timer:
+    def __init__(self, device):
+        self.device = device
+        self.flush = None
+        if device.type == "cuda":
+            # Twice the L2 size, zeroed before each iteration so no input stays cached.
+            l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20)
+            self.flush = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
+
+    def one(self, step):
+        if self.device.type == "cuda":
+            self.flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            step()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        begin = time.perf_counter()
+        step()
+        return (time.perf_counter() - begin) * 1000.0
+
+    def run(self, step, warmup, min_time_s, min_iters, max_iters):
+        for _ in range(warmup):
+            step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        times, begin = [], time.perf_counter()
+        while len(times) < max_iters and (len(times) < min_iters or time.perf_counter() - begin < min_time_s):
+            times.append(self.one(step))
+        return times
+
+
+def count_cuda_kernels(step):
+    """Kernels and memcpys one iteration launches, from torch.profiler (CUDA only)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    count = 0
+    for event in prof.events():
+        kind = str(getattr(event, "device_type", ""))
+        if "CUDA" in kind and event.name and not event.name.startswith("cudaLaunch"):
+            count += 1
+    return count
+
+
+def run_all(args):
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("torch_peer: --device cuda asked for, but torch.cuda.is_available() is False")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.from_json:
+        workloads = workloads_from_json(args.from_json, device)
+    else:
+        workloads = builtin_workloads(args.sizes, device)
+    if args.filter:
+        workloads = [w for w in workloads if args.filter in make_key(*w)]
+
+    timer = Timer(device)
+    results = []
+    for workload, variant, dtype, shape in workloads:
+        key = make_key(workload, variant, dtype, shape)
+        flops, nbytes = formulas(workload, dtype, shape)
+        row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
+               "device": device_name_of(device), "impl": None, "skipped": None, "iterations": 0,
+               "warmup": args.warmup, "time_ms": None, "flops": flops, "bytes": nbytes,
+               "kernels_per_iter": None}
+        generator = torch.Generator().manual_seed(args.seed)
+        try:
+            impl, step = build(workload, variant, dtype, shape, device, generator, not args.no_compile)
+            row["impl"] = impl
+            with torch.no_grad():
+                times = timer.run(step, args.warmup, args.min_time, args.min_iters, args.max_iters)
+                if device.type == "cuda" and args.count_kernels:
+                    row["kernels_per_iter"] = count_cuda_kernels(step)
+            row["iterations"] = len(times)
+            row["time_ms"] = {"median": statistics.median(times), "mean": statistics.fmean(times),
+                              "min": min(times), "max": max(times),
+                              "stdev": statistics.pstdev(times) if len(times) > 1 else 0.0}
+        except Skip as reason:
+            row["skipped"] = str(reason)
+        except Exception as error:  # a PyTorch limitation (dtype not supported on CPU, ...)
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            row["skipped"] = f"PyTorch {torch.__version__} failed: {type(error).__name__}: {first_line[:200]}"
+        results.append(row)
+        status = row["skipped"] or f"{row['time_ms']['median']:.4f} ms median over {row['iterations']}"
+        print(f"torch_peer: {key} [{row['device']}]: {status}", file=sys.stderr)
+    return device, results
+
+
+def context(device):
+    ctx = {"torch": torch.__version__, "python": platform.python_version(), "device": device_name_of(device),
+           "threads": torch.get_num_threads(), "timer": "cuda_events" if device.type == "cuda" else "wall",
+           "cuda": torch.version.cuda, "cudnn": None, "machine": platform.machine(),
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if device.type == "cuda":
+        ctx["device_name"] = torch.cuda.get_device_name(device)
+        ctx["cudnn"] = torch.backends.cudnn.version()
+    else:
+        ctx["device_name"] = f"cpu ({platform.processor() or platform.machine()})"
+    return ctx
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
+    parser.add_argument("--sizes", default="smoke", choices=["smoke", "cpu", "gpu"],
+                        help="built-in workload list (ignored with --from-json)")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="run the workloads of this blockscope Google Benchmark JSON")
+    parser.add_argument("--filter", help="only workload keys containing this text")
+    parser.add_argument("--out", "-o", metavar="FILE", help="write the JSON here (default: stdout)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--min-time", type=float, default=0.2, help="seconds of timed iterations per row")
+    parser.add_argument("--min-iters", type=int, default=5)
+    parser.add_argument("--max-iters", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave it)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
+    parser.add_argument("--count-kernels", action="store_true",
+                        help="on CUDA, count kernels per iteration with torch.profiler")
+    args = parser.parse_args(argv)
+
+    device, results = run_all(args)
+    document = {"schema": SCHEMA, "context": context(device), "results": results}
+    text = json.dumps(document, indent=2)
+    if args.out:
+        with open(args.out, "w") as handle:
+            handle.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
