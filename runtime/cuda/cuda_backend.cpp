@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
@@ -21,7 +22,7 @@ bool cuda_available() { return cuda_device_count() > 0; }
 
 std::shared_ptr<Backend> make_cuda_backend(int index) { return std::make_shared<CudaBackend>(index); }
 
-CudaBackend::CudaBackend(int device_index) : index_(device_index) {
+CudaBackend::CudaBackend(int device_index) : index_(device_index), plan_cache_(cuda_gemm::make_plan_cache()) {
   BS_CUDA_CHECK(cudaSetDevice(index_));
   BS_CUDA_CHECK(cudaGetDeviceProperties(&properties_, index_));
   BS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -39,6 +40,11 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(index_);
   if (stream_) cudaStreamSynchronize(stream_);
   for (cudaEvent_t event : events_) cudaEventDestroy(event);
+  plan_cache_.reset();  // cuBLASLt descriptors go before the handle
+  for (int i = 0; i < 2; ++i) {
+    if (staging_done_[i]) cudaEventDestroy(staging_done_[i]);
+    if (staging_[i]) cudaFreeHost(staging_[i]);
+  }
   if (workspace_) cudaFree(workspace_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -68,15 +74,72 @@ size_t CudaBackend::memory_available() const {
   return free_bytes;
 }
 
+void CudaBackend::check_not_capturing(const char* what) const {
+  if (capturing()) {
+    throw Error(ErrorKind::runtime, std::string(what) +
+                                        " during a CUDA graph capture: host transfers synchronise the stream and "
+                                        "cannot be captured; move them out of the captured forward");
+  }
+}
+
+void CudaBackend::ensure_staging() {
+  if (staging_[0] != nullptr) return;
+  for (int i = 0; i < 2; ++i) {
+    BS_CUDA_CHECK(cudaMallocHost(&staging_[i], kStagingChunk));
+    BS_CUDA_CHECK(cudaEventCreateWithFlags(&staging_done_[i], cudaEventDisableTiming));
+  }
+}
+
 void CudaBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) {
-  BS_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
-  // Pageable host memory: the copy must finish before the caller may reuse its buffer.
+  check_not_capturing("copy_to_device");
+  BS_CUDA_CHECK(cudaSetDevice(index_));
+  if (bytes < kStagingThreshold) {
+    BS_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    // Pageable host memory: the copy must finish before the caller may reuse its buffer.
+    BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  // Two pinned chunks in turn: while the DMA of one runs, the host fills the other.
+  ensure_staging();
+  const char* src = static_cast<const char*>(host_src);
+  char* out = static_cast<char*>(dst);
+  int chunk_index = 0;
+  for (size_t done = 0; done < bytes; done += kStagingChunk, chunk_index ^= 1) {
+    const size_t size = std::min(kStagingChunk, bytes - done);
+    BS_CUDA_CHECK(cudaEventSynchronize(staging_done_[chunk_index]));  // its previous DMA is over
+    std::memcpy(staging_[chunk_index], src + done, size);
+    BS_CUDA_CHECK(cudaMemcpyAsync(out + done, staging_[chunk_index], size, cudaMemcpyHostToDevice, stream_));
+    BS_CUDA_CHECK(cudaEventRecord(staging_done_[chunk_index], stream_));
+  }
   BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  BS_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
-  BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  check_not_capturing("copy_to_host");
+  BS_CUDA_CHECK(cudaSetDevice(index_));
+  if (bytes < kStagingThreshold) {
+    BS_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return;
+  }
+  // Queue the DMA of chunk i+1 before copying chunk i out of pinned memory on the host.
+  ensure_staging();
+  const char* in = static_cast<const char*>(src);
+  char* out = static_cast<char*>(host_dst);
+  const size_t chunks = (bytes + kStagingChunk - 1) / kStagingChunk;
+  auto enqueue = [&](size_t chunk) {
+    const size_t offset = chunk * kStagingChunk;
+    const size_t size = std::min(kStagingChunk, bytes - offset);
+    BS_CUDA_CHECK(cudaMemcpyAsync(staging_[chunk % 2], in + offset, size, cudaMemcpyDeviceToHost, stream_));
+    BS_CUDA_CHECK(cudaEventRecord(staging_done_[chunk % 2], stream_));
+  };
+  enqueue(0);
+  for (size_t chunk = 0; chunk < chunks; ++chunk) {
+    if (chunk + 1 < chunks) enqueue(chunk + 1);
+    BS_CUDA_CHECK(cudaEventSynchronize(staging_done_[chunk % 2]));
+    const size_t offset = chunk * kStagingChunk;
+    std::memcpy(out + offset, staging_[chunk % 2], std::min(kStagingChunk, bytes - offset));
+  }
 }
 
 void CudaBackend::copy_within(void* dst, const void* src, size_t bytes) {

@@ -1,5 +1,6 @@
 // The CUDA backend: one device, one non-blocking stream, a stream-ordered memory pool with
-// statistics, a cuBLASLt handle and workspace, and pooled events for timing marks.
+// statistics, a cuBLASLt handle, workspace and descriptor cache, pooled events for timing
+// marks, and a pinned staging buffer for large host<->device transfers.
 // Ops reach it with cuda_backend(ctx).
 #pragma once
 
@@ -12,6 +13,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/context.h"
+#include "runtime/cuda/cublaslt_gemm.h"
 
 namespace blockscope {
 
@@ -46,6 +48,11 @@ class CudaBackend final : public Backend {
   // True while a CUDA graph capture is open on the stream (no synchronising calls allowed).
   bool capturing() const;
 
+  // cuBLASLt settings (TF32, autotune) and the descriptor/algorithm cache
+  // (runtime/cuda/cublaslt_gemm.h).
+  cuda_gemm::GemmSettings& gemm_settings() { return gemm_settings_; }
+  cuda_gemm::PlanCache& plan_cache() { return *plan_cache_; }
+
  private:
   int index_;
   cudaDeviceProp properties_{};
@@ -57,6 +64,17 @@ class CudaBackend final : public Backend {
   MemoryStats stats_;
   std::vector<cudaEvent_t> events_;  // pool, reused every step
   size_t next_event_ = 0;
+  cuda_gemm::GemmSettings gemm_settings_;
+  std::unique_ptr<cuda_gemm::PlanCache, cuda_gemm::PlanCacheDeleter> plan_cache_;
+
+  // Pinned staging for transfers of at least kStagingThreshold bytes: pageable memory is
+  // copied through two pinned chunks so the memcpy on the host overlaps the DMA.
+  void ensure_staging();
+  void check_not_capturing(const char* what) const;
+  static constexpr size_t kStagingThreshold = 1u << 20;   // 1 MiB
+  static constexpr size_t kStagingChunk = 8u << 20;       // 8 MiB per buffer
+  void* staging_[2] = {nullptr, nullptr};
+  cudaEvent_t staging_done_[2] = {nullptr, nullptr};
 };
 
 // The CUDA backend of a context on a CUDA device (throws otherwise).

@@ -1,0 +1,294 @@
+#include "runtime/cuda/cublaslt_gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "profiler/scope.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/error.h"
+
+namespace blockscope::cuda_gemm {
+
+const char* epilogue_name(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none: return "DEFAULT";
+    case Epilogue::bias: return "BIAS";
+    case Epilogue::gelu_bias: return "GELU_BIAS";
+    case Epilogue::gelu: return "GELU";
+  }
+  return "?";
+}
+
+namespace {
+
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+cublasLtEpilogue_t cublas_epilogue(Epilogue epilogue) {
+  switch (epilogue) {
+    case Epilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::gelu_bias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case Epilogue::gelu: return CUBLASLT_EPILOGUE_GELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool uses_bias(Epilogue epilogue) { return epilogue == Epilogue::bias || epilogue == Epilogue::gelu_bias; }
+
+// The largest power of two up to 16 dividing every value: the alignment, in bytes, that every
+// column (and batch entry) of an operand keeps when its base pointer is 16-byte aligned.
+uint32_t alignment_bytes(std::initializer_list<int64_t> byte_offsets) {
+  uint32_t alignment = 16;
+  for (int64_t offset : byte_offsets) {
+    while (alignment > 1 && offset % alignment != 0) alignment /= 2;
+  }
+  return alignment;
+}
+
+// Everything that decides the descriptors and the algorithm (no pointers).
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t,  // dtype, m, n, k
+                           int64_t, int64_t, int64_t,       // lda, ldb, ldd
+                           int64_t, int64_t, int64_t,       // strides a, b, d
+                           int64_t, bool, int, bool,        // batch, trans_b, epilogue, accumulate (beta != 0)
+                           uint32_t, uint32_t, uint32_t,    // alignments a, b, d
+                           int>;                            // compute type
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_b = nullptr;  // cuBLAS's first operand: our B
+  cublasLtMatrixLayout_t layout_a = nullptr;  // cuBLAS's second operand: our A
+  cublasLtMatrixLayout_t layout_d = nullptr;  // C and D share it (C is D)
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  bool autotuned = false;
+};
+
+void destroy(Plan& plan) {
+  // Called from destructors: errors are ignored on purpose.
+  if (plan.layout_d) cublasLtMatrixLayoutDestroy(plan.layout_d);
+  if (plan.layout_a) cublasLtMatrixLayoutDestroy(plan.layout_a);
+  if (plan.layout_b) cublasLtMatrixLayoutDestroy(plan.layout_b);
+  if (plan.desc) cublasLtMatmulDescDestroy(plan.desc);
+  plan = Plan{};
+}
+
+cublasLtMatrixLayout_t make_layout(DType dtype, uint64_t rows, uint64_t cols, int64_t ld, int64_t batch,
+                                   int64_t stride) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  BS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, cuda_type(dtype), rows, cols, ld));
+  if (batch > 1) {
+    const int32_t count = static_cast<int32_t>(batch);
+    BS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+    BS_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                     sizeof stride));
+  }
+  return layout;
+}
+
+std::string describe(const RowMajorGemm& g) {
+  return std::string(g.name) + " (" + dtype_name(g.dtype) + ", m=" + std::to_string(g.m) +
+         " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) + ", batch " + std::to_string(g.batch) +
+         ", B " + (g.trans_b ? "[n, k]" : "[k, n]") + ", epilogue " + epilogue_name(g.epilogue) + ")";
+}
+
+void check_aligned(const RowMajorGemm& g, const char* operand, const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  BS_CHECK_INPUT(address % 16 == 0, "cuBLASLt GEMM ", describe(g), ": operand ", operand, " starts at address 0x",
+                 std::hex, address, std::dec, ", which is not 16-byte aligned (offset ", address % 16,
+                 " bytes); cuBLASLt needs 16-byte aligned operands: start the tensor at a multiple of ",
+                 16 / dtype_size(g.dtype), " ", dtype_name(g.dtype), " elements or make it contiguous");
+}
+
+}  // namespace
+
+class PlanCache {
+ public:
+  ~PlanCache() {
+    for (auto& entry : plans_) destroy(entry.second);
+  }
+  std::map<PlanKey, Plan>& plans() { return plans_; }
+
+ private:
+  std::map<PlanKey, Plan> plans_;
+};
+
+void PlanCacheDeleter::operator()(PlanCache* cache) const { delete cache; }
+std::unique_ptr<PlanCache, PlanCacheDeleter> make_plan_cache() {
+  return std::unique_ptr<PlanCache, PlanCacheDeleter>(new PlanCache());
+}
+
+size_t cached_plans(Context& ctx) { return cuda_backend(ctx).plan_cache().plans().size(); }
+
+namespace {
+
+void run_matmul(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g, void* d, float beta,
+                const cublasLtMatmulAlgo_t& algo) {
+  BS_CUBLAS_CHECK(cublasLtMatmul(backend.cublaslt(), plan.desc, &g.alpha, g.b, plan.layout_b, g.a, plan.layout_a,
+                                 &beta, d, plan.layout_d, d, plan.layout_d, &algo, backend.workspace(),
+                                 backend.workspace_bytes(), backend.stream()));
+}
+
+// Times each candidate on a scratch output (beta = 0, so D's contents, e.g. addmm's bias copy,
+// are untouched) and returns the index of the fastest.
+size_t autotune(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g,
+                const std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
+  const int64_t extent = (g.batch - 1) * g.stride_d + (g.m - 1) * g.ldd + g.n;  // elements D spans
+  const size_t scratch_bytes = static_cast<size_t>(extent) * dtype_size(g.dtype);
+  void* scratch = backend.allocate(scratch_bytes);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  size_t best = 0;
+  float best_ms = 0;
+  try {
+    BS_CUDA_CHECK(cudaEventCreate(&start));
+    BS_CUDA_CHECK(cudaEventCreate(&stop));
+    const int iterations = std::max(1, backend.gemm_settings().autotune_iterations);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      run_matmul(backend, plan, g, scratch, 0.0f, candidates[i].algo);  // warm-up
+      BS_CUDA_CHECK(cudaEventRecord(start, backend.stream()));
+      for (int it = 0; it < iterations; ++it) run_matmul(backend, plan, g, scratch, 0.0f, candidates[i].algo);
+      BS_CUDA_CHECK(cudaEventRecord(stop, backend.stream()));
+      BS_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      BS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (i == 0 || ms < best_ms) {
+        best = i;
+        best_ms = ms;
+      }
+    }
+  } catch (...) {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    backend.deallocate(scratch, scratch_bytes);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  backend.deallocate(scratch, scratch_bytes);
+  return best;
+}
+
+Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
+  const GemmSettings& settings = backend.gemm_settings();
+  const int64_t es = static_cast<int64_t>(dtype_size(g.dtype));
+  const bool batched = g.batch > 1;
+  const uint32_t align_a = alignment_bytes({g.lda * es, batched ? g.stride_a * es : 0});
+  const uint32_t align_b = alignment_bytes({g.ldb * es, batched ? g.stride_b * es : 0});
+  const uint32_t align_d = alignment_bytes({g.ldd * es, batched ? g.stride_d * es : 0});
+  const cublasComputeType_t compute =
+      g.dtype == DType::f32 && settings.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const PlanKey key{static_cast<int>(g.dtype), g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
+                    batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
+                    g.batch, g.trans_b, static_cast<int>(g.epilogue), g.beta != 0.0f,
+                    align_a, align_b, align_d, static_cast<int>(compute)};
+  auto& plans = backend.plan_cache().plans();
+  auto found = plans.find(key);
+  if (found != plans.end()) return found->second;
+
+  Plan plan;
+  try {
+    BS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
+    const cublasOperation_t op_b = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = CUBLAS_OP_N;
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof op_b));
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
+    const cublasLtEpilogue_t epilogue = cublas_epilogue(g.epilogue);
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    if (uses_bias(g.epilogue)) {
+      BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+                                                     sizeof g.bias));
+    }
+    // Column-major views (see the header): B is [n, k] (op N) or [k, n] (op T); A is [k, m]; D is [n, m].
+    plan.layout_b = g.trans_b ? make_layout(g.dtype, g.k, g.n, g.ldb, g.batch, g.stride_b)
+                              : make_layout(g.dtype, g.n, g.k, g.ldb, g.batch, g.stride_b);
+    plan.layout_a = make_layout(g.dtype, g.k, g.m, g.lda, g.batch, g.stride_a);
+    plan.layout_d = make_layout(g.dtype, g.n, g.m, g.ldd, g.batch, g.stride_d);
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    BS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(
+        static_cast<size_t>(settings.autotune ? std::max(1, settings.autotune_candidates) : 1));
+    int found_count = 0;
+    try {
+      const size_t workspace = backend.workspace_bytes();
+      BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace, sizeof workspace));
+      // cuBLAS's A is our B, its B is our A; C and D are our D.
+      BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                           &align_b, sizeof align_b));
+      BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                           &align_a, sizeof align_a));
+      BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                           &align_d, sizeof align_d));
+      BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                           &align_d, sizeof align_d));
+      BS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(backend.cublaslt(), plan.desc, plan.layout_b, plan.layout_a,
+                                                     plan.layout_d, plan.layout_d, preference,
+                                                     static_cast<int>(results.size()), results.data(), &found_count));
+    } catch (...) {
+      cublasLtMatmulPreferenceDestroy(preference);
+      throw;
+    }
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (found_count <= 0) {
+      throw Error(ErrorKind::runtime, "cuBLASLt has no algorithm for GEMM " + describe(g) + " with alignments A " +
+                                          std::to_string(align_a) + ", B " + std::to_string(align_b) + ", D " +
+                                          std::to_string(align_d) + " bytes");
+    }
+    results.resize(static_cast<size_t>(found_count));
+    size_t chosen = 0;
+    if (settings.autotune && results.size() > 1 && !backend.capturing()) {
+      chosen = autotune(backend, plan, g, results);
+      plan.autotuned = true;
+    }
+    plan.algo = results[chosen].algo;
+    plan.workspace = results[chosen].workspaceSize;
+  } catch (...) {
+    destroy(plan);
+    throw;
+  }
+  return plans.emplace(key, plan).first->second;
+}
+
+}  // namespace
+
+void gemm(Context& ctx, const RowMajorGemm& g) {
+  CudaBackend& backend = cuda_backend(ctx);
+  BS_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0, "empty GEMM ", describe(g), " must be skipped by the caller");
+  BS_CHECK(g.lda >= g.k && g.ldd >= g.n && g.ldb >= (g.trans_b ? g.k : g.n), "leading dimensions too small for ",
+           describe(g), ": lda ", g.lda, " ldb ", g.ldb, " ldd ", g.ldd);
+  BS_CHECK(!uses_bias(g.epilogue) || g.bias != nullptr, "epilogue ", epilogue_name(g.epilogue), " needs a bias");
+  check_aligned(g, "A", g.a);
+  check_aligned(g, "B", g.b);
+  check_aligned(g, "D", g.d);
+  if (uses_bias(g.epilogue)) check_aligned(g, "bias", g.bias);
+
+  profiler::KernelScope scope(ctx, g.name);
+  Plan& plan = plan_for(backend, g);
+  if (uses_bias(g.epilogue)) {
+    // The descriptor is shared by every call of this shape; the bias pointer is per call.
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+                                                   sizeof g.bias));
+  }
+  try {
+    run_matmul(backend, plan, g, g.d, g.beta, plan.algo);
+  } catch (const Error& error) {
+    throw Error(error.kind(), std::string("GEMM ") + describe(g) + " in op '" + ctx.scope_path() +
+                                  "' failed: " + error.what());
+  }
+}
+
+}  // namespace blockscope::cuda_gemm
