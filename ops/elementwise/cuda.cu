@@ -1,0 +1,187 @@
+// CUDA elementwise ops: add (with row broadcast), mul, scale, copy (DtoD memcpy or a strided
+// gather) and the causal masked_fill used by the naive attention paths.
+// Inputs are validated by ops/elementwise/elementwise.cpp; only cheap invariants are checked.
+#include <algorithm>
+
+#include "ops/common/backends.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/elementwise_map.cuh"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/vector_io.cuh"
+
+namespace blockscope::cuda_kernels {
+
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* out, int64_t n, int64_t b_period, bool vectorized) {
+  binary_map(a, b, out, n, b_period, vectorized, [](float x, float y) { return x + y; });
+}
+
+template <typename T>
+__global__ void mul_kernel(const T* a, const T* b, T* out, int64_t n, bool vectorized) {
+  binary_map(a, b, out, n, n, vectorized, [](float x, float y) { return x * y; });
+}
+
+template <typename T>
+__global__ void scale_kernel(const T* x, T* out, int64_t n, float factor, bool vectorized) {
+  unary_map(x, out, n, vectorized, [factor](float v) { return v * factor; });
+}
+
+// A strided view described by up to kMaxDims (size, stride) pairs, outermost first.
+constexpr int kMaxDims = 8;
+struct StridedLayout {
+  int dims = 0;
+  int64_t size[kMaxDims];
+  int64_t stride[kMaxDims];
+};
+
+// dst (contiguous) = src (strided), element by element in logical order.
+template <typename T>
+__global__ void copy_kernel(const T* src, StridedLayout layout, T* dst, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += global_threads()) {
+    int64_t rest = i, offset = 0;
+    for (int d = layout.dims - 1; d >= 0; --d) {
+      offset += (rest % layout.size[d]) * layout.stride[d];
+      rest /= layout.size[d];
+    }
+    dst[i] = src[offset];
+  }
+}
+
+// scores [matrices, sq, sk] (rows = matrices·sq): element (i, j) with j > i + sk - sq gets
+// `value`. One block per row in a grid-stride loop; threads cover the masked tail of the row.
+template <typename T>
+__global__ void masked_fill_causal_kernel(T* scores, int64_t rows, int64_t sq, int64_t sk, float value) {
+  const T fill = from_float<T>(value);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t i = row % sq;
+    const int64_t first_masked = i + sk - sq + 1 < 0 ? 0 : i + sk - sq + 1;
+    T* line = scores + row * sk;
+    for (int64_t j = first_masked + threadIdx.x; j < sk; j += blockDim.x) line[j] = fill;
+  }
+}
+
+}  // namespace blockscope::cuda_kernels
+
+namespace blockscope::ops::cuda {
+
+using cuda_detail::aligned16;
+using cuda_detail::dispatch_dtype;
+using cuda_detail::grid_for;
+using cuda_detail::launch;
+using cuda_detail::pack_elems;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int sm_count(Context& ctx) { return cuda_backend(ctx).properties().multiProcessorCount; }
+
+// Threads needed: one per pack when vectorised, else one per element.
+int64_t work_items(int64_t n, bool vectorized, DType dtype) { return vectorized ? n / pack_elems(dtype) + 1 : n; }
+
+// Merges adjacent dimensions that are contiguous with each other and drops size-1 ones, so the
+// gather kernel does as few divisions as the view allows.
+cuda_kernels::StridedLayout collapse(const Tensor& t) {
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 1) continue;
+    if (!sizes.empty() && strides.back() == t.stride(d) * t.size(d)) {
+      sizes.back() *= t.size(d);
+      strides.back() = t.stride(d);
+    } else {
+      sizes.push_back(t.size(d));
+      strides.push_back(t.stride(d));
+    }
+  }
+  BS_CHECK_INPUT(static_cast<int>(sizes.size()) <= cuda_kernels::kMaxDims, "copy: ", t.str(), " has ", sizes.size(),
+                 " non-mergeable dimensions; the CUDA gather supports ", cuda_kernels::kMaxDims);
+  cuda_kernels::StridedLayout layout;
+  layout.dims = static_cast<int>(sizes.size());
+  for (int d = 0; d < layout.dims; ++d) {
+    layout.size[d] = sizes[d];
+    layout.stride[d] = strides[d];
+  }
+  return layout;
+}
+
+// dst = src on the device: one "Memcpy DtoD" when src is contiguous, the gather kernel else.
+void copy_into(Context& ctx, const Tensor& src, Tensor& dst) {
+  BS_CHECK(dst.is_contiguous(), "copy: dst ", dst.str(), " must be contiguous");
+  if (src.is_contiguous()) {
+    cuda_detail::memcpy_dtod(ctx, dst.data(), src.data(), src.nbytes());
+    return;
+  }
+  const cuda_kernels::StridedLayout layout = collapse(src);
+  const int64_t n = src.numel();
+  dispatch_dtype(src.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<T>, grid_for(n, kThreads, sm_count(ctx)), kThreads, 0,
+           src.data_as<const T>(), layout, dst.data_as<T>(), n);
+  });
+}
+
+void fill_causal(Context& ctx, Tensor& scores, float value) {
+  BS_CHECK(scores.is_contiguous() && scores.dim() >= 2, "masked_fill_causal: scores ", scores.str(),
+           " must be contiguous [..., Sq, Sk]");
+  const int64_t sq = scores.size(-2), sk = scores.size(-1);
+  if (scores.numel() == 0) return;
+  const int64_t rows = scores.numel() / sk;
+  // Rows with nothing to mask still cost a block visit; at most 32 blocks per SM sweep them.
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows, static_cast<int64_t>(sm_count(ctx)) * 32));
+  const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((sk + 31) / 32 * 32, 32, 256));
+  dispatch_dtype(scores.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "masked_fill_causal_kernel", cuda_kernels::masked_fill_causal_kernel<T>, blocks, threads, 0,
+           scores.data_as<T>(), rows, sq, sk, value);
+  });
+}
+
+}  // namespace
+
+void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+  BS_CHECK(a.is_contiguous() && b.is_contiguous() && out.is_contiguous(), "add: operands must be contiguous");
+  const int64_t n = a.numel(), period = b.numel();
+  BS_CHECK(period > 0 && n % period == 0, "add: b ", b.str(), " does not tile a ", a.str());
+  const bool vectorized = aligned16(a.data()) && aligned16(b.data()) && aligned16(out.data()) &&
+                          period % pack_elems(a.dtype()) == 0;
+  dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "add_kernel", cuda_kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+           kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, period, vectorized);
+  });
+}
+
+void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+  BS_CHECK(a.is_contiguous() && b.is_contiguous() && out.is_contiguous(), "mul: operands must be contiguous");
+  BS_CHECK(a.numel() == b.numel(), "mul: ", a.str(), " and ", b.str(), " differ in size");
+  const int64_t n = a.numel();
+  const bool vectorized = aligned16(a.data()) && aligned16(b.data()) && aligned16(out.data());
+  dispatch_dtype(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "mul_kernel", cuda_kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+           kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, vectorized);
+  });
+}
+
+void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
+  BS_CHECK(x.is_contiguous() && out.is_contiguous(), "scale: operands must be contiguous");
+  const int64_t n = x.numel();
+  const bool vectorized = aligned16(x.data()) && aligned16(out.data());
+  dispatch_dtype(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "scale_kernel", cuda_kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
+           kThreads, 0, x.data_as<const T>(), out.data_as<T>(), n, factor, vectorized);
+  });
+}
+
+void copy(Context& ctx, const Tensor& src, Tensor& dst) { copy_into(ctx, src, dst); }
+
+void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor& out) {
+  // The series' lesson: out of place is a real copy (Memcpy DtoD) and then the fill.
+  copy_into(ctx, scores, out);
+  fill_causal(ctx, out, value);
+}
+
+void masked_fill_causal_(Context& ctx, Tensor& scores, float value) { fill_causal(ctx, scores, value); }
+
+}  // namespace blockscope::ops::cuda
