@@ -1,0 +1,105 @@
+// CUDA LayerNorm and RMSNorm over the last dimension: one block per row, statistics in f32.
+// LayerNorm takes two passes over the row for its statistics (mean, then the centred sum of
+// squares) rather than E[x²] - E[x]², which cancels badly when |mean| ≫ std; the row is small
+// enough to stay in L1/L2 between passes.
+#include "ops/common/backends.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/row_kernels.cuh"
+#include "runtime/cuda/vector_io.cuh"
+
+namespace blockscope::cuda_kernels {
+
+// x, y: [rows, n]; weight, bias: [n] (bias may be null).
+// `vectorized`: x, y, weight (and bias) 16-byte aligned and n a whole number of packs.
+template <typename T>
+__global__ void layer_norm_kernel(const T* x, const T* weight, const T* bias, T* y, int64_t rows, int64_t n,
+                                  float eps, bool vectorized) {
+  __shared__ float scratch[32];
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * n;
+    float sum = 0.0f;
+    row_read(in, n, vectorized, [&](int64_t, float v) { sum += v; });
+    const float mean = block_sum(sum, scratch) * inv_n;
+    float centred = 0.0f;
+    row_read(in, n, vectorized, [&](int64_t, float v) { centred += (v - mean) * (v - mean); });
+    const float rstd = rsqrtf(block_sum(centred, scratch) * inv_n + eps);
+    row_transform(in, y + r * n, n, vectorized, [&](int64_t j, float v) {
+      const float scaled = (v - mean) * rstd * to_float(weight[j]);
+      return bias != nullptr ? scaled + to_float(bias[j]) : scaled;
+    });
+  }
+}
+
+// y = x / sqrt(mean(x²) + eps) · weight.
+template <typename T>
+__global__ void rms_norm_kernel(const T* x, const T* weight, T* y, int64_t rows, int64_t n, float eps,
+                                bool vectorized) {
+  __shared__ float scratch[32];
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * n;
+    float squares = 0.0f;
+    row_read(in, n, vectorized, [&](int64_t, float v) { squares += v * v; });
+    const float rstd = rsqrtf(block_sum(squares, scratch) * inv_n + eps);
+    row_transform(in, y + r * n, n, vectorized,
+                  [&](int64_t j, float v) { return v * rstd * to_float(weight[j]); });
+  }
+}
+
+}  // namespace blockscope::cuda_kernels
+
+namespace blockscope::ops::cuda {
+
+using cuda_detail::aligned16;
+using cuda_detail::dispatch_dtype;
+using cuda_detail::launch;
+using cuda_detail::pack_elems;
+
+namespace {
+
+struct NormLaunch {
+  int64_t rows = 0, n = 0;
+  bool vectorized = false;
+  unsigned blocks = 1, threads = 32;
+};
+
+NormLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor& y) {
+  BS_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": x ", x.str(), " and y ", y.str(), " must be contiguous");
+  NormLaunch plan;
+  plan.n = x.size(-1);
+  plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
+  const int64_t pack = pack_elems(x.dtype());
+  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
+  plan.threads = cuda_detail::row_block_threads(plan.n, plan.vectorized ? pack : 1);
+  plan.blocks = cuda_detail::row_grid(plan.rows, plan.threads, cuda_backend(ctx).properties().multiProcessorCount);
+  return plan;
+}
+
+}  // namespace
+
+void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y) {
+  const NormLaunch plan = plan_norm(ctx, "layer_norm", x, y);
+  if (plan.rows == 0) return;
+  const void* bias_data = bias.defined() ? bias.data() : nullptr;
+  dispatch_dtype(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "layer_norm_kernel", cuda_kernels::layer_norm_kernel<T>, plan.blocks, plan.threads, 0,
+           x.data_as<const T>(), weight.data_as<const T>(), static_cast<const T*>(bias_data), y.data_as<T>(),
+           plan.rows, plan.n, eps, plan.vectorized);
+  });
+}
+
+void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
+  const NormLaunch plan = plan_norm(ctx, "rms_norm", x, y);
+  if (plan.rows == 0) return;
+  dispatch_dtype(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "rms_norm_kernel", cuda_kernels::rms_norm_kernel<T>, plan.blocks, plan.threads, 0,
+           x.data_as<const T>(), weight.data_as<const T>(), y.data_as<T>(), plan.rows, plan.n, eps,
+           plan.vectorized);
+  });
+}
+
+}  // namespace blockscope::ops::cuda

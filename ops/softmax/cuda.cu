@@ -1,0 +1,117 @@
+// CUDA softmax over the last dimension: plain, and fused with scale + causal mask (the
+// fused_softmax attention path: one kernel instead of scale, masked_fill and softmax).
+// One block per row; f32 statistics with the running max subtracted (online softmax), so
+// large logits never overflow; a fully masked row (all -inf) gives zeros, not NaN.
+#include "ops/common/backends.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/row_kernels.cuh"
+#include "runtime/cuda/vector_io.cuh"
+
+namespace blockscope::cuda_kernels {
+
+// Adds value v to a running (max m, sum s of exp(x - m)). -inf contributes nothing.
+__device__ __forceinline__ void online_add(float& m, float& s, float v) {
+  if (v == -INFINITY) return;
+  if (v > m) {
+    s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
+    m = v;
+  } else {
+    s += expf(v - m);  // also propagates NaN inputs
+  }
+}
+
+// rows of n = sk scores: y = softmax(scale · x) with, when causal, element j of row r masked
+// when j > i + sk - sq (i = r % sq: bottom-right aligned, as masked_fill_causal).
+template <typename T>
+__device__ __forceinline__ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n, int64_t sq, float scale,
+                                             bool causal, bool vectorized) {
+  __shared__ float scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* in = x + r * n;
+    T* out = y + r * n;
+    // Columns j < limit take part; the rest are masked (limit <= 0: the whole row).
+    const int64_t limit = causal ? r % sq + n - sq + 1 : n;
+
+    float m = -INFINITY, s = 0.0f;
+    row_read(in, n, vectorized, [&](int64_t j, float v) {
+      if (j < limit) online_add(m, s, v * scale);
+    });
+    const float row_max = block_max(m, scratch);
+    const float row_sum = block_sum(m == -INFINITY ? 0.0f : s * expf(m - row_max), scratch);
+    const bool empty = row_max == -INFINITY;  // every element masked or -inf: zeros
+    const float inv_sum = empty ? 0.0f : 1.0f / row_sum;
+
+    row_transform(in, out, n, vectorized, [&](int64_t j, float v) {
+      return j < limit && !empty ? expf(v * scale - row_max) * inv_sum : 0.0f;
+    });
+  }
+}
+
+template <typename T>
+__global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t n, bool vectorized) {
+  softmax_rows(x, y, rows, n, 1, 1.0f, false, vectorized);
+}
+
+template <typename T>
+__global__ void softmax_causal_scale_kernel(const T* x, T* y, int64_t rows, int64_t sq, int64_t sk, float scale,
+                                            bool causal, bool vectorized) {
+  softmax_rows(x, y, rows, sk, sq, scale, causal, vectorized);
+}
+
+}  // namespace blockscope::cuda_kernels
+
+namespace blockscope::ops::cuda {
+
+using cuda_detail::aligned16;
+using cuda_detail::dispatch_dtype;
+using cuda_detail::launch;
+using cuda_detail::pack_elems;
+
+namespace {
+
+struct RowLaunch {
+  int64_t rows = 0, n = 0;
+  bool vectorized = false;
+  unsigned blocks = 1, threads = 32;
+};
+
+RowLaunch plan_rows(Context& ctx, const Tensor& x, const Tensor& y) {
+  BS_CHECK(x.is_contiguous() && y.is_contiguous(), "softmax: x ", x.str(), " and y ", y.str(),
+           " must be contiguous");
+  RowLaunch plan;
+  plan.n = x.size(-1);
+  plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
+  const int64_t pack = pack_elems(x.dtype());
+  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
+  plan.threads = cuda_detail::row_block_threads(plan.n, plan.vectorized ? pack : 1);
+  plan.blocks = cuda_detail::row_grid(plan.rows, plan.threads, cuda_backend(ctx).properties().multiProcessorCount);
+  return plan;
+}
+
+}  // namespace
+
+void softmax(Context& ctx, const Tensor& x, Tensor& y) {
+  const RowLaunch plan = plan_rows(ctx, x, y);
+  if (plan.rows == 0) return;
+  dispatch_dtype(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "softmax_kernel", cuda_kernels::softmax_kernel<T>, plan.blocks, plan.threads, 0, x.data_as<const T>(),
+           y.data_as<T>(), plan.rows, plan.n, plan.vectorized);
+  });
+}
+
+void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y) {
+  BS_CHECK(!causal || x.dim() >= 2, "softmax_scale_causal: causal scores ", x.str(), " must be [..., Sq, Sk]");
+  const RowLaunch plan = plan_rows(ctx, x, y);
+  if (plan.rows == 0) return;
+  const int64_t sq = x.dim() >= 2 ? x.size(-2) : 1;
+  dispatch_dtype(x.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    launch(ctx, "softmax_causal_scale_kernel", cuda_kernels::softmax_causal_scale_kernel<T>, plan.blocks,
+           plan.threads, 0, x.data_as<const T>(), y.data_as<T>(), plan.rows, sq, plan.n, scale, causal,
+           plan.vectorized);
+  });
+}
+
+}  // namespace blockscope::ops::cuda

@@ -1,0 +1,66 @@
+// Helpers for kernels that give one block to one row (softmax, LayerNorm, RMSNorm): visit a
+// contiguous row of n elements in 16-byte packs when the row allows it, element by element
+// otherwise. Each thread visits the same elements in every pass over the row, so a pass that
+// writes y[j] after reading x[j] is safe when y aliases x.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/cuda/vector_io.cuh"
+
+namespace blockscope::cuda_kernels {
+
+// Calls f(j, x[j]) (x[j] as float) for every j < n this thread owns.
+template <typename T, typename F>
+__device__ __forceinline__ void row_read(const T* row, int64_t n, bool vectorized, F f) {
+  constexpr int P = Pack<T>::size;
+  if (vectorized) {
+    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < n; j += static_cast<int64_t>(blockDim.x) * P) {
+      const Pack<T> pack = load_pack(row + j);
+#pragma unroll
+      for (int e = 0; e < P; ++e) f(j + e, to_float(pack.v[e]));
+    }
+    return;
+  }
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) f(j, to_float(row[j]));
+}
+
+// out[j] = f(j, in[j]) for every j < n this thread owns.
+template <typename T, typename F>
+__device__ __forceinline__ void row_transform(const T* in, T* out, int64_t n, bool vectorized, F f) {
+  constexpr int P = Pack<T>::size;
+  if (vectorized) {
+    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < n; j += static_cast<int64_t>(blockDim.x) * P) {
+      const Pack<T> pack = load_pack(in + j);
+      Pack<T> result;
+#pragma unroll
+      for (int e = 0; e < P; ++e) result.v[e] = from_float<T>(f(j + e, to_float(pack.v[e])));
+      store_pack(out + j, result);
+    }
+    return;
+  }
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = from_float<T>(f(j, to_float(in[j])));
+}
+
+}  // namespace blockscope::cuda_kernels
+
+namespace blockscope::cuda_detail {
+
+// Threads for a one-block-per-row kernel: about one pack per thread, a whole number of warps,
+// 32 to 1024.
+inline unsigned row_block_threads(int64_t n, int64_t pack) {
+  const int64_t wanted = (n + pack - 1) / pack;
+  unsigned threads = 32;
+  while (threads < 1024 && threads < wanted) threads *= 2;
+  return threads;
+}
+
+// Blocks for a grid-stride loop over rows: all rows at once up to a few waves of the GPU.
+inline unsigned row_grid(int64_t rows, unsigned threads, int sm_count) {
+  const int64_t per_sm = 2048 / threads;  // resident blocks per SM when threads limit occupancy
+  const int64_t cap = static_cast<int64_t>(sm_count) * per_sm * 4;
+  const int64_t blocks = rows < cap ? rows : cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+}  // namespace blockscope::cuda_detail
