@@ -1,0 +1,101 @@
+// Activations and gated activations: scalar definitions, validation, profiler scope, dispatch.
+#include "ops/activation/activation.h"
+
+#include <cmath>
+
+#include "ops/common/backends.h"
+#include "ops/common/flops.h"
+#include "ops/common/rows.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+
+float activation_value(Activation act, float x) {
+  switch (act) {
+    case Activation::gelu_erf: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // x / sqrt(2)
+    case Activation::gelu_tanh: {
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's "gelu_new".
+      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+      return 0.5f * x * (1.0f + std::tanh(inner));
+    }
+    case Activation::silu: return x / (1.0f + std::exp(-x));
+    case Activation::relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu
+  }
+  return x;
+}
+
+namespace {
+
+void check_same_device(const Context& ctx, const char* op, const Tensor& t, const char* what) {
+  BS_CHECK_INPUT(t.defined(), op, ": ", what, " is undefined");
+  BS_CHECK_INPUT(t.device() == ctx.device(), op, ": ", what, " ", t.str(), " is on ", t.device().str(),
+                 " but the context runs on ", ctx.device().str());
+}
+
+// Rough FLOPs per element of each activation (for the profiler's rate columns).
+double flops_per_element(Activation act) {
+  switch (act) {
+    case Activation::gelu_erf: return 8;
+    case Activation::gelu_tanh: return 10;
+    case Activation::silu: return 4;
+    case Activation::relu: return 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
+  check_same_device(ctx, "activation", x, "input x");
+  check_same_device(ctx, "activation", y, "output y");
+  BS_CHECK_INPUT(x.shape() == y.shape(), "activation (", activation_name(act), "): x ", x.str(), " and y ", y.str(),
+                 " must have the same shape");
+  BS_CHECK_INPUT(x.dtype() == y.dtype(), "activation (", activation_name(act), "): dtypes differ: x ", x.str(),
+                 ", y ", y.str());
+  BS_CHECK_INPUT(x.is_contiguous() && y.is_contiguous(), "activation (", activation_name(act),
+                 "): x ", x.str(), " and y ", y.str(), " must be contiguous");
+  profiler::OpScope scope(ctx, activation_name(act), "", profiler::Family::activation, {&x},
+                          flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}));
+  if (ctx.device().is_cpu()) {
+    cpu::activation(ctx, x, y, act);
+    return;
+  }
+#ifdef BLOCKSCOPE_WITH_CUDA
+  cuda::activation(ctx, x, y, act);
+#else
+  throw Error(ErrorKind::runtime, "activation: device " + ctx.device().str() + " is not built in");
+#endif
+}
+
+void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor& y, Activation act) {
+  check_same_device(ctx, "gated_activation", gate, "gate");
+  check_same_device(ctx, "gated_activation", up, "up");
+  check_same_device(ctx, "gated_activation", y, "output y");
+  BS_CHECK_INPUT(gate.shape() == up.shape() && gate.shape() == y.shape(), "gated_activation (",
+                 activation_name(act), "): gate ", gate.str(), ", up ", up.str(), " and y ", y.str(),
+                 " must have the same shape");
+  BS_CHECK_INPUT(gate.dtype() == up.dtype() && gate.dtype() == y.dtype(), "gated_activation: dtypes differ: gate ",
+                 gate.str(), ", up ", up.str(), ", y ", y.str());
+  BS_CHECK_INPUT(gate.dim() >= 1, "gated_activation: gate must be [rows, F], got ", gate.str());
+  RowLayout layout;
+  BS_CHECK_INPUT(row_layout(gate, &layout), "gated_activation: gate ", gate.str(),
+                 " must have contiguous rows with one row stride (column slices are fine)");
+  BS_CHECK_INPUT(row_layout(up, &layout), "gated_activation: up ", up.str(),
+                 " must have contiguous rows with one row stride (column slices are fine)");
+  BS_CHECK_INPUT(y.is_contiguous(), "gated_activation: output y ", y.str(), " must be contiguous");
+  profiler::OpScope scope(ctx, "gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up},
+                          (flops_per_element(act) + 1) * static_cast<double>(y.numel()),
+                          tensor_bytes({&gate, &up, &y}));
+  if (ctx.device().is_cpu()) {
+    cpu::gated_activation(ctx, gate, up, y, act);
+    return;
+  }
+#ifdef BLOCKSCOPE_WITH_CUDA
+  cuda::gated_activation(ctx, gate, up, y, act);
+#else
+  throw Error(ErrorKind::runtime, "gated_activation: device " + ctx.device().str() + " is not built in");
+#endif
+}
+
+}  // namespace blockscope::ops

@@ -1,0 +1,75 @@
+// CPU activations: one "kernel" per call, rows (or chunks) in parallel, computed in f32.
+#include <algorithm>
+#include <vector>
+
+#include "ops/common/backends.h"
+#include "ops/common/rows.h"
+#include "profiler/scope.h"
+
+namespace blockscope::ops::cpu {
+namespace {
+
+// Kernel names shared with the CUDA backend (the profiler's kernel table matches).
+const char* activation_kernel_name(Activation act) {
+  switch (act) {
+    case Activation::gelu_erf: return "gelu_kernel";
+    case Activation::gelu_tanh: return "gelu_tanh_kernel";
+    case Activation::silu: return "silu_kernel";
+    case Activation::relu: return "relu_kernel";
+  }
+  return "activation_kernel";
+}
+
+const char* gated_kernel_name(Activation act) {
+  switch (act) {
+    case Activation::gelu_erf: return "gated_gelu_mul_kernel";
+    case Activation::gelu_tanh: return "gated_gelu_tanh_mul_kernel";
+    case Activation::silu: return "gated_silu_mul_kernel";
+    case Activation::relu: return "gated_relu_mul_kernel";
+  }
+  return "gated_activation_mul_kernel";
+}
+
+// Elements per work item: big enough to amortise the dtype switch, small enough to balance.
+constexpr int64_t kChunk = 4096;
+
+}  // namespace
+
+void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
+  profiler::KernelScope kernel(ctx, activation_kernel_name(act));
+  const int64_t n = x.numel();
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  // Each chunk is loaded into f32 before it is stored, so y may alias x.
+#pragma omp parallel
+  {
+    std::vector<float> buf(static_cast<size_t>(kChunk));
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
+      cpu_rows::load(x.dtype(), cpu_rows::element_ptr(x, begin), buf.data(), count);
+      for (int64_t i = 0; i < count; ++i) buf[i] = activation_value(act, buf[i]);
+      cpu_rows::store(y.dtype(), buf.data(), cpu_rows::element_ptr(y, begin), count);
+    }
+  }
+}
+
+void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor& y, Activation act) {
+  profiler::KernelScope kernel(ctx, gated_kernel_name(act));
+  RowLayout g, u;
+  row_layout(gate, &g);  // checked by ops::gated_activation
+  row_layout(up, &u);
+  const int64_t rows = g.rows, cols = g.cols;  // gate, up, y: [rows, cols]
+#pragma omp parallel
+  {
+    std::vector<float> gf(static_cast<size_t>(cols)), uf(static_cast<size_t>(cols));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      cpu_rows::load(gate.dtype(), cpu_rows::element_ptr(gate, r * g.row_stride), gf.data(), cols);
+      cpu_rows::load(up.dtype(), cpu_rows::element_ptr(up, r * u.row_stride), uf.data(), cols);
+      for (int64_t j = 0; j < cols; ++j) gf[j] = activation_value(act, gf[j]) * uf[j];
+      cpu_rows::store(y.dtype(), gf.data(), cpu_rows::element_ptr(y, r * cols), cols);
+    }
+  }
+}
+
+}  // namespace blockscope::ops::cpu

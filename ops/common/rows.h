@@ -1,0 +1,97 @@
+// Row geometry shared by the row-wise ops (linear, activations, norms): a tensor [..., N] seen
+// as `rows` rows of N contiguous elements, `row_stride` elements apart. Column slices of a
+// wider tensor (the gate/up halves of a [rows, 2F] GEMM output) fit this shape; a transposed
+// view does not. Also the CPU backend's row conversions: ops store any dtype, compute in f32.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/dtype.h"
+#include "runtime/tensor.h"
+
+namespace blockscope::ops {
+
+struct RowLayout {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;  // elements from row r to row r + 1
+};
+
+// True (and fills *out) when t's last dimension is contiguous and its leading dimensions
+// collapse into one row index with a single stride. A 0-d tensor is one row of one element.
+inline bool row_layout(const Tensor& t, RowLayout* out) {
+  const int64_t n = t.dim();
+  RowLayout layout;
+  layout.cols = n == 0 ? 1 : t.size(-1);
+  if (n > 0 && layout.cols > 1 && t.stride(-1) != 1) return false;
+  layout.rows = layout.cols == 0 ? 0 : t.numel() / layout.cols;
+  layout.row_stride = layout.cols;
+  // Walk the leading dims from the innermost; size-1 dims place no constraint.
+  bool have_stride = false;
+  int64_t expected = 0;  // stride the next-outer dim must have
+  for (int64_t d = n - 2; d >= 0; --d) {
+    const int64_t size = t.size(d), stride = t.stride(d);
+    if (size == 1) continue;
+    if (!have_stride) {
+      layout.row_stride = stride;
+      have_stride = true;
+    } else if (stride != expected) {
+      return false;
+    }
+    expected = stride * size;
+  }
+  *out = layout;
+  return true;
+}
+
+namespace cpu_rows {
+
+// Loads n elements of `dtype` at src into f32 (the dtype switch hoisted out of the loop).
+inline void load(DType dtype, const void* src, float* dst, int64_t n) {
+  switch (dtype) {
+    case DType::f32: {
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
+      return;
+    }
+    case DType::f16: {
+      const f16* s = static_cast<const f16*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_float(s[i]);
+      return;
+    }
+    case DType::bf16: {
+      const bf16* s = static_cast<const bf16*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
+      return;
+    }
+  }
+}
+
+// Stores n f32 values into `dtype` at dst, rounding to nearest even.
+inline void store(DType dtype, const float* src, void* dst, int64_t n) {
+  switch (dtype) {
+    case DType::f32: {
+      float* d = static_cast<float*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = src[i];
+      return;
+    }
+    case DType::f16: {
+      f16* d = static_cast<f16*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f16(src[i]);
+      return;
+    }
+    case DType::bf16: {
+      bf16* d = static_cast<bf16*>(dst);
+      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(src[i]);
+      return;
+    }
+  }
+}
+
+// Address of element `index` of a tensor's storage, for byte arithmetic on any dtype.
+inline char* element_ptr(const Tensor& t, int64_t index) {
+  return static_cast<char*>(t.data()) + index * static_cast<int64_t>(dtype_size(t.dtype()));
+}
+
+}  // namespace cpu_rows
+}  // namespace blockscope::ops

@@ -1,0 +1,68 @@
+// CPU RoPE (convention in ops/rope/rope.cpp): one "kernel"; a cos/sin table [S, D/2] is built
+// first, then every (b, h, s) head vector is rotated in f32. Each vector is loaded whole
+// before it is stored, so y may be the same view as x (in place).
+#include <cmath>
+#include <vector>
+
+#include "ops/common/backends.h"
+#include "ops/common/rows.h"
+#include "profiler/scope.h"
+
+namespace blockscope::ops::cpu {
+
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+  profiler::KernelScope kernel(ctx, "rope_kernel");
+  const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
+  if (x.numel() == 0) return;
+
+  // inv_freq in double, rounded to float once; angles as float products (HF's float32 math).
+  std::vector<float> inv_freq(static_cast<size_t>(half));
+  for (int64_t d = 0; d < half; ++d)
+    inv_freq[d] = static_cast<float>(1.0 / std::pow(static_cast<double>(theta), 2.0 * d / static_cast<double>(dim)));
+  Tensor table = ctx.empty({2, seq, half}, DType::f32);  // [cos | sin][s][d]
+  float* cos_table = table.data_as<float>();
+  float* sin_table = cos_table + seq * half;
+#pragma omp parallel for schedule(static)
+  for (int64_t s = 0; s < seq; ++s) {
+    const float pos = static_cast<float>(position_offset + s);
+    for (int64_t d = 0; d < half; ++d) {
+      const double angle = static_cast<double>(pos * inv_freq[d]);  // float product, then exact widening
+      cos_table[s * half + d] = static_cast<float>(std::cos(angle));
+      sin_table[s * half + d] = static_cast<float>(std::sin(angle));
+    }
+  }
+
+  const DType dtype = x.dtype();
+  const size_t esize = dtype_size(dtype);
+  const int64_t xs3 = x.stride(3), ys3 = y.stride(3);
+#pragma omp parallel
+  {
+    std::vector<float> in(static_cast<size_t>(dim)), out(static_cast<size_t>(dim));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < batch * heads * seq; ++i) {  // i = (b · H + h) · S + s
+      const int64_t s = i % seq, h = (i / seq) % heads, b = i / (seq * heads);
+      const char* src = static_cast<const char*>(x.data()) +
+                        (b * x.stride(0) + h * x.stride(1) + s * x.stride(2)) * static_cast<int64_t>(esize);
+      char* dst = static_cast<char*>(y.data()) +
+                  (b * y.stride(0) + h * y.stride(1) + s * y.stride(2)) * static_cast<int64_t>(esize);
+      if (xs3 == 1) {
+        cpu_rows::load(dtype, src, in.data(), dim);
+      } else {
+        for (int64_t d = 0; d < dim; ++d) in[d] = load_as_float(dtype, src + d * xs3 * static_cast<int64_t>(esize));
+      }
+      const float* c = cos_table + s * half;
+      const float* sn = sin_table + s * half;
+      for (int64_t d = 0; d < half; ++d) {
+        out[d] = in[d] * c[d] - in[d + half] * sn[d];
+        out[d + half] = in[d + half] * c[d] + in[d] * sn[d];
+      }
+      if (ys3 == 1) {
+        cpu_rows::store(dtype, out.data(), dst, dim);
+      } else {
+        for (int64_t d = 0; d < dim; ++d) store_from_float(dtype, dst + d * ys3 * static_cast<int64_t>(esize), out[d]);
+      }
+    }
+  }
+}
+
+}  // namespace blockscope::ops::cpu

@@ -1,0 +1,51 @@
+// Rotary position embedding: validation, profiler scope and device dispatch.
+//
+// Convention (Hugging Face Llama, rotate_half): for a head vector x of size D and h = D / 2,
+//   y[d]     = x[d]     · cos(a_d) - x[d + h] · sin(a_d)
+//   y[d + h] = x[d + h] · cos(a_d) + x[d]     · sin(a_d),     d < h,
+// with a_d = pos · inv_freq[d]. Like HF, the frequencies and angles are float32 quantities:
+// inv_freq[d] = float(theta^(-2d/D)) (evaluated in double, then rounded once — HF evaluates
+// it in float32, which can differ from this by an ulp), a_d = float(float(pos) · inv_freq[d])
+// (HF's float32 matmul), and cos/sin are taken of that float angle. For large positions this
+// float angle is what HF computes, not the exact pos·theta^(-2d/D). The rotation is done in
+// f32 and rounded once to the output dtype (HF rounds cos/sin to the dtype first; we do not).
+#include "ops/rope/rope.h"
+
+#include "ops/common/backends.h"
+#include "ops/common/flops.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+  BS_CHECK_INPUT(x.defined(), "rope: input x is undefined");
+  BS_CHECK_INPUT(y.defined(), "rope: output y is undefined");
+  for (const Tensor* t : {&x, static_cast<const Tensor*>(&y)}) {
+    BS_CHECK_INPUT(t->device() == ctx.device(), "rope: tensor ", t->str(), " is on ", t->device().str(),
+                   " but the context runs on ", ctx.device().str());
+  }
+  BS_CHECK_INPUT(x.dim() == 4, "rope: x must be [B, H, S, D], got ", x.str());
+  BS_CHECK_INPUT(x.size(3) % 2 == 0, "rope: head dim D must be even, got x ", x.str());
+  BS_CHECK_INPUT(y.shape() == x.shape(), "rope: output y ", y.str(), " must have x's shape ", x.str());
+  BS_CHECK_INPUT(y.dtype() == x.dtype(), "rope: dtypes differ: x ", x.str(), ", y ", y.str());
+  const bool same_view = y.storage() == x.storage() && y.offset() == x.offset() && y.strides() == x.strides();
+  BS_CHECK_INPUT(y.is_contiguous() || same_view, "rope: output y ", y.str(),
+                 " must be contiguous or the very same view as x (in place)");
+  BS_CHECK_INPUT(theta > 0.0f, "rope: theta must be > 0, got ", theta);
+  BS_CHECK_INPUT(position_offset >= 0, "rope: position_offset must be >= 0, got ", position_offset);
+  // Per element: two multiplies and one add (cos/sin tables not counted).
+  profiler::OpScope scope(ctx, "rope", "", profiler::Family::rope, {&x}, 3.0 * static_cast<double>(x.numel()),
+                          tensor_bytes({&x, &y}));
+  if (ctx.device().is_cpu()) {
+    cpu::rope(ctx, x, y, theta, position_offset);
+    return;
+  }
+#ifdef BLOCKSCOPE_WITH_CUDA
+  cuda::rope(ctx, x, y, theta, position_offset);
+#else
+  throw Error(ErrorKind::runtime, "rope: device " + ctx.device().str() + " is not built in");
+#endif
+}
+
+}  // namespace blockscope::ops
