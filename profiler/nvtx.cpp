@@ -2,6 +2,10 @@
 
 #ifdef BLOCKSCOPE_WITH_NVTX
 #include <nvtx3/nvToolsExt.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #endif
 
 namespace blockscope::profiler {
@@ -29,6 +33,18 @@ uint32_t family_colour(Family family) {
   return 0xff000000;
 }
 
+// Registered strings, one per distinct range name, cached for the process: Nsight matches
+// `--capture-range=nvtx` only against registered strings by default, and a registered handle
+// costs the tool no string copy per push.
+nvtxStringHandle_t registered(const char* name) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, nvtxStringHandle_t> handles;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = handles.find(name);
+  if (found == handles.end()) found = handles.emplace(name, nvtxDomainRegisterStringA(domain(), name)).first;
+  return found->second;
+}
+
 }  // namespace
 
 void nvtx_push(const char* name, Family family) {
@@ -37,8 +53,15 @@ void nvtx_push(const char* name, Family family) {
   attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   attributes.colorType = NVTX_COLOR_ARGB;
   attributes.color = family_colour(family);
-  attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  attributes.message.ascii = name;
+  // No tool attached: the domain is null and the push is a no-op; skip the registry lookup.
+  const nvtxStringHandle_t handle = domain() != nullptr ? registered(name) : nullptr;
+  if (handle != nullptr) {
+    attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attributes.message.registered = handle;
+  } else {  // no tool attached (or it does not register strings): plain text
+    attributes.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    attributes.message.ascii = name;
+  }
   nvtxDomainRangePushEx(domain(), &attributes);
 }
 

@@ -4,6 +4,10 @@
 
 #include "runtime/error.h"
 
+#ifdef BLOCKSCOPE_WITH_CUPTI
+#include "profiler/cupti.h"
+#endif
+
 namespace blockscope::profiler {
 
 namespace {
@@ -69,18 +73,24 @@ int Recorder::begin_kernel(const std::string& name) {
     origin_mark_ = ctx_.backend().mark();
     device_origin_us_ = now_us();
   }
-  kernel.launch_cpu_us = now_us();
+  kernel.launch_start_us = now_us();
+  kernel.launch_cpu_us = kernel.launch_start_us;
   kernel.device_start = ctx_.backend().mark();
   kernels_.push_back(std::move(kernel));
+#ifdef BLOCKSCOPE_WITH_CUPTI
+  cupti_kernel_begin(kernels_.size());  // external id = index + 1: CUPTI names library kernels
+#endif
   return static_cast<int>(kernels_.size() - 1);
 }
 
 void Recorder::end_kernel(int index) {
   if (index < 0) return;
   KernelEvent& kernel = kernels_[index];
+#ifdef BLOCKSCOPE_WITH_CUPTI
+  cupti_kernel_end();
+#endif
   kernel.device_end = ctx_.backend().mark();
-  // launch_cpu_us holds the start until now; keep the CPU duration of the launch call.
-  kernel.launch_cpu_us = now_us() - kernel.launch_cpu_us;
+  kernel.launch_cpu_us = now_us() - kernel.launch_start_us;
 }
 
 void Recorder::resolve() {

@@ -45,7 +45,8 @@ struct KernelEvent {
   int registers = 0;
   int64_t static_smem = 0, dynamic_smem = 0;
   double occupancy = 0;        // theoretical, 0..1; 0 when unknown (library kernels)
-  double launch_cpu_us = 0;    // CPU time of the launch call
+  double launch_cpu_us = 0;    // CPU time of the launch call (duration)
+  double launch_start_us = 0;  // when the launch call began (CPU clock, for trace flows)
   TimeMark device_start, device_end;
   double device_start_us = 0, device_end_us = 0;
 };

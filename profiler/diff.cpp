@@ -1,0 +1,256 @@
+#include "profiler/diff.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "profiler/summary.h"
+
+namespace blockscope::profiler {
+
+namespace {
+
+// A change smaller than both of these is noise: "same".
+constexpr double kRelativeThreshold = 0.05;  // 5 %
+constexpr double kAbsoluteThresholdUs = 1.0;  // per step
+
+// Per-step figures of one op (name + path, scope-less) or one kernel name in one profile.
+struct Side {
+  double calls_per_step = 0;
+  double cpu_us_per_step = 0;
+  double device_us_per_step = 0;
+};
+
+struct DiffRow {
+  std::string kind;  // "kernel" or "op"
+  std::string name;  // kernel name, or "softmax" / "linear (epilogue)"
+  Side before, after;
+  bool use_device = true;  // compare device time (else CPU time: ops with no kernels)
+  std::string status;      // added, removed, count changed, faster, slower, same
+  double before_us() const { return use_device ? before.device_us_per_step : before.cpu_us_per_step; }
+  double after_us() const { return use_device ? after.device_us_per_step : after.cpu_us_per_step; }
+  double ratio() const { return before_us() > 0 ? after_us() / before_us() : NAN; }
+};
+
+std::string op_key(const OpStats& stats) { return stats.path.empty() ? stats.name : stats.name + " (" + stats.path + ")"; }
+
+double steps_of(const Profile& profile) { return std::max(1, profile.active_steps); }
+
+void classify(DiffRow* row) {
+  if (row->before.calls_per_step == 0) row->status = "added";
+  else if (row->after.calls_per_step == 0) row->status = "removed";
+  else if (std::fabs(row->before.calls_per_step - row->after.calls_per_step) > 1e-9) row->status = "count changed";
+  else {
+    const double delta = row->after_us() - row->before_us();
+    const bool significant = std::fabs(delta) > kAbsoluteThresholdUs &&
+                             std::fabs(delta) > kRelativeThreshold * std::max(row->before_us(), row->after_us());
+    row->status = !significant ? "same" : delta < 0 ? "faster" : "slower";
+  }
+}
+
+// Rows ordered by what matters most: structural changes first, then the largest time change.
+int status_rank(const std::string& status) {
+  if (status == "removed") return 0;
+  if (status == "added") return 1;
+  if (status == "count changed") return 2;
+  if (status == "slower") return 3;
+  if (status == "faster") return 4;
+  return 5;
+}
+
+void sort_rows(std::vector<DiffRow>* rows) {
+  std::stable_sort(rows->begin(), rows->end(), [](const DiffRow& a, const DiffRow& b) {
+    if (status_rank(a.status) != status_rank(b.status)) return status_rank(a.status) < status_rank(b.status);
+    return std::fabs(a.after_us() - a.before_us()) > std::fabs(b.after_us() - b.before_us());
+  });
+}
+
+std::vector<DiffRow> kernel_rows(const Profile& before, const Profile& after) {
+  std::map<std::string, DiffRow> rows;
+  std::vector<std::string> order;
+  const auto add = [&](const Profile& profile, bool is_after) {
+    for (const KernelStats& k : kernel_stats(profile)) {
+      auto [it, inserted] = rows.try_emplace(k.name);
+      if (inserted) order.push_back(k.name);
+      it->second.kind = "kernel";
+      it->second.name = k.name;
+      Side& side = is_after ? it->second.after : it->second.before;
+      side.calls_per_step = k.calls / steps_of(profile);
+      side.device_us_per_step = k.total_us / steps_of(profile);
+    }
+  };
+  add(before, false);
+  add(after, true);
+  std::vector<DiffRow> out;
+  for (const std::string& name : order) {
+    classify(&rows[name]);
+    out.push_back(rows[name]);
+  }
+  sort_rows(&out);
+  return out;
+}
+
+std::vector<DiffRow> op_rows(const Profile& before, const Profile& after) {
+  std::map<std::string, DiffRow> rows;
+  std::vector<std::string> order;
+  const auto add = [&](const Profile& profile, bool is_after) {
+    for (const OpStats& s : op_stats(profile, false)) {
+      const std::string key = op_key(s);
+      auto [it, inserted] = rows.try_emplace(key);
+      if (inserted) order.push_back(key);
+      it->second.kind = s.is_region ? "region" : "op";
+      it->second.name = key;
+      Side& side = is_after ? it->second.after : it->second.before;
+      side.calls_per_step = s.calls / steps_of(profile);
+      side.cpu_us_per_step = s.cpu_total_us / steps_of(profile);
+      side.device_us_per_step = s.device_total_us / steps_of(profile);
+    }
+  };
+  add(before, false);
+  add(after, true);
+  std::vector<DiffRow> out;
+  for (const std::string& key : order) {
+    DiffRow& row = rows[key];
+    // Device time where both sides launched work, CPU time otherwise (regions with no kernels).
+    row.use_device = row.before.device_us_per_step > 0 || row.after.device_us_per_step > 0;
+    classify(&row);
+    out.push_back(row);
+  }
+  sort_rows(&out);
+  return out;
+}
+
+std::string count_str(double count) { return fmt::format("{:g}", count); }
+
+std::string ratio_str(double ratio) { return std::isfinite(ratio) ? fmt::format("{:.2f}x", ratio) : std::string("-"); }
+
+// "kernels per step 6 → 5; removed: copy_kernel ×1; device time per step 1.955ms → 1.650ms (0.84x)"
+std::string summary_line(const Profile& before, const Profile& after, const std::vector<DiffRow>& kernels) {
+  const double before_count = before.kernels.size() / steps_of(before);
+  const double after_count = after.kernels.size() / steps_of(after);
+  std::string line = fmt::format("kernels per step {} → {}", count_str(before_count), count_str(after_count));
+  std::vector<std::string> removed, added, changed;
+  for (const DiffRow& row : kernels) {
+    if (row.status == "removed") removed.push_back(fmt::format("{} ×{}", row.name, count_str(row.before.calls_per_step)));
+    if (row.status == "added") added.push_back(fmt::format("{} ×{}", row.name, count_str(row.after.calls_per_step)));
+    if (row.status == "count changed") {
+      changed.push_back(fmt::format("{} ×{} → ×{}", row.name, count_str(row.before.calls_per_step),
+                                    count_str(row.after.calls_per_step)));
+    }
+  }
+  const auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out;
+  };
+  if (!removed.empty()) line += "; removed: " + list(removed);
+  if (!added.empty()) line += "; added: " + list(added);
+  if (!changed.empty()) line += "; count changed: " + list(changed);
+  const double before_time = total_kernel_us(before) / steps_of(before);
+  const double after_time = total_kernel_us(after) / steps_of(after);
+  line += fmt::format("; device time per step {} → {}", format_time_us(before_time), format_time_us(after_time));
+  if (before_time > 0) line += fmt::format(" ({})", ratio_str(after_time / before_time));
+  return line;
+}
+
+nlohmann::json row_json(const DiffRow& row) {
+  const auto side = [&](const Side& s) {
+    return nlohmann::json{{"calls_per_step", s.calls_per_step},
+                          {"cpu_us_per_step", s.cpu_us_per_step},
+                          {"device_us_per_step", s.device_us_per_step}};
+  };
+  const double ratio = row.ratio();
+  return {{"kind", row.kind},
+          {"name", row.name},
+          {"status", row.status},
+          {"compared", row.use_device ? "device" : "cpu"},
+          {"before", side(row.before)},
+          {"after", side(row.after)},
+          {"ratio", std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json()}};
+}
+
+std::string render(const std::vector<DiffRow>& rows, const std::string& title) {
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back({title, "Status", "Calls/step", "Time/step before", "Time/step after", "Ratio"});
+  for (const DiffRow& row : rows) {
+    cells.push_back({row.name, row.status,
+                     row.before.calls_per_step == row.after.calls_per_step
+                         ? count_str(row.after.calls_per_step)
+                         : count_str(row.before.calls_per_step) + " → " + count_str(row.after.calls_per_step),
+                     row.before.calls_per_step > 0 ? format_time_us(row.before_us()) : "-",
+                     row.after.calls_per_step > 0 ? format_time_us(row.after_us()) : "-",
+                     ratio_str(row.ratio()) + (row.use_device ? "" : " (cpu)")});
+  }
+  // Widths in code points: "→" is three bytes and one column.
+  const auto width = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<size_t> widths(cells[0].size(), 0);
+  for (const auto& row : cells) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
+  }
+  std::string out;
+  for (size_t r = 0; r < cells.size(); ++r) {
+    std::string line;
+    for (size_t c = 0; c < cells[r].size(); ++c) {
+      const std::string pad(widths[c] - width(cells[r][c]), ' ');
+      line += (c ? "  " : "") + (c <= 1 ? cells[r][c] + pad : pad + cells[r][c]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (r == 0) {
+      size_t total = 0;
+      for (size_t w : widths) total += w + 2;
+      out += std::string(total - 2, '-') + "\n";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string diff_profiles(const Profile& before, const Profile& after, Format format) {
+  const std::vector<DiffRow> kernels = kernel_rows(before, after);
+  const std::vector<DiffRow> ops = op_rows(before, after);
+  const std::string summary = summary_line(before, after, kernels);
+
+  if (format == Format::json) {
+    nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary}};
+    out["kernels"] = nlohmann::json::array();
+    for (const DiffRow& row : kernels) out["kernels"].push_back(row_json(row));
+    out["ops"] = nlohmann::json::array();
+    for (const DiffRow& row : ops) out["ops"].push_back(row_json(row));
+    return out.dump(2) + "\n";
+  }
+  if (format == Format::csv) {
+    std::string out = "kind,name,status,compared,calls_per_step_before,calls_per_step_after,us_per_step_before,"
+                      "us_per_step_after,ratio\n";
+    for (const auto* rows : {&kernels, &ops}) {
+      for (const DiffRow& row : *rows) {
+        std::string name = row.name;
+        if (name.find_first_of(",\"") != std::string::npos) {
+          std::string quoted = "\"";
+          for (char ch : name) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+          name = quoted + "\"";
+        }
+        const double ratio = row.ratio();
+        out += fmt::format("{},{},{},{},{},{},{},{},{}\n", row.kind, name, row.status, row.use_device ? "device" : "cpu",
+                           row.before.calls_per_step, row.after.calls_per_step, row.before_us(), row.after_us(),
+                           std::isfinite(ratio) ? fmt::format("{}", ratio) : std::string());
+      }
+    }
+    return out;
+  }
+  std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
+                                after.label.empty() ? "after" : after.label, summary);
+  out += render(kernels, "Kernel") + "\n";
+  out += render(ops, "Op / region");
+  return out;
+}
+
+}  // namespace blockscope::profiler

@@ -1,0 +1,258 @@
+#include "profiler/profile_io.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/error.h"
+
+namespace blockscope::profiler {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormatName = "blockscope-profile";
+constexpr int kVersion = 1;
+
+json dim3_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
+
+// Reads typed fields out of a JSON object; every error names the source and the key path
+// ("profile.json: ops[3].cpu_start_us: expected a number, got string").
+class Reader {
+ public:
+  Reader(const json& object, std::string source, std::string where)
+      : object_(object), source_(std::move(source)), where_(std::move(where)) {
+    if (!object_.is_object()) fail(where_, std::string("expected an object, got ") + object_.type_name());
+  }
+
+  const json& field(const std::string& key) const {
+    const auto found = object_.find(key);
+    if (found == object_.end()) fail(path(key), "missing");
+    return *found;
+  }
+  std::string string(const std::string& key) const {
+    const json& value = field(key);
+    if (!value.is_string()) fail(path(key), std::string("expected a string, got ") + value.type_name());
+    return value.get<std::string>();
+  }
+  double number(const std::string& key) const {
+    const json& value = field(key);
+    if (!value.is_number()) fail(path(key), std::string("expected a number, got ") + value.type_name());
+    return value.get<double>();
+  }
+  int64_t integer(const std::string& key) const {
+    const json& value = field(key);
+    if (!value.is_number_integer()) fail(path(key), std::string("expected an integer, got ") + value.type_name());
+    return value.get<int64_t>();
+  }
+  bool boolean(const std::string& key) const {
+    const json& value = field(key);
+    if (!value.is_boolean()) fail(path(key), std::string("expected true or false, got ") + value.type_name());
+    return value.get<bool>();
+  }
+  const json& array(const std::string& key) const {
+    const json& value = field(key);
+    if (!value.is_array()) fail(path(key), std::string("expected an array, got ") + value.type_name());
+    return value;
+  }
+  Dim3 dim3(const std::string& key) const {
+    const json& value = array(key);
+    if (value.size() != 3) fail(path(key), "expected [x, y, z]");
+    Dim3 d;
+    unsigned* parts[3] = {&d.x, &d.y, &d.z};
+    for (size_t i = 0; i < 3; ++i) {
+      if (!value[i].is_number_unsigned()) fail(path(key) + "[" + std::to_string(i) + "]", "expected a non-negative integer");
+      *parts[i] = value[i].get<unsigned>();
+    }
+    return d;
+  }
+  Reader child(const std::string& key) const { return Reader(field(key), source_, path(key)); }
+  Reader element(const json& array, const std::string& key, size_t index) const {
+    return Reader(array[index], source_, path(key) + "[" + std::to_string(index) + "]");
+  }
+  std::string path(const std::string& key) const { return where_.empty() ? key : where_ + "." + key; }
+  [[noreturn]] void fail(const std::string& key_path, const std::string& problem) const {
+    throw InputError(source_ + ": " + (key_path.empty() ? std::string("top level") : key_path) + ": " + problem);
+  }
+
+ private:
+  const json& object_;
+  std::string source_;
+  std::string where_;
+};
+
+}  // namespace
+
+json profile_to_json(const Profile& profile) {
+  json ops = json::array();
+  for (const OpEvent& op : profile.ops) {
+    json shapes = json::array();
+    for (const Shape& shape : op.input_shapes) shapes.push_back(shape);
+    ops.push_back({{"scope", op.scope},
+                   {"name", op.name},
+                   {"path", op.path},
+                   {"is_region", op.is_region},
+                   {"input_shapes", shapes},
+                   {"dtype", dtype_name(op.dtype)},
+                   {"parent", op.parent},
+                   {"depth", op.depth},
+                   {"step", op.step},
+                   {"cpu_start_us", op.cpu_start_us},
+                   {"cpu_end_us", op.cpu_end_us},
+                   {"device_start_us", op.device_start_us},
+                   {"device_end_us", op.device_end_us},
+                   {"flops", op.flops},
+                   {"bytes", op.bytes},
+                   {"bytes_allocated", op.bytes_allocated},
+                   {"peak_bytes", op.peak_bytes}});
+  }
+  json kernels = json::array();
+  for (const KernelEvent& kernel : profile.kernels) {
+    kernels.push_back({{"name", kernel.name},
+                       {"op", kernel.op},
+                       {"step", kernel.step},
+                       {"stream", kernel.stream},
+                       {"grid", dim3_json(kernel.grid)},
+                       {"block", dim3_json(kernel.block)},
+                       {"registers", kernel.registers},
+                       {"static_smem", kernel.static_smem},
+                       {"dynamic_smem", kernel.dynamic_smem},
+                       {"occupancy", kernel.occupancy},
+                       {"launch_start_us", kernel.launch_start_us},
+                       {"launch_cpu_us", kernel.launch_cpu_us},
+                       {"device_start_us", kernel.device_start_us},
+                       {"device_end_us", kernel.device_end_us}});
+  }
+  return {{"format", kFormatName},
+          {"version", kVersion},
+          {"label", profile.label},
+          {"device", profile.device},
+          {"device_name", profile.device_name},
+          {"dtype", profile.dtype},
+          {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}}},
+          {"active_steps", profile.active_steps},
+          {"ops", ops},
+          {"kernels", kernels}};
+}
+
+Profile profile_from_json(const json& document, const std::string& source) {
+  const Reader top(document, source, "");
+  if (top.string("format") != kFormatName) {
+    top.fail("format", "expected \"" + std::string(kFormatName) + "\" (is this a blockscope profile?)");
+  }
+  const int64_t version = top.integer("version");
+  if (version != kVersion) {
+    top.fail("version", "unsupported version " + std::to_string(version) + " (this blockscope reads version " +
+                            std::to_string(kVersion) + ")");
+  }
+  Profile profile;
+  profile.label = top.string("label");
+  profile.device = top.string("device");
+  profile.device_name = top.string("device_name");
+  profile.dtype = top.string("dtype");
+  const Reader peaks = top.child("peaks");
+  profile.peaks.tflops = peaks.number("tflops");
+  profile.peaks.gbps = peaks.number("gbps");
+  profile.active_steps = static_cast<int>(top.integer("active_steps"));
+  if (profile.active_steps < 0) top.fail("active_steps", "must not be negative");
+
+  const json& ops = top.array("ops");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Reader r = top.element(ops, "ops", i);
+    OpEvent op;
+    op.scope = r.string("scope");
+    op.name = r.string("name");
+    op.path = r.string("path");
+    op.is_region = r.boolean("is_region");
+    const json& shapes = r.array("input_shapes");
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      if (!shapes[s].is_array()) r.fail(r.path("input_shapes") + "[" + std::to_string(s) + "]", "expected an array of integers");
+      Shape shape;
+      for (const json& dim : shapes[s]) {
+        if (!dim.is_number_integer()) r.fail(r.path("input_shapes") + "[" + std::to_string(s) + "]", "expected an array of integers");
+        shape.push_back(dim.get<int64_t>());
+      }
+      op.input_shapes.push_back(shape);
+    }
+    const std::string dtype = r.string("dtype");
+    if (!parse_dtype(dtype, &op.dtype)) r.fail(r.path("dtype"), "unknown dtype '" + dtype + "' (f32, f16, bf16)");
+    op.parent = static_cast<int>(r.integer("parent"));
+    if (op.parent < -1 || op.parent >= static_cast<int>(i)) {
+      r.fail(r.path("parent"), "must be -1 or the index of an earlier op, got " + std::to_string(op.parent));
+    }
+    op.depth = static_cast<int>(r.integer("depth"));
+    op.step = static_cast<int>(r.integer("step"));
+    op.cpu_start_us = r.number("cpu_start_us");
+    op.cpu_end_us = r.number("cpu_end_us");
+    op.device_start_us = r.number("device_start_us");
+    op.device_end_us = r.number("device_end_us");
+    op.flops = r.number("flops");
+    op.bytes = r.number("bytes");
+    op.bytes_allocated = r.integer("bytes_allocated");
+    op.peak_bytes = r.integer("peak_bytes");
+    profile.ops.push_back(std::move(op));
+  }
+
+  const json& kernels = top.array("kernels");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Reader r = top.element(kernels, "kernels", i);
+    KernelEvent kernel;
+    kernel.name = r.string("name");
+    kernel.op = static_cast<int>(r.integer("op"));
+    if (kernel.op < -1 || kernel.op >= static_cast<int>(profile.ops.size())) {
+      r.fail(r.path("op"), "must be -1 or the index of an op, got " + std::to_string(kernel.op));
+    }
+    kernel.step = static_cast<int>(r.integer("step"));
+    kernel.stream = static_cast<int>(r.integer("stream"));
+    kernel.grid = r.dim3("grid");
+    kernel.block = r.dim3("block");
+    kernel.registers = static_cast<int>(r.integer("registers"));
+    kernel.static_smem = r.integer("static_smem");
+    kernel.dynamic_smem = r.integer("dynamic_smem");
+    kernel.occupancy = r.number("occupancy");
+    kernel.launch_start_us = r.number("launch_start_us");
+    kernel.launch_cpu_us = r.number("launch_cpu_us");
+    kernel.device_start_us = r.number("device_start_us");
+    kernel.device_end_us = r.number("device_end_us");
+    profile.kernels.push_back(std::move(kernel));
+  }
+  return profile;
+}
+
+void save_profile(const Profile& profile, const std::string& path) {
+  const std::string text = profile_to_json(profile).dump(1) + "\n";
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError("cannot write profile '" + path + "': cannot create '" + temporary + "'");
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(temporary.c_str());
+      throw Error(ErrorKind::runtime, "cannot write profile '" + path + "': write failed (disk full?)");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw InputError("cannot write profile '" + path + "': rename from '" + temporary + "' failed");
+  }
+}
+
+Profile load_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read profile '" + path + "': no such file or not readable");
+  std::ostringstream text;
+  text << in.rdbuf();
+  json document;
+  try {
+    document = json::parse(text.str());
+  } catch (const json::parse_error& error) {
+    throw InputError(path + ": not valid JSON: " + error.what());
+  }
+  return profile_from_json(document, path);
+}
+
+}  // namespace blockscope::profiler

@@ -1,0 +1,169 @@
+#include "profiler/summary.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace blockscope::profiler {
+
+double kernel_duration_us(const KernelEvent& kernel) {
+  return std::max(0.0, kernel.device_end_us - kernel.device_start_us);
+}
+
+EventTimes event_times(const Profile& profile) {
+  const size_t n = profile.ops.size();
+  EventTimes times;
+  times.self_cpu_us.assign(n, 0.0);
+  times.self_device_us.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const OpEvent& event = profile.ops[i];
+    times.self_cpu_us[i] += event.cpu_end_us - event.cpu_start_us;
+    if (event.parent >= 0 && static_cast<size_t>(event.parent) < n) {
+      times.self_cpu_us[event.parent] -= event.cpu_end_us - event.cpu_start_us;
+    }
+  }
+  for (const KernelEvent& kernel : profile.kernels) {
+    if (kernel.op >= 0 && static_cast<size_t>(kernel.op) < n) times.self_device_us[kernel.op] += kernel_duration_us(kernel);
+  }
+  // Children come after their parent in recording order, so one backwards pass sums subtrees.
+  times.device_total_us = times.self_device_us;
+  for (size_t i = n; i-- > 0;) {
+    const int parent = profile.ops[i].parent;
+    if (parent >= 0 && static_cast<size_t>(parent) < i) times.device_total_us[parent] += times.device_total_us[i];
+  }
+  // Clock granularity can make a parent a hair shorter than its children: never below zero.
+  for (double& t : times.self_cpu_us) t = std::max(0.0, t);
+  return times;
+}
+
+std::string row_name(const OpEvent& event) {
+  const std::string& name = event.name;
+  if (event.is_region && name.size() > 5 && name.compare(0, 5, "step ") == 0 &&
+      name.find_first_not_of("0123456789", 5) == std::string::npos) {
+    return "step *";
+  }
+  return name;
+}
+
+std::string shapes_str(const std::vector<Shape>& shapes) {
+  std::string out = "[";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (i) out += ", ";
+    out += shape_str(shapes[i]);
+  }
+  return out + "]";
+}
+
+std::vector<OpStats> op_stats(const Profile& profile, bool group_by_shape) {
+  const EventTimes times = event_times(profile);
+  std::vector<OpStats> rows;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;  // (name, path, shapes) -> row
+  std::vector<bool> shapes_differ;
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    const std::string name = row_name(event);
+    const std::string shapes = event.input_shapes.empty() ? "" : shapes_str(event.input_shapes);
+    const auto key = std::make_tuple(name, event.path, group_by_shape ? shapes : std::string());
+    auto found = index.find(key);
+    if (found == index.end()) {
+      OpStats row;
+      row.name = name;
+      row.path = event.path;
+      row.shapes = shapes;
+      row.is_region = event.is_region;
+      row.first_event = static_cast<int>(i);
+      found = index.emplace(key, rows.size()).first;
+      rows.push_back(row);
+      shapes_differ.push_back(false);
+    }
+    OpStats& row = rows[found->second];
+    if (row.shapes != shapes) shapes_differ[found->second] = true;
+    row.calls += 1;
+    row.self_cpu_us += times.self_cpu_us[i];
+    row.cpu_total_us += event.cpu_end_us - event.cpu_start_us;
+    row.self_device_us += times.self_device_us[i];
+    row.device_total_us += times.device_total_us[i];
+    row.flops += event.flops;
+    row.bytes += event.bytes;
+    row.bytes_allocated += event.bytes_allocated;
+  }
+  // Without grouping, shapes are shown only when every call had the same ones.
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (shapes_differ[r]) rows[r].shapes.clear();
+  }
+  return rows;
+}
+
+std::vector<KernelStats> kernel_stats(const Profile& profile) {
+  std::vector<KernelStats> rows;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < profile.kernels.size(); ++i) {
+    const KernelEvent& kernel = profile.kernels[i];
+    const bool known = kernel.registers > 0 || kernel.block.x * kernel.block.y * kernel.block.z > 1;
+    auto found = index.find(kernel.name);
+    if (found == index.end()) {
+      KernelStats row;
+      row.name = kernel.name;
+      row.grid = kernel.grid;
+      row.block = kernel.block;
+      row.launch_config_known = known;
+      row.registers = kernel.registers;
+      row.shared_memory = kernel.static_smem + kernel.dynamic_smem;
+      row.occupancy = kernel.occupancy;
+      row.first_kernel = static_cast<int>(i);
+      found = index.emplace(kernel.name, rows.size()).first;
+      rows.push_back(row);
+    }
+    KernelStats& row = rows[found->second];
+    const auto same = [](const Dim3& a, const Dim3& b) { return a.x == b.x && a.y == b.y && a.z == b.z; };
+    if (!same(row.grid, kernel.grid) || !same(row.block, kernel.block)) row.launch_config_varies = true;
+    row.calls += 1;
+    row.total_us += kernel_duration_us(kernel);
+  }
+  return rows;
+}
+
+double total_kernel_us(const Profile& profile) {
+  double total = 0;
+  for (const KernelEvent& kernel : profile.kernels) total += kernel_duration_us(kernel);
+  return total;
+}
+
+double total_self_cpu_us(const Profile& profile) {
+  double total = 0;
+  for (double t : event_times(profile).self_cpu_us) total += t;
+  return total;
+}
+
+std::string format_time_us(double us) {
+  if (!std::isfinite(us)) return "-";
+  const double magnitude = std::fabs(us);
+  if (magnitude >= 1e6) return fmt::format("{:.3f}s", us / 1e6);
+  if (magnitude >= 1e3) return fmt::format("{:.3f}ms", us / 1e3);
+  return fmt::format("{:.3f}us", us);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = bytes;
+  while (std::fabs(value) >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+std::string format_si(double value) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int unit = 0;
+  while (std::fabs(value) >= 1000.0 && unit < 5) {
+    value /= 1000.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f}", value) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+}  // namespace blockscope::profiler
