@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/common/backends.h"
+#include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
 
@@ -46,9 +47,9 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
-      cpu_rows::load(x.dtype(), cpu_rows::element_ptr(x, begin), buf.data(), count);
+      load_row(x.dtype(), element_ptr(x, begin), buf.data(), count);
       for (int64_t i = 0; i < count; ++i) buf[i] = activation_value(act, buf[i]);
-      cpu_rows::store(y.dtype(), buf.data(), cpu_rows::element_ptr(y, begin), count);
+      store_row(y.dtype(), buf.data(), element_ptr(y, begin), count);
     }
   }
 }
@@ -64,10 +65,10 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
     std::vector<float> gf(static_cast<size_t>(cols)), uf(static_cast<size_t>(cols));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      cpu_rows::load(gate.dtype(), cpu_rows::element_ptr(gate, r * g.row_stride), gf.data(), cols);
-      cpu_rows::load(up.dtype(), cpu_rows::element_ptr(up, r * u.row_stride), uf.data(), cols);
+      load_row(gate.dtype(), element_ptr(gate, r * g.row_stride), gf.data(), cols);
+      load_row(up.dtype(), element_ptr(up, r * u.row_stride), uf.data(), cols);
       for (int64_t j = 0; j < cols; ++j) gf[j] = activation_value(act, gf[j]) * uf[j];
-      cpu_rows::store(y.dtype(), gf.data(), cpu_rows::element_ptr(y, r * cols), cols);
+      store_row(y.dtype(), gf.data(), element_ptr(y, r * cols), cols);
     }
   }
 }

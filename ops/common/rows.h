@@ -1,7 +1,7 @@
 // Row geometry shared by the row-wise ops (linear, activations, norms): a tensor [..., N] seen
 // as `rows` rows of N contiguous elements, `row_stride` elements apart. Column slices of a
 // wider tensor (the gate/up halves of a [rows, 2F] GEMM output) fit this shape; a transposed
-// view does not. Also the CPU backend's row conversions: ops store any dtype, compute in f32.
+// view does not.
 #pragma once
 
 #include <cstdint>
@@ -44,54 +44,10 @@ inline bool row_layout(const Tensor& t, RowLayout* out) {
   return true;
 }
 
-namespace cpu_rows {
-
-// Loads n elements of `dtype` at src into f32 (the dtype switch hoisted out of the loop).
-inline void load(DType dtype, const void* src, float* dst, int64_t n) {
-  switch (dtype) {
-    case DType::f32: {
-      const float* s = static_cast<const float*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
-      return;
-    }
-    case DType::f16: {
-      const f16* s = static_cast<const f16*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_float(s[i]);
-      return;
-    }
-    case DType::bf16: {
-      const bf16* s = static_cast<const bf16*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
-      return;
-    }
-  }
-}
-
-// Stores n f32 values into `dtype` at dst, rounding to nearest even.
-inline void store(DType dtype, const float* src, void* dst, int64_t n) {
-  switch (dtype) {
-    case DType::f32: {
-      float* d = static_cast<float*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = src[i];
-      return;
-    }
-    case DType::f16: {
-      f16* d = static_cast<f16*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f16(src[i]);
-      return;
-    }
-    case DType::bf16: {
-      bf16* d = static_cast<bf16*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(src[i]);
-      return;
-    }
-  }
-}
-
-// Address of element `index` of a tensor's storage, for byte arithmetic on any dtype.
+// Address of element `index` (counted from the tensor's first element, in elements) for
+// byte arithmetic on any dtype; CPU code pairs it with cpu::load_row / store_row.
 inline char* element_ptr(const Tensor& t, int64_t index) {
   return static_cast<char*>(t.data()) + index * static_cast<int64_t>(dtype_size(t.dtype()));
 }
 
-}  // namespace cpu_rows
 }  // namespace blockscope::ops

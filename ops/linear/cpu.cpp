@@ -12,6 +12,7 @@
 
 #include "ops/activation/activation.h"
 #include "ops/common/backends.h"
+#include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
 #include "runtime/cpu/gemm.h"
@@ -34,7 +35,7 @@ F32Matrix widen(Context& ctx, const Tensor& t, int64_t rows, int64_t cols, int64
   m.data = m.storage.data_as<float>();
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r)
-    cpu_rows::load(t.dtype(), cpu_rows::element_ptr(t, r * row_stride), m.data + r * cols, cols);
+    load_row(t.dtype(), element_ptr(t, r * row_stride), m.data + r * cols, cols);
   return m;
 }
 
@@ -52,7 +53,7 @@ void finish(F32Matrix& c, const Tensor& bias, bool gelu, Tensor& y, int64_t rows
   std::vector<float> bias_f32;
   if (bias.defined()) {
     bias_f32.resize(static_cast<size_t>(out));
-    cpu_rows::load(bias.dtype(), bias.data(), bias_f32.data(), out);
+    load_row(bias.dtype(), bias.data(), bias_f32.data(), out);
   }
   const bool writes_y = c.storage.defined();
   if (!bias.defined() && !gelu && !writes_y) return;
@@ -63,7 +64,7 @@ void finish(F32Matrix& c, const Tensor& bias, bool gelu, Tensor& y, int64_t rows
       for (int64_t j = 0; j < out; ++j) row[j] += bias_f32[j];
     if (gelu)
       for (int64_t j = 0; j < out; ++j) row[j] = activation_value(Activation::gelu_tanh, row[j]);
-    if (writes_y) cpu_rows::store(y.dtype(), row, cpu_rows::element_ptr(y, r * out), out);
+    if (writes_y) store_row(y.dtype(), row, element_ptr(y, r * out), out);
   }
 }
 
@@ -87,10 +88,10 @@ void rows_pass(Tensor& y, int64_t rows, int64_t out, RowFn fn) {
     std::vector<float> row(static_cast<size_t>(out));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      void* ptr = cpu_rows::element_ptr(y, r * out);
-      cpu_rows::load(y.dtype(), ptr, row.data(), out);
+      void* ptr = element_ptr(y, r * out);
+      load_row(y.dtype(), ptr, row.data(), out);
       fn(row.data());
-      cpu_rows::store(y.dtype(), row.data(), ptr, out);
+      store_row(y.dtype(), row.data(), ptr, out);
     }
   }
 }
@@ -98,7 +99,7 @@ void rows_pass(Tensor& y, int64_t rows, int64_t out, RowFn fn) {
 void bias_add_kernel(Context& ctx, const Tensor& bias, Tensor& y, int64_t rows, int64_t out) {
   profiler::KernelScope kernel(ctx, "bias_add_kernel");
   std::vector<float> b(static_cast<size_t>(out));
-  cpu_rows::load(bias.dtype(), bias.data(), b.data(), out);
+  load_row(bias.dtype(), bias.data(), b.data(), out);
   rows_pass(y, rows, out, [&](float* row) {
     for (int64_t j = 0; j < out; ++j) row[j] += b[j];
   });
@@ -151,7 +152,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         profiler::KernelScope kernel(ctx, "bias_broadcast_copy_kernel");
         const size_t row_bytes = static_cast<size_t>(out) * dtype_size(y.dtype());
 #pragma omp parallel for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(cpu_rows::element_ptr(y, r * out), bias.data(), row_bytes);
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(element_ptr(y, r * out), bias.data(), row_bytes);
       }
       {
         profiler::KernelScope kernel(ctx, "gemm");
@@ -159,7 +160,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         if (bias.defined() && c.storage.defined()) {  // beta = 1 reads y: widen it into the scratch
 #pragma omp parallel for schedule(static)
           for (int64_t r = 0; r < rows; ++r)
-            cpu_rows::load(y.dtype(), cpu_rows::element_ptr(y, r * out), c.data + r * out, out);
+            load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
         }
         gemm(ctx, x, xrows, w, layout, out, bias.defined() ? 1.0f : 0.0f, c);
         finish(c, Tensor(), false, y, rows, out);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/common/backends.h"
+#include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
 
@@ -31,7 +32,7 @@ float lane_sum(const float* v, int64_t n, F f) {
 
 std::vector<float> widen_vector(const Tensor& t, int64_t n) {
   std::vector<float> out(static_cast<size_t>(n));
-  if (t.defined()) cpu_rows::load(t.dtype(), t.data(), out.data(), n);
+  if (t.defined()) load_row(t.dtype(), t.data(), out.data(), n);
   return out;
 }
 
@@ -48,13 +49,13 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
     std::vector<float> row(static_cast<size_t>(n));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < xr.rows; ++r) {
-      cpu_rows::load(x.dtype(), cpu_rows::element_ptr(x, r * xr.row_stride), row.data(), n);
+      load_row(x.dtype(), element_ptr(x, r * xr.row_stride), row.data(), n);
       const float mean = lane_sum(row.data(), n, [](float v) { return v; }) / static_cast<float>(n);
       const float var = lane_sum(row.data(), n, [mean](float v) { return (v - mean) * (v - mean); }) /
                         static_cast<float>(n);  // biased, as torch.nn.LayerNorm
       const float rstd = 1.0f / std::sqrt(var + eps);
       for (int64_t j = 0; j < n; ++j) row[j] = (row[j] - mean) * rstd * w[j] + b[j];
-      cpu_rows::store(y.dtype(), row.data(), cpu_rows::element_ptr(y, r * n), n);
+      store_row(y.dtype(), row.data(), element_ptr(y, r * n), n);
     }
   }
 }
@@ -71,13 +72,13 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
     std::vector<float> row(static_cast<size_t>(n));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < xr.rows; ++r) {
-      cpu_rows::load(x.dtype(), cpu_rows::element_ptr(x, r * xr.row_stride), row.data(), n);
+      load_row(x.dtype(), element_ptr(x, r * xr.row_stride), row.data(), n);
       const float mean_square = lane_sum(row.data(), n, [](float v) { return v * v; }) / static_cast<float>(n);
       const float rrms = 1.0f / std::sqrt(mean_square + eps);
       // Hugging Face LlamaRMSNorm: normalise in f32, round to the input dtype, then multiply
       // by the weight (weight * hidden.to(input_dtype)). The extra rounding is a no-op in f32.
       for (int64_t j = 0; j < n; ++j) row[j] = w[j] * round_to(dtype, row[j] * rrms);
-      cpu_rows::store(dtype, row.data(), cpu_rows::element_ptr(y, r * n), n);
+      store_row(dtype, row.data(), element_ptr(y, r * n), n);
     }
   }
 }

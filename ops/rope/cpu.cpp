@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/common/backends.h"
+#include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
 
@@ -46,7 +47,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
       char* dst = static_cast<char*>(y.data()) +
                   (b * y.stride(0) + h * y.stride(1) + s * y.stride(2)) * static_cast<int64_t>(esize);
       if (xs3 == 1) {
-        cpu_rows::load(dtype, src, in.data(), dim);
+        load_row(dtype, src, in.data(), dim);
       } else {
         for (int64_t d = 0; d < dim; ++d) in[d] = load_as_float(dtype, src + d * xs3 * static_cast<int64_t>(esize));
       }
@@ -57,7 +58,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
         out[d + half] = in[d + half] * c[d] + in[d] * sn[d];
       }
       if (ys3 == 1) {
-        cpu_rows::store(dtype, out.data(), dst, dim);
+        store_row(dtype, out.data(), dst, dim);
       } else {
         for (int64_t d = 0; d < dim; ++d) store_from_float(dtype, dst + d * ys3 * static_cast<int64_t>(esize), out[d]);
       }
