@@ -1,0 +1,102 @@
+// Public attention: profiler scope, validation once for every device, then one of four paths.
+// The composite paths (naive, inplace, fused_softmax) are written here once in terms of public
+// ops, so they run on any device; flash dispatches to a per-device kernel.
+#include "ops/attention/attention.h"
+
+#include <limits>
+
+#include "ops/common/backends.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+namespace {
+
+void check_attention_inputs(const Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& out) {
+  const Tensor* tensors[] = {&q, &k, &v, &out};
+  const char* roles[] = {"q", "k", "v", "out"};
+  for (int i = 0; i < 4; ++i) {
+    const Tensor& t = *tensors[i];
+    BS_CHECK_INPUT(t.defined(), "attention: ", roles[i], " is an undefined tensor");
+    BS_CHECK_INPUT(t.device() == ctx.device(), "attention: ", roles[i], " ", t.str(), " is on ", t.device().str(),
+                   " but the context runs on ", ctx.device().str());
+    BS_CHECK_INPUT(t.dim() == 4, "attention: ", roles[i], " ", t.str(), " must be 4-D ",
+                   i == 1 || i == 2 ? "[B, Hkv, Sk, D]" : "[B, H, Sq, D]");
+    BS_CHECK_INPUT(t.is_contiguous(), "attention: ", roles[i], " ", t.str(), " must be contiguous");
+    BS_CHECK_INPUT(t.dtype() == q.dtype(), "attention: ", roles[i], " ", t.str(), " and q ", q.str(),
+                   " have different dtypes");
+  }
+  BS_CHECK_INPUT(k.shape() == v.shape(), "attention: k ", k.str(), " and v ", v.str(), " must have the same shape");
+  BS_CHECK_INPUT(out.shape() == q.shape(), "attention: out ", out.str(), " must have the shape of q ", q.str());
+  BS_CHECK_INPUT(k.size(0) == q.size(0), "attention: k ", k.str(), " and q ", q.str(), " have different batch sizes");
+  BS_CHECK_INPUT(k.size(3) == q.size(3), "attention: k ", k.str(), " and q ", q.str(),
+                 " have different head dims (D)");
+  BS_CHECK_INPUT(k.size(1) > 0 && q.size(1) % k.size(1) == 0, "attention: q ", q.str(), " has H = ", q.size(1),
+                 " heads, which is not a multiple of the Hkv = ", k.size(1), " heads of k ", k.str());
+}
+
+}  // namespace
+
+double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal) {
+  // Two GEMMs of 2·Sq·Sk·D each per head; causal skips about half of both.
+  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
+                      static_cast<double>(sk) * static_cast<double>(head_dim);
+  return causal ? full / 2.0 : full;
+}
+
+double attention_scores_bytes(int64_t batch, int64_t heads, int64_t sq, int64_t sk, DType dtype) {
+  return static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
+         static_cast<double>(sk) * static_cast<double>(dtype_size(dtype));
+}
+
+void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
+               bool causal, float scale) {
+  const bool shaped = q.defined() && k.defined() && q.dim() == 4 && k.dim() == 4;
+  const double flops =
+      shaped ? attention_flops(q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal) : 0.0;
+  double bytes = 0;  // the least traffic: q, k, v read once, out written once
+  for (const Tensor* t : {&q, &k, &v, static_cast<const Tensor*>(&out)})
+    if (t->defined()) bytes += static_cast<double>(t->nbytes());
+  profiler::OpScope op_scope(ctx, "attention", path_name(path), profiler::Family::attention, {&q, &k, &v}, flops,
+                             bytes);
+  check_attention_inputs(ctx, q, k, v, out);
+  if (out.numel() == 0) return;
+
+  if (path == AttentionPath::flash) {
+#ifdef BLOCKSCOPE_WITH_CUDA
+    if (ctx.device().is_cuda()) return cuda::attention_flash(ctx, q, k, v, out, causal, scale);
+#endif
+    return cpu::attention_flash(ctx, q, k, v, out, causal, scale);
+  }
+
+  // Materialising paths: scores [B, H, Sq, Sk] in the tensor dtype, as PyTorch eager has them.
+  // GQA: the b_group = H / Hkv query heads sharing a kv head are read as one taller matrix.
+  const int64_t group = q.size(1) / k.size(1);
+  const Shape scores_shape{q.size(0), q.size(1), q.size(2), k.size(2)};
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  Tensor scores = ctx.empty(scores_shape, q.dtype());
+
+  if (path == AttentionPath::fused_softmax) {
+    // The GEMM applies the scale (alpha), so the fused softmax kernel scales by 1.
+    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, scale, group, "gemm_qk");
+    softmax_scale_causal(ctx, scores, 1.0f, causal, scores);
+  } else {
+    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, 1.0f, group, "gemm_qk");
+    ops::scale(ctx, scores, scale, scores);
+    if (causal && path == AttentionPath::inplace) {
+      masked_fill_causal_(ctx, scores, minus_inf);
+      softmax(ctx, scores, scores);
+    } else if (causal) {
+      // Out of place, as `scores.masked_fill(mask, -inf)`: a second [B, H, Sq, Sk] buffer.
+      Tensor masked = ctx.empty(scores_shape, q.dtype());
+      masked_fill_causal(ctx, scores, minus_inf, masked);
+      softmax(ctx, masked, scores);  // the probabilities reuse the raw scores' buffer
+    } else {
+      softmax(ctx, scores, scores);
+    }
+  }
+  batched_matmul(ctx, scores, v, out, /*trans_b=*/false, 1.0f, group, "gemm_pv");
+}
+
+}  // namespace blockscope::ops

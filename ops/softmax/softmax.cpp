@@ -1,0 +1,58 @@
+// Public softmax ops: profiler scope, validation once for every device, then dispatch.
+#include "ops/softmax/softmax.h"
+
+#include "ops/common/backends.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+namespace {
+
+// Per element: subtract the max, exp, add to the sum, divide (the max pass is a compare).
+constexpr double kFlopsPerElement = 4.0;
+
+void check_pair(const Context& ctx, const char* op, const Tensor& x, const Tensor& y, int64_t min_dims,
+                const char* layout) {
+  BS_CHECK_INPUT(x.defined() && y.defined(), op, ": x and y must both be defined tensors");
+  for (const Tensor* t : {&x, &y}) {
+    const char* role = t == &x ? "x" : "y";
+    BS_CHECK_INPUT(t->device() == ctx.device(), op, ": ", role, " ", t->str(), " is on ", t->device().str(),
+                   " but the context runs on ", ctx.device().str());
+    BS_CHECK_INPUT(t->dim() >= min_dims, op, ": ", role, " ", t->str(), " must be ", layout);
+    BS_CHECK_INPUT(t->is_contiguous(), op, ": ", role, " ", t->str(), " must be contiguous");
+  }
+  BS_CHECK_INPUT(x.dtype() == y.dtype(), op, ": x ", x.str(), " and y ", y.str(), " have different dtypes");
+  BS_CHECK_INPUT(x.shape() == y.shape(), op, ": x ", x.str(), " and y ", y.str(), " must have the same shape");
+}
+
+double traffic(const Tensor& x, const Tensor& y) {
+  return static_cast<double>((x.defined() ? x.nbytes() : 0) + (y.defined() ? y.nbytes() : 0));
+}
+
+}  // namespace
+
+void softmax(Context& ctx, const Tensor& x, Tensor& y) {
+  profiler::OpScope scope(ctx, "softmax", "", profiler::Family::softmax, {&x},
+                          kFlopsPerElement * static_cast<double>(x.defined() ? x.numel() : 0), traffic(x, y));
+  check_pair(ctx, "softmax", x, y, 1, "[..., N] (at least 1-D)");
+  if (x.numel() == 0) return;
+#ifdef BLOCKSCOPE_WITH_CUDA
+  if (ctx.device().is_cuda()) return cuda::softmax(ctx, x, y);
+#endif
+  cpu::softmax(ctx, x, y);
+}
+
+void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y) {
+  // One more multiply per element for the scale.
+  profiler::OpScope scope(ctx, "softmax_scale_causal", "", profiler::Family::softmax, {&x},
+                          (kFlopsPerElement + 1.0) * static_cast<double>(x.defined() ? x.numel() : 0),
+                          traffic(x, y));
+  check_pair(ctx, "softmax_scale_causal", x, y, 2, "scores [..., Sq, Sk] (at least 2-D)");
+  if (x.numel() == 0) return;
+#ifdef BLOCKSCOPE_WITH_CUDA
+  if (ctx.device().is_cuda()) return cuda::softmax_scale_causal(ctx, x, scale, causal, y);
+#endif
+  cpu::softmax_scale_causal(ctx, x, scale, causal, y);
+}
+
+}  // namespace blockscope::ops
