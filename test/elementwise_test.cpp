@@ -1,0 +1,210 @@
+// Elementwise ops (add with row broadcast, mul, scale, copy, causal masked_fill) against the
+// float64 references, on every test device and dtype, with poisoned outputs and odd shapes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/elementwise/elementwise.h"
+#include "profiler/recorder.h"
+#include "runtime/error.h"
+#include "test/reference/attention_reference.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+namespace bt = blockscope::testing;
+using reference::RefTensor;
+
+// Elementwise results are one rounding of an f32 value: a few units of the storage roundoff.
+double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 1e-7; }
+
+std::vector<std::string> kernel_names(const profiler::Recorder& recorder) {
+  std::vector<std::string> names;
+  for (const auto& kernel : recorder.kernels()) names.push_back(kernel.name);
+  return names;
+}
+
+// Expects fn to throw an input Error whose message contains every one of `parts`.
+void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected a blockscope::Error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
+    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
+        << "message '" << error.what() << "' does not name '" << part << "'";
+  }
+}
+
+std::string dtype_device_name(const ::testing::TestParamInfo<Device>& info) {
+  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
+}
+
+class Elementwise : public ::testing::TestWithParam<Device> {};
+
+TEST_P(Elementwise, AddSameShapeAndRowBroadcast) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  // (a shape, b shape): same shape, bias over the last dim, bias over the last two dims, a
+  // single row, more than one chunk per row.
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{7, 33}, {7, 33}}, {{7, 33}, {33}}, {{3, 5, 17}, {5, 17}}, {{1, 1}, {1}}, {{3, 2500}, {2500}}, {{5000}, {5000}}};
+  for (DType dtype : bt::all_dtypes()) {
+    for (const auto& [a_shape, b_shape] : cases) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " a " << shape_str(a_shape)
+                                        << " b " << shape_str(b_shape));
+      Tensor a = bt::random_tensor(ctx, a_shape, dtype, seed);
+      Tensor b = bt::random_tensor(ctx, b_shape, dtype, seed + 1);
+      Tensor out = bt::poisoned_tensor(ctx, a_shape, dtype);
+      ops::add(ctx, a, b, out);
+      const RefTensor expected = reference::elementwise_add(reference::from_tensor(a), reference::from_tensor(b));
+      const std::vector<float> actual = to_floats(out);
+      EXPECT_EQ(bt::first_nan(actual), -1);
+      EXPECT_LE(bt::max_relative_error(actual, expected.data), tolerance(dtype));
+
+      ops::add(ctx, a, b, a);  // out may alias a
+      EXPECT_LE(bt::max_relative_error(to_floats(a), expected.data), tolerance(dtype));
+    }
+  }
+}
+
+TEST_P(Elementwise, MulAndScale) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  for (DType dtype : bt::all_dtypes()) {
+    for (const Shape& shape : {Shape{1}, Shape{7, 13}, Shape{2, 3, 1031}}) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " " << shape_str(shape));
+      Tensor a = bt::random_tensor(ctx, shape, dtype, seed, -4.0f, 4.0f);
+      Tensor b = bt::random_tensor(ctx, shape, dtype, seed + 1, -4.0f, 4.0f);
+      Tensor product = bt::poisoned_tensor(ctx, shape, dtype);
+      ops::mul(ctx, a, b, product);
+      const RefTensor ra = reference::from_tensor(a), rb = reference::from_tensor(b);
+      EXPECT_LE(bt::max_relative_error(to_floats(product), reference::elementwise_mul(ra, rb).data), tolerance(dtype));
+
+      const float factor = -0.37f;
+      Tensor scaled = bt::poisoned_tensor(ctx, shape, dtype);
+      ops::scale(ctx, a, factor, scaled);
+      const RefTensor expected = reference::elementwise_scale(ra, factor);
+      EXPECT_LE(bt::max_relative_error(to_floats(scaled), expected.data), tolerance(dtype));
+      ops::scale(ctx, a, factor, a);  // in place
+      EXPECT_LE(bt::max_relative_error(to_floats(a), expected.data), tolerance(dtype));
+    }
+  }
+}
+
+TEST_P(Elementwise, KernelNames) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Tensor a = bt::random_tensor(ctx, {4, 8}, DType::f32, seed);
+  Tensor bias = bt::random_tensor(ctx, {8}, DType::f32, seed + 1);
+  Tensor out = ctx.empty({4, 8}, DType::f32);
+  ops::add(ctx, a, bias, out);
+  ops::mul(ctx, a, a, out);
+  ops::scale(ctx, a, 2.0f, out);
+  ops::copy(ctx, a, out);
+  Tensor transposed_out = ctx.empty({8, 4}, DType::f32);
+  ops::copy(ctx, a.transpose(0, 1), transposed_out);
+  ctx.set_recorder(nullptr);
+  EXPECT_EQ(kernel_names(recorder), (std::vector<std::string>{"add_kernel", "mul_kernel", "scale_kernel",
+                                                                "Memcpy DtoD", "copy_kernel"}));
+  ASSERT_EQ(recorder.ops().size(), 5u);
+  EXPECT_EQ(recorder.ops()[0].name, "add");
+  EXPECT_EQ(recorder.ops()[4].name, "copy");
+}
+
+TEST_P(Elementwise, CopyContiguousAndStrided) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  for (DType dtype : bt::all_dtypes()) {
+    const uint64_t seed = bt::fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype));
+    Tensor src = bt::random_tensor(ctx, {3, 7, 5}, dtype, seed);
+    const std::vector<float> values = to_floats(src);
+
+    Tensor dst = bt::poisoned_tensor(ctx, {3, 7, 5}, dtype);
+    ops::copy(ctx, src, dst);
+    EXPECT_EQ(to_floats(dst), values);  // bit-exact: same dtype
+
+    // Strided views: a permutation (innermost stride != 1) and a slice of the middle dim.
+    for (const Tensor& view : {src.permute({2, 0, 1}), src.slice(1, 2, 6), src.transpose(0, 2).slice(0, 1, 4)}) {
+      SCOPED_TRACE(view.str());
+      Tensor gathered = bt::poisoned_tensor(ctx, view.shape(), dtype);
+      ops::copy(ctx, view, gathered);
+      EXPECT_EQ(to_floats(gathered), to_floats(view));
+    }
+  }
+}
+
+TEST_P(Elementwise, MaskedFillCausalOutOfPlaceAndInPlace) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  // Sq == Sk, Sq < Sk, Sq > Sk (whole rows masked), one element.
+  for (const Shape& shape : {Shape{2, 3, 7, 7}, Shape{2, 5, 11}, Shape{11, 5}, Shape{1, 1}}) {
+    for (DType dtype : bt::all_dtypes()) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " " << shape_str(shape));
+      profiler::Recorder recorder(ctx);
+      ctx.set_recorder(&recorder);
+      Tensor scores = bt::random_tensor(ctx, shape, dtype, seed);
+      const std::vector<float> before = to_floats(scores);
+      const RefTensor expected = reference::causal_masked_fill(reference::from_tensor(scores), minus_inf);
+
+      Tensor out = bt::poisoned_tensor(ctx, shape, dtype);
+      ops::masked_fill_causal(ctx, scores, minus_inf, out);
+      EXPECT_EQ(bt::max_abs_error(to_floats(out), expected.data), 0.0);
+      EXPECT_EQ(to_floats(scores), before) << "the out-of-place fill changed its input";
+
+      ops::masked_fill_causal_(ctx, scores, minus_inf);
+      EXPECT_EQ(bt::max_abs_error(to_floats(scores), expected.data), 0.0);
+      ctx.set_recorder(nullptr);
+      EXPECT_EQ(kernel_names(recorder), (std::vector<std::string>{"Memcpy DtoD", "masked_fill_causal_kernel",
+                                                                    "masked_fill_causal_kernel"}));
+    }
+  }
+}
+
+TEST_P(Elementwise, MaskedFillCausalMasksTheRightElements) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  // Sq = 2, Sk = 4: bottom-right aligned, query 0 sees keys 0..2, query 1 sees all four.
+  Tensor scores = ctx.empty({2, 4}, DType::f32);
+  from_floats(scores, {1, 2, 3, 4, 5, 6, 7, 8});
+  ops::masked_fill_causal_(ctx, scores, -7.0f);
+  EXPECT_EQ(to_floats(scores), (std::vector<float>{1, 2, 3, -7, 5, 6, 7, 8}));
+}
+
+TEST_P(Elementwise, ErrorsNameTheTensors) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor a = ctx.empty({4, 6}, DType::f32);
+  Tensor bad_bias = ctx.empty({5}, DType::f32);
+  Tensor half = ctx.empty({4, 6}, DType::f16);
+  Tensor out = ctx.empty({4, 6}, DType::f32);
+  Tensor wrong_shape = ctx.empty({6, 4}, DType::f32);
+  expect_input_error([&] { ops::add(ctx, a, bad_bias, out); }, {"add", "f32[5]", "f32[4, 6]"});
+  expect_input_error([&] { ops::add(ctx, a, half, out); }, {"add", "f16[4, 6]", "dtype"});
+  expect_input_error([&] { ops::mul(ctx, a, wrong_shape, out); }, {"mul", "f32[6, 4]", "same shape"});
+  Tensor strided_out = wrong_shape.transpose(0, 1);
+  expect_input_error([&] { ops::scale(ctx, a, 2.0f, strided_out); }, {"scale", "contiguous"});
+  expect_input_error([&] { ops::copy(ctx, a, wrong_shape); }, {"copy", "f32[6, 4]"});
+  Tensor vector = ctx.empty({6}, DType::f32);
+  expect_input_error([&] { ops::masked_fill_causal_(ctx, vector, 0.0f); }, {"masked_fill_causal_", "f32[6]", "2-D"});
+  expect_input_error([&] { ops::masked_fill_causal(ctx, a, 0.0f, a); }, {"masked_fill_causal", "aliases"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Elementwise, ::testing::ValuesIn(bt::test_devices()), dtype_device_name);
+
+}  // namespace
+}  // namespace blockscope
