@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""CI gates on blockscope's Google Benchmark JSON: only what is stable on a shared machine.
+
+Gated (each a failure with a message naming the benchmark):
+  * kernels per iteration against the table in docs/ARCHITECTURE.md (DESIGN.md's "Ops and
+    paths"), per workload and path;
+  * FLOPs and bytes per iteration: the ops' own records (counters op_flops, op_bytes) and the
+    suites' rate counters (FLOPs, bytes_per_second x time) against the formulas below,
+    recomputed from the shape in the workload key;
+  * ratios within one run with wide margins: peak_extra_bytes of the flash attention path far
+    below the naive path's (no S x S scores), in-place and fused_softmax below naive (one
+    scores buffer instead of two);
+  * every benchmark ran (no error_occurred) and every suite produced benchmarks.
+Never gated: absolute times, or time ratios.
+
+Usage:
+  bench_gate.py run --out-dir DIR SUITE_BINARY...   smoke-run each suite on CPU (--smoke
+                                                     --cpu_only), keep DIR/<suite>.json, gate
+  bench_gate.py check FILE.json...                  gate existing runs (CPU or CUDA)
+  bench_gate.py self-test                           doctored inputs must fail each gate
+
+The workload key (also each benchmark's label) is `<workload>/<variant>/<dtype>/<shape>`;
+parse_key() and formulas() here are shared with tools/torch_peer.py and tools/side_by_side.py.
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+
+DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2}
+
+# Shape names in the order each workload's key spells them (bench/*_bench.cpp).
+SHAPE_ORDER = {
+    "matmul_add": ["M", "N", "K"],
+    "linear": ["M", "N", "K"],
+    "mlp_gelu": ["T", "D", "F"],
+    "mlp_geglu": ["T", "D", "F"],
+    "softmax": ["R", "N"],
+    "softmax_scale_causal": ["B", "H", "S"],
+    "layer_norm": ["R", "N"],
+    "rms_norm": ["R", "N"],
+    "attention": ["B", "H", "S", "D", "causal"],
+}
+
+
+def parse_key(key):
+    """'attention/naive/f32/B=1,H=2,S=64,D=32,causal=1' -> (workload, variant, dtype, shape dict).
+
+    Raises ValueError for anything that is not a known workload key (block benchmarks)."""
+    parts = key.split("/")
+    if len(parts) != 4:
+        raise ValueError(f"not a workload key: {key!r}")
+    workload, variant, dtype, shape_text = parts
+    if workload not in SHAPE_ORDER or dtype not in DTYPE_SIZE:
+        raise ValueError(f"unknown workload or dtype in key {key!r}")
+    shape = {}
+    for pair in shape_text.split(","):
+        name, _, value = pair.partition("=")
+        shape[name] = int(value)
+    if list(shape) != SHAPE_ORDER[workload]:
+        raise ValueError(f"key {key!r}: shape names must be {SHAPE_ORDER[workload]}")
+    return workload, variant, dtype, shape
+
+
+def make_key(workload, variant, dtype, shape):
+    return f"{workload}/{variant}/{dtype}/" + ",".join(f"{n}={shape[n]}" for n in SHAPE_ORDER[workload])
+
+
+def formulas(workload, dtype, s):
+    """(FLOPs, bytes) of one iteration, as the ops define them (ops/*/ *.cpp):
+    GEMMs 2·m·n·k; attention 4·B·H·S²·D, halved when causal; softmax 4 per element (+1 for
+    the scale), LayerNorm 7, RMSNorm 4; bytes = every input read once + every output written
+    once, in the storage dtype."""
+    e = DTYPE_SIZE[dtype]
+    if workload in ("matmul_add", "linear"):
+        m, n, k = s["M"], s["N"], s["K"]
+        return 2.0 * m * n * k, float(e * (m * k + k * n + n + m * n))
+    if workload == "mlp_gelu":  # fc [F, D] + bias [F], proj [D, F] + bias [D]
+        t, d, f = s["T"], s["D"], s["F"]
+        return 4.0 * t * d * f, float(e * (2 * t * d + 2 * d * f + f + d))
+    if workload == "mlp_geglu":  # gate, up [F, D], down [D, F], no biases
+        t, d, f = s["T"], s["D"], s["F"]
+        return 6.0 * t * d * f, float(e * (2 * t * d + 3 * d * f))
+    if workload == "softmax":
+        r, n = s["R"], s["N"]
+        return 4.0 * r * n, float(e * 2 * r * n)
+    if workload == "layer_norm":
+        r, n = s["R"], s["N"]
+        return 7.0 * r * n, float(e * (2 * r * n + 2 * n))
+    if workload == "rms_norm":
+        r, n = s["R"], s["N"]
+        return 4.0 * r * n, float(e * (2 * r * n + n))
+    if workload == "softmax_scale_causal":
+        elements = s["B"] * s["H"] * s["S"] * s["S"]
+        return 5.0 * elements, float(e * 2 * elements)
+    if workload == "attention":
+        b, h, n, d = s["B"], s["H"], s["S"], s["D"]
+        flops = 4.0 * b * h * n * n * d
+        return (flops / 2 if s["causal"] else flops), float(e * 4 * b * h * n * d)
+    raise ValueError(f"no formula for workload {workload!r}")
+
+
+def expected_kernels(workload, variant, shape):
+    """Kernels per forward, docs/ARCHITECTURE.md's table (the same on CPU and CUDA).
+    Attention without a causal mask has no masked_fill kernels: naive and inplace run
+    gemm_qk, scale, softmax, gemm_pv (4)."""
+    table = {
+        ("matmul_add", "naive"): 2, ("matmul_add", "epilogue"): 1, ("matmul_add", "addmm"): 2,
+        ("linear", "naive"): 2, ("linear", "epilogue"): 1, ("linear", "addmm"): 2,
+        ("mlp_gelu", "naive"): 5, ("mlp_gelu", "epilogue"): 2,
+        ("mlp_geglu", "naive"): 5, ("mlp_geglu", "fused"): 3,
+        ("attention", "fused_softmax"): 3, ("attention", "flash"): 1,
+        ("softmax", "plain"): 1, ("softmax_scale_causal", "fused"): 1,
+        ("layer_norm", "plain"): 1, ("rms_norm", "plain"): 1,
+    }
+    if workload == "attention" and variant in ("naive", "inplace"):
+        if not shape["causal"]:
+            return 4
+        return 6 if variant == "naive" else 5
+    return table.get((workload, variant))
+
+
+TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def benchmark_device(bench):
+    """Benchmarks are named `<key>/<device>[/real_time|/manual_time]`."""
+    rest = bench.get("name", "")[len(bench.get("label", "")) + 1:]
+    return rest.split("/")[0] if rest else "?"
+
+
+def close(actual, expected, rel):
+    return abs(actual - expected) <= rel * max(abs(expected), 1.0)
+
+
+def gate_benchmarks(benchmarks, source):
+    """Returns a list of failure messages for one run's benchmarks."""
+    failures = []
+    runs = [b for b in benchmarks if b.get("run_type", "iteration") == "iteration"]
+    if not runs:
+        failures.append(f"{source}: no benchmarks ran")
+    by_group = {}  # (device, workload, dtype, shape key) -> {variant: bench}
+    for bench in runs:
+        name = bench.get("name", "?")
+        if bench.get("error_occurred"):
+            failures.append(f"{name}: benchmark failed: {bench.get('error_message', '?')}")
+            continue
+        try:
+            workload, variant, dtype, shape = parse_key(bench.get("label", ""))
+        except ValueError:
+            continue  # block benchmarks and other suites: no per-op table or formula
+        where = f"{name} ({source})"
+        want = expected_kernels(workload, variant, shape)
+        got = bench.get("kernels_per_iter")
+        if want is None:
+            failures.append(f"{where}: no kernel count known for {workload} path {variant}")
+        elif got != want:
+            failures.append(f"{where}: {got} kernels per iteration, docs/ARCHITECTURE.md says {want}")
+        flops, nbytes = formulas(workload, dtype, shape)
+        for counter, expected in (("op_flops", flops), ("op_bytes", nbytes)):
+            value = bench.get(counter)
+            if value is None:
+                failures.append(f"{where}: counter {counter} missing")
+            elif not close(value, expected, 1e-6):
+                failures.append(f"{where}: the op recorded {counter} = {value:.6g}, the formula gives {expected:.6g}")
+        # The suites' own rate counters: rate x time per iteration = the formula.
+        seconds = bench.get("real_time", 0) * TIME_UNIT_S.get(bench.get("time_unit", "ns"), 1e-9)
+        for counter, expected in (("FLOPs", flops), ("bytes_per_second", nbytes)):
+            rate = bench.get(counter)
+            if rate is None:
+                failures.append(f"{where}: counter {counter} missing")
+            elif seconds > 0 and not close(rate * seconds, expected, 1e-3):
+                failures.append(f"{where}: {counter} x time = {rate * seconds:.6g} per iteration, "
+                                f"the formula gives {expected:.6g}")
+        group = (benchmark_device(bench), workload, dtype, json.dumps(shape, sort_keys=True))
+        by_group.setdefault(group, {})[variant] = bench
+
+    # Same-run memory ratios, wide margins (allocator peaks are deterministic on CPU).
+    for (device, workload, dtype, shape_text), variants in sorted(by_group.items()):
+        if workload != "attention" or "naive" not in variants:
+            continue
+        shape = json.loads(shape_text)
+        naive = variants["naive"].get("peak_extra_bytes", 0)
+        scores = shape["B"] * shape["H"] * shape["S"] * shape["S"] * DTYPE_SIZE[dtype]
+        if shape["S"] < 256 or naive < scores:
+            continue  # too small for the scores to dominate (or no scores measured)
+        label = f"attention {dtype} {shape_text} on {device}"
+        if "flash" in variants:
+            flash = variants["flash"].get("peak_extra_bytes", 0)
+            if not flash <= 0.25 * naive:
+                failures.append(f"{label}: flash peak_extra_bytes {flash:.0f} is not below a quarter of "
+                                f"naive's {naive:.0f} (flash must not materialise the scores)")
+        if shape["causal"]:
+            for variant in ("inplace", "fused_softmax"):
+                if variant in variants:
+                    value = variants[variant].get("peak_extra_bytes", 0)
+                    if not value <= 0.75 * naive:
+                        failures.append(f"{label}: {variant} peak_extra_bytes {value:.0f} is not below 3/4 of "
+                                        f"naive's {naive:.0f} (naive's out-of-place masked_fill keeps a "
+                                        f"second scores buffer; {variant} must not)")
+    return failures
+
+
+def gate_file(path):
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (OSError, ValueError) as error:
+        return [f"{path}: cannot read benchmark JSON: {error}"]
+    return gate_benchmarks(data.get("benchmarks", []), os.path.basename(path))
+
+
+def run_suites(binaries, out_dir, extra):
+    """Smoke-runs each suite on CPU; returns (json paths, failures)."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths, failures = [], []
+    for binary in binaries:
+        suite = os.path.basename(binary)
+        out = os.path.join(out_dir, suite + ".json")
+        command = [binary, "--smoke", "--cpu_only", f"--benchmark_out={out}", "--benchmark_out_format=json"] + extra
+        begin = time.monotonic()
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        print(f"bench_gate: {suite}: exit {result.returncode} in {time.monotonic() - begin:.1f} s -> {out}")
+        if result.returncode != 0:
+            failures.append(f"{suite}: exit code {result.returncode}\n{result.stdout[-2000:]}")
+            continue
+        paths.append(out)
+    return paths, failures
+
+
+# ---- Self-test: every gate must be able to fail ----------------------------------------------
+
+def _synthetic_run():
+    """A passing run built from the formulas (what a correct suite writes)."""
+    benchmarks = []
+    shape = {"B": 1, "H": 2, "S": 512, "D": 64, "causal": 1}
+    scores = 1 * 2 * 512 * 512 * 4
+    peaks = {"naive": 2 * scores, "inplace": scores, "fused_softmax": scores, "flash": 200000}
+    for variant in ("naive", "inplace", "fused_softmax", "flash"):
+        key = make_key("attention", variant, "f32", shape)
+        flops, nbytes = formulas("attention", "f32", shape)
+        benchmarks.append({"name": key + "/cpu/real_time", "label": key, "run_type": "iteration",
+                           "real_time": 1000.0, "time_unit": "us", "FLOPs": flops / 1e-3,
+                           "bytes_per_second": nbytes / 1e-3, "op_flops": flops, "op_bytes": nbytes,
+                           "kernels_per_iter": expected_kernels("attention", variant, shape),
+                           "peak_extra_bytes": peaks[variant]})
+    return benchmarks
+
+
+def self_test():
+    good = _synthetic_run()
+    problems = []
+    if gate_benchmarks(good, "synthetic"):
+        problems.append(f"a correct run failed the gate: {gate_benchmarks(good, 'synthetic')}")
+    doctored = {
+        "kernel count": lambda b: b[0].update(kernels_per_iter=5),
+        "op FLOPs": lambda b: b[1].update(op_flops=b[1]["op_flops"] * 2),
+        "op bytes": lambda b: b[2].update(op_bytes=b[2]["op_bytes"] + 4),
+        "FLOP rate": lambda b: b[3].update(FLOPs=b[3]["FLOPs"] * 1.01),
+        "flash memory": lambda b: b[3].update(peak_extra_bytes=b[0]["peak_extra_bytes"]),
+        "inplace memory": lambda b: b[1].update(peak_extra_bytes=b[0]["peak_extra_bytes"]),
+        "benchmark error": lambda b: b[2].update(error_occurred=True, error_message="boom"),
+    }
+    for what, change in doctored.items():
+        run = copy.deepcopy(good)
+        change(run)
+        if not gate_benchmarks(run, "synthetic"):
+            problems.append(f"a run with a wrong {what} passed the gate")
+    if not gate_benchmarks([], "empty"):
+        problems.append("an empty run passed the gate")
+    for problem in problems:
+        print(f"bench_gate self-test: FAIL: {problem}")
+    print(f"bench_gate self-test: {len(doctored) + 2 - len(problems)} of {len(doctored) + 2} checks passed")
+    return 1 if problems else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="CI gates on blockscope benchmark JSON")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="smoke-run suites on CPU, keep their JSON, gate them")
+    run.add_argument("--out-dir", required=True)
+    run.add_argument("binaries", nargs="+")
+    check = sub.add_parser("check", help="gate existing benchmark JSON files")
+    check.add_argument("files", nargs="+")
+    sub.add_parser("self-test", help="check that every gate can fail")
+    args, extra = parser.parse_known_args(argv)
+
+    if args.command == "self-test":
+        return self_test()
+    if args.command == "run":
+        paths, failures = run_suites(args.binaries, args.out_dir, extra)
+    else:
+        paths, failures = args.files, []
+    checked = 0
+    for path in paths:
+        failures += gate_file(path)
+        checked += 1
+    for failure in failures:
+        print(f"bench_gate: FAIL: {failure}")
+    print(f"bench_gate: {checked} run(s) checked, {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
