@@ -31,7 +31,7 @@ struct SafetensorsEntry {
 };
 
 struct SafetensorsFile {
-  std::vector<SafetensorsEntry> tensors;        // in file order (ascending data offset)
+  std::vector<SafetensorsEntry> tensors;        // in header order (write_safetensors: as given)
   std::map<std::string, std::string> metadata;  // "__metadata__"
   const SafetensorsEntry* find(const std::string& name) const;  // null if absent
 };
