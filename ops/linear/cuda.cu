@@ -1,0 +1,167 @@
+// CUDA linear (three paths) and the batched GEMM of the attention paths, on cuBLASLt
+// (runtime/cuda/cublaslt_gemm.h maps row-major onto column-major).
+//
+//   naive     GEMM (DEFAULT epilogue), bias_add_kernel [, gelu_tanh_kernel]
+//   epilogue  one GEMM with the BIAS / GELU_BIAS (or GELU) epilogue
+//   addmm     bias_broadcast_copy_kernel into y, then GEMM with beta = 1 [, gelu_tanh_kernel]
+//             (what torch.compile makes of matmul + add)
+#include "ops/common/backends.h"
+#include "runtime/cuda/cublaslt_gemm.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/elementwise_map.cuh"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/vector_io.cuh"
+
+namespace blockscope::cuda_kernels {
+
+// y[r, c] += bias[c]; y: [rows, cols] contiguous (n = rows · cols), bias: [cols].
+template <typename T>
+__global__ void bias_add_kernel(T* y, const T* bias, int64_t n, int64_t cols, bool vectorized) {
+  binary_map(y, bias, y, n, cols, vectorized, [](float v, float b) { return v + b; });
+}
+
+// y[r, c] = bias[c]: the bias broadcast into the output before a beta = 1 GEMM.
+template <typename T>
+__global__ void bias_broadcast_copy_kernel(const T* bias, T* y, int64_t n, int64_t cols, bool vectorized) {
+  constexpr int P = Pack<T>::size;
+  int64_t done = 0;
+  if (vectorized) {
+    const int64_t packs = n / P;
+    for (int64_t p = global_thread(); p < packs; p += global_threads()) {
+      store_pack(y + p * P, load_pack(bias + (p * P) % cols));
+    }
+    done = packs * P;
+  }
+  for (int64_t i = done + global_thread(); i < n; i += global_threads()) y[i] = bias[i % cols];
+}
+
+}  // namespace blockscope::cuda_kernels
+
+namespace blockscope::ops::cuda {
+
+using cuda_detail::aligned16;
+using cuda_detail::dispatch_dtype;
+using cuda_detail::grid_for;
+using cuda_detail::launch;
+using cuda_detail::pack_elems;
+using cuda_gemm::Epilogue;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Row stride of x viewed as [rows, in]: every row contiguous, rows evenly spaced.
+int64_t rows_stride(const Tensor& x) {
+  BS_CHECK(x.stride(-1) == 1 || x.size(-1) == 1, "linear: rows of x ", x.str(), " must be contiguous");
+  if (x.dim() < 2) return x.size(-1);
+  for (int64_t d = 0; d + 2 < x.dim(); ++d) {
+    BS_CHECK(x.size(d) == 1 || x.stride(d) == x.stride(d + 1) * x.size(d + 1), "linear: x ", x.str(),
+             " cannot be read as evenly spaced rows; make it contiguous");
+  }
+  return x.stride(-2);
+}
+
+void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, Tensor& y, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  const bool vectorized = aligned16(y.data()) && aligned16(bias.data()) && cols % pack_elems(y.dtype()) == 0;
+  const unsigned blocks = grid_for(vectorized ? n / pack_elems(y.dtype()) + 1 : n, kThreads,
+                                   cuda_backend(ctx).properties().multiProcessorCount);
+  dispatch_dtype(y.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    if (add) {
+      launch(ctx, name, cuda_kernels::bias_add_kernel<T>, blocks, kThreads, 0, y.data_as<T>(),
+             bias.data_as<const T>(), n, cols, vectorized);
+    } else {
+      launch(ctx, name, cuda_kernels::bias_broadcast_copy_kernel<T>, blocks, kThreads, 0, bias.data_as<const T>(),
+             y.data_as<T>(), n, cols, vectorized);
+    }
+  });
+}
+
+}  // namespace
+
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
+            WeightLayout layout, LinearActivation act) {
+  const int64_t in = x.size(-1);
+  const int64_t out = layout == WeightLayout::out_in ? w.size(0) : w.size(1);
+  const int64_t rows = in == 0 ? (out == 0 ? 0 : y.numel() / out) : x.numel() / in;
+  BS_CHECK(w.dim() == 2 && w.stride(1) == 1, "linear: weight ", w.str(), " must be 2-D with contiguous rows");
+  BS_CHECK(y.is_contiguous(), "linear: y ", y.str(), " must be contiguous");
+  if (rows == 0 || out == 0) return;
+  const bool has_bias = bias.defined();
+  const bool gelu = act == LinearActivation::gelu_tanh;
+  BS_CHECK(in > 0, "linear: x ", x.str(), " has no input features (k = 0): not supported on CUDA");
+
+  cuda_gemm::RowMajorGemm g;
+  g.dtype = x.dtype();
+  g.m = rows;
+  g.n = out;
+  g.k = in;
+  g.a = x.data();
+  g.lda = rows_stride(x);
+  g.b = w.data();
+  g.ldb = w.stride(0);
+  g.trans_b = layout == WeightLayout::out_in;  // [out, in]: Y = X · Wᵀ
+  g.d = y.data();
+  g.ldd = out;
+
+  switch (path) {
+    case LinearPath::naive:
+      g.name = "gemm";
+      cuda_gemm::gemm(ctx, g);
+      if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
+      if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
+      return;
+    case LinearPath::epilogue:
+      g.epilogue = has_bias ? (gelu ? Epilogue::gelu_bias : Epilogue::bias) : (gelu ? Epilogue::gelu : Epilogue::none);
+      g.name = has_bias ? (gelu ? "gemm_gelu_bias" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
+      g.bias = has_bias ? bias.data() : nullptr;
+      cuda_gemm::gemm(ctx, g);
+      return;
+    case LinearPath::addmm:
+      g.name = "gemm";
+      if (has_bias) {
+        bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
+        g.beta = 1.0f;
+      }
+      cuda_gemm::gemm(ctx, g);
+      if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
+      return;
+  }
+}
+
+void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
+                    int64_t b_group, const char* kernel_name) {
+  BS_CHECK(a.is_contiguous() && b.is_contiguous() && c.is_contiguous(), "batched_matmul: operands must be contiguous");
+  BS_CHECK(b_group >= 1, "batched_matmul: b_group ", b_group, " must be positive");
+  const int64_t m = a.size(-2), k = a.size(-1);
+  const int64_t n = trans_b ? b.size(-2) : b.size(-1);
+  const int64_t batch = m * k == 0 ? (m * n == 0 ? 0 : c.numel() / (m * n)) : a.numel() / (m * k);
+  if (batch == 0 || m == 0 || n == 0) return;
+  BS_CHECK(k > 0, "batched_matmul: k = 0 is not supported on CUDA");
+  BS_CHECK(batch % b_group == 0, "batched_matmul: batch ", batch, " is not a multiple of b_group ", b_group);
+
+  // GQA: the b_group query heads sharing one kv head are consecutive and contiguous, so A is
+  // read as [batch / b_group, b_group · m, k] — one strided-batched GEMM, no copy.
+  cuda_gemm::RowMajorGemm g;
+  g.name = kernel_name;
+  g.dtype = a.dtype();
+  g.batch = batch / b_group;
+  g.m = b_group * m;
+  g.n = n;
+  g.k = k;
+  g.a = a.data();
+  g.lda = k;
+  g.stride_a = b_group * m * k;
+  g.b = b.data();
+  g.ldb = trans_b ? k : n;
+  g.stride_b = k * n;
+  g.trans_b = trans_b;
+  g.d = c.data();
+  g.ldd = n;
+  g.stride_d = b_group * m * n;
+  g.alpha = alpha;
+  cuda_gemm::gemm(ctx, g);
+}
+
+}  // namespace blockscope::ops::cuda
