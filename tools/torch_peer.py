@@ -47,6 +47,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import platform
 import statistics
 import sys
@@ -61,20 +62,10 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 
 SCHEMA = "blockscope.torch_peer/1"
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2}
 
-# Shape keys in the order the key spells them (must match bench/support/bench_support.cpp).
-SHAPE_ORDER = {
-    "matmul_add": ["M", "N", "K"],
-    "linear": ["M", "N", "K"],
-    "mlp_gelu": ["T", "D", "F"],
-    "mlp_geglu": ["T", "D", "F"],
-    "softmax": ["R", "N"],
-    "softmax_scale_causal": ["B", "H", "S"],
-    "layer_norm": ["R", "N"],
-    "rms_norm": ["R", "N"],
-    "attention": ["B", "H", "S", "D", "causal"],
-}
+# Workload keys and the FLOP/byte formulas are shared with the CI gate (same directory).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gate import benchmark_device, formulas, make_key, parse_key  # noqa: E402
 
 
 def torch_version():
@@ -83,52 +74,6 @@ def torch_version():
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
-
-
-def make_key(workload, variant, dtype, shape):
-    order = SHAPE_ORDER[workload]
-    return f"{workload}/{variant}/{dtype}/" + ",".join(f"{name}={shape[name]}" for name in order)
-
-
-def parse_key(key):
-    """'attention/naive/f32/B=1,H=2,S=64,D=32,causal=1' -> (workload, variant, dtype, shape)."""
-    workload, variant, dtype, shape_text = key.split("/")
-    shape = {}
-    for pair in shape_text.split(","):
-        name, value = pair.split("=")
-        shape[name] = int(value)
-    if workload not in SHAPE_ORDER or sorted(shape) != sorted(SHAPE_ORDER[workload]):
-        raise ValueError(f"unknown workload or shape in key {key!r}")
-    return workload, variant, dtype, shape
-
-
-# ---- FLOP and byte formulas (the same as the ops' own, see tools/bench_gate.py) ------------
-
-def formulas(workload, dtype, s):
-    """FLOPs and minimum bytes moved per iteration."""
-    e = DTYPE_SIZE[dtype]
-    if workload in ("matmul_add", "linear"):
-        m, n, k = s["M"], s["N"], s["K"]
-        return 2.0 * m * n * k, float(e * (m * k + k * n + n + m * n))
-    if workload == "mlp_gelu":
-        t, d, f = s["T"], s["D"], s["F"]
-        return 4.0 * t * d * f, float(e * (2 * t * d + 2 * d * f + f + d))
-    if workload == "mlp_geglu":
-        t, d, f = s["T"], s["D"], s["F"]
-        return 6.0 * t * d * f, float(e * (2 * t * d + 3 * d * f))
-    if workload in ("softmax", "layer_norm", "rms_norm"):
-        r, n = s["R"], s["N"]
-        return 0.0, float(e * 2 * r * n)
-    if workload == "softmax_scale_causal":
-        b, h, n = s["B"], s["H"], s["S"]
-        return 0.0, float(e * 2 * b * h * n * n)
-    if workload == "attention":
-        b, h, n, d = s["B"], s["H"], s["S"], s["D"]
-        flops = 4.0 * b * h * n * n * d
-        if s["causal"]:
-            flops /= 2
-        return flops, float(e * 4 * b * h * n * d)
-    raise ValueError(workload)
 
 
 # ---- Built-in workload lists (mirror bench/*_bench.cpp) -------------------------------------
@@ -156,7 +101,8 @@ def builtin_workloads(sizes, device):
         add("softmax_scale_causal", ["fused"], dts, [dict(B=1, H=2, S=33)])
         add("layer_norm", ["plain"], dts, [dict(R=7, N=33)])
         add("rms_norm", ["plain"], dts, [dict(R=7, N=33)])
-        add("attention", attention_variants, dts, [dict(B=1, H=2, S=256, D=64, causal=1)])
+        add("attention", attention_variants, dts,
+            [dict(B=1, H=2, S=512, D=64, causal=1), dict(B=1, H=3, S=33, D=16, causal=0)])
     elif sizes == "cpu":
         dts = ["f32", "bf16"]
         add("matmul_add", linear_variants, dts, [dict(M=n, N=n, K=n) for n in (64, 256, 512)])
@@ -168,7 +114,8 @@ def builtin_workloads(sizes, device):
         add("layer_norm", ["plain"], dts, [dict(R=4096, N=1024)])
         add("rms_norm", ["plain"], dts, [dict(R=4096, N=1024)])
         add("attention", attention_variants, dts,
-            [dict(B=1, H=4, S=256, D=64, causal=1), dict(B=1, H=2, S=1024, D=64, causal=1)])
+            [dict(B=1, H=4, S=256, D=64, causal=1), dict(B=1, H=2, S=1024, D=64, causal=1),
+             dict(B=1, H=1, S=2048, D=64, causal=1)])
     elif sizes == "gpu":
         dts = ["bf16", "f16"]
         add("matmul_add", linear_variants, dts + ["f32"],
@@ -176,12 +123,14 @@ def builtin_workloads(sizes, device):
         add("linear", linear_variants, dts, [dict(M=8192, N=3072, K=768)])
         add("mlp_geglu", ["naive", "fused"], dts, [dict(T=8192, D=768, F=3072)])
         add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=8192, D=768, F=3072)])
-        add("softmax", ["plain"], dts, [dict(R=65536, N=4096)])
-        add("softmax_scale_causal", ["fused"], dts, [dict(B=8, H=16, S=1024)])
-        add("layer_norm", ["plain"], dts, [dict(R=65536, N=4096)])
-        add("rms_norm", ["plain"], dts, [dict(R=65536, N=4096)])
+        rows = [dict(R=65536, N=4096), dict(R=8192, N=768)]
+        add("softmax", ["plain"], dts + ["f32"], rows)
+        add("softmax_scale_causal", ["fused"], dts + ["f32"], [dict(B=8, H=16, S=1024)])
+        add("layer_norm", ["plain"], dts + ["f32"], rows)
+        add("rms_norm", ["plain"], dts + ["f32"], rows)
         add("attention", attention_variants, dts,
-            [dict(B=8, H=16, S=1024, D=64, causal=1), dict(B=1, H=16, S=8192, D=64, causal=1),
+            [dict(B=8, H=16, S=1024, D=64, causal=1), dict(B=8, H=16, S=1024, D=64, causal=0),
+             dict(B=1, H=16, S=8192, D=64, causal=1),
              dict(B=1, H=16, S=16384, D=128, causal=1)])
     else:
         raise ValueError(sizes)
@@ -212,12 +161,6 @@ def workloads_from_json(path, device):
             for extra in ("sdpa_math", "sdpa_efficient", "sdpa_cudnn"):
                 out.append((workload, extra, dtype, dict(shape)))
     return out
-
-
-def benchmark_device(bench):
-    """The device of a blockscope benchmark: its name is `<key>/<device>[/real_time|...]`."""
-    rest = bench.get("name", "")[len(bench.get("label", "")) + 1:]
-    return rest.split("/")[0] if rest else "cpu"
 
 
 def device_name_of(device):
