@@ -694,16 +694,26 @@ class ConfigParser {
     config.profile.wait = static_cast<int>(schedule.get_int("wait", 1, 0));
     config.profile.warmup = static_cast<int>(schedule.get_int("warmup", 1, 0));
     config.profile.active = static_cast<int>(schedule.get_int("active", 3, 1));
-    // Our column keys, and torch.profiler's names for them.
+    // The op table's column keys (profiler/table.cpp), and torch.profiler's names for them.
     static const std::map<std::string, std::string> sort_keys = {
-        {"self_cpu", "self_cpu"},         {"cpu_total", "cpu_total"},
-        {"self_device", "self_device"},   {"device_total", "device_total"},
-        {"calls", "calls"},               {"flops", "flops"},
-        {"bytes", "bytes"},               {"self_gpu", "self_device"},
-        {"gpu_total", "device_total"},    {"self_cuda", "self_device"},
-        {"cuda_total", "device_total"},   {"self_cpu_time_total", "self_cpu"},
-        {"cpu_time_total", "cpu_total"},  {"self_cuda_time_total", "self_device"},
-        {"cuda_time_total", "device_total"}};
+        {"name", "name"},
+        {"self_cpu", "self_cpu"},           {"self_cpu_time_total", "self_cpu"},
+        {"cpu_total", "cpu_total"},         {"cpu_time_total", "cpu_total"},
+        {"cpu_avg", "cpu_avg"},             {"cpu_time", "cpu_avg"},
+        {"self_device", "self_device"},     {"self_gpu", "self_device"},
+        {"self_cuda", "self_device"},       {"self_cuda_time_total", "self_device"},
+        {"self_device_time_total", "self_device"},
+        {"device_total", "device_total"},   {"gpu_total", "device_total"},
+        {"cuda_total", "device_total"},     {"cuda_time_total", "device_total"},
+        {"device_time_total", "device_total"},
+        {"device_avg", "device_avg"},       {"gpu_avg", "device_avg"},
+        {"cuda_time", "device_avg"},        {"device_time", "device_avg"},
+        {"calls", "calls"},                 {"count", "calls"},
+        {"flops", "flops"},                 {"bytes", "bytes"},
+        {"tflops", "tflops"},               {"gbps", "gbps"},
+        {"pct_peak", "pct_peak"},           {"memory", "memory"},
+        {"bytes_allocated", "memory"},      {"cpu_memory_usage", "memory"},
+        {"device_memory_usage", "memory"}};
     std::vector<std::string> names;
     for (const auto& entry : sort_keys) names.push_back(entry.first);
     config.profile.sort_by = sort_keys.at(s.get_choice("sort_by", "self_device", names, "sort column"));
