@@ -1,0 +1,185 @@
+// LayerNorm and RMSNorm against the float64 reference: hidden sizes that are not multiples of
+// 8 (37, 100, 4097), rows 1 / 7 / many, strided rows, in place, undefined bias, eps placement,
+// kernel names, and input errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/norm/norm.h"
+#include "profiler/recorder.h"
+#include "test/op_test_helpers.h"
+#include "test/reference/ops_reference.h"
+
+namespace blockscope {
+namespace {
+
+using reference::RefTensor;
+
+// Error bound, as a fraction of max |reference|, for a norm over N elements computed in f32:
+//  - storing rounds once to the dtype (u_d · |y|); RMSNorm rounds twice, as Hugging Face does
+//    (the normalised value, then the product with the weight): 2·u_d;
+//  - the f32 statistics: a sum of N terms has error ≤ N·u32 in the worst case and about √N·u32
+//    with rounding errors of random sign; the mean's error, relative to the spread of x, passes
+//    into every output. With |mean| up to 3× the spread (the inputs below), 16·√N·u32 is
+//    several times the expected error and still 100× smaller than a misplaced eps (tested
+//    separately with eps that dominates).
+double norm_tolerance(DType dtype, int64_t n, int roundings) {
+  return roundings * dtype_epsilon(dtype) + 16.0 * std::sqrt(static_cast<double>(n)) * dtype_epsilon(DType::f32);
+}
+
+class NormTest : public ::testing::TestWithParam<std::tuple<Device, DType>> {
+ protected:
+  Device device() const { return std::get<0>(GetParam()); }
+  DType dtype() const { return std::get<1>(GetParam()); }
+};
+
+struct Case {
+  int64_t rows, n;
+};
+const std::vector<Case> kCases = {{1, 37}, {7, 100}, {1000, 37}, {300, 100}, {1, 4097}, {7, 4097}, {64, 4097}};
+
+TEST_P(NormTest, LayerNormMatchesReference) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const float eps = 1e-5f;
+  for (const Case& c : kCases) {
+    for (bool with_bias : {true, false}) {
+      const uint64_t seed = testing::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " rows " << c.rows << " N " << c.n << " bias "
+                                        << with_bias);
+      // Values in [2, 4): a mean far from zero (a one-pass variance would lose digits).
+      const Tensor x = testing::random_tensor(ctx, {c.rows, c.n}, dtype(), seed, 2.0f, 4.0f);
+      const Tensor w = testing::random_tensor(ctx, {c.n}, dtype(), seed + 1);
+      const Tensor b = with_bias ? testing::random_tensor(ctx, {c.n}, dtype(), seed + 2) : Tensor();
+      const RefTensor br = with_bias ? testing::ref(b) : RefTensor();
+      const RefTensor expected =
+          reference::layer_norm(testing::ref(x), testing::ref(w), with_bias ? &br : nullptr, eps);
+      Tensor y = testing::poisoned_tensor(ctx, {c.rows, c.n}, dtype());
+      ops::layer_norm(ctx, x, w, b, eps, y);
+      const std::vector<float> got = to_floats(y);
+      ASSERT_EQ(testing::first_nan(got), -1);
+      EXPECT_LE(testing::max_relative_error(got, expected.data), norm_tolerance(dtype(), c.n, 1));
+    }
+  }
+}
+
+TEST_P(NormTest, RmsNormMatchesReference) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const float eps = 1e-6f;
+  for (const Case& c : kCases) {
+    const uint64_t seed = testing::fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " rows " << c.rows << " N " << c.n);
+    const Tensor x = testing::random_tensor(ctx, {c.rows, c.n}, dtype(), seed, -2.0f, 2.0f);
+    const Tensor w = testing::random_tensor(ctx, {c.n}, dtype(), seed + 1, 0.5f, 1.5f);
+    const RefTensor expected = reference::rms_norm(testing::ref(x), testing::ref(w), eps);
+    Tensor y = testing::poisoned_tensor(ctx, {c.rows, c.n}, dtype());
+    ops::rms_norm(ctx, x, w, eps, y);
+    const std::vector<float> got = to_floats(y);
+    ASSERT_EQ(testing::first_nan(got), -1);
+    EXPECT_LE(testing::max_relative_error(got, expected.data), norm_tolerance(dtype(), c.n, 2));
+  }
+}
+
+// eps goes inside the square root: with a spread of 1e-2 and eps = 1e-2, eps dominates the
+// variance, so eps outside the root (or forgotten) is far off.
+TEST_P(NormTest, EpsIsInsideTheSquareRoot) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 5, n = 100;
+  const float eps = 1e-2f;
+  const Tensor x = testing::random_tensor(ctx, {rows, n}, dtype(), seed, -0.01f, 0.01f);
+  const Tensor w = testing::random_tensor(ctx, {n}, dtype(), seed + 1);
+  const Tensor b = testing::random_tensor(ctx, {n}, dtype(), seed + 2);
+  const RefTensor xr = testing::ref(x), wr = testing::ref(w), br = testing::ref(b);
+  Tensor y = testing::poisoned_tensor(ctx, {rows, n}, dtype());
+  ops::layer_norm(ctx, x, w, b, eps, y);
+  EXPECT_LE(testing::max_relative_error(to_floats(y), reference::layer_norm(xr, wr, &br, eps).data),
+            norm_tolerance(dtype(), n, 1));
+  ops::rms_norm(ctx, x, w, eps, y);
+  EXPECT_LE(testing::max_relative_error(to_floats(y), reference::rms_norm(xr, wr, eps).data),
+            norm_tolerance(dtype(), n, 2));
+}
+
+// Rows may be strided (a column slice of a wider tensor), and y may be x itself.
+TEST_P(NormTest, StridedRowsAndInPlace) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 13, n = 100;
+  const Tensor wide = testing::random_tensor(ctx, {rows, n + 28}, dtype(), seed);
+  const Tensor x_view = wide.slice(1, 20, 20 + n);
+  const Tensor w = testing::random_tensor(ctx, {n}, dtype(), seed + 1);
+  const Tensor b = testing::random_tensor(ctx, {n}, dtype(), seed + 2);
+  for (bool rms : {false, true}) {
+    SCOPED_TRACE(rms ? "rms_norm" : "layer_norm");
+    auto run = [&](const Tensor& in, Tensor& out) {
+      if (rms) ops::rms_norm(ctx, in, w, 1e-5f, out);
+      else ops::layer_norm(ctx, in, w, b, 1e-5f, out);
+    };
+    Tensor x_dense = ctx.copy_from(x_view);
+    Tensor y_dense = testing::poisoned_tensor(ctx, {rows, n}, dtype());
+    Tensor y_view = testing::poisoned_tensor(ctx, {rows, n}, dtype());
+    run(x_dense, y_dense);
+    run(x_view, y_view);
+    const std::vector<float> expected = to_floats(y_dense);
+    EXPECT_EQ(to_floats(y_view), expected);
+    run(x_dense, x_dense);  // in place
+    EXPECT_EQ(to_floats(x_dense), expected);
+  }
+  // A 3-D x [B, S, N] normalises each of the B·S rows.
+  const Tensor x3 = testing::random_tensor(ctx, {2, 3, n}, dtype(), seed + 3);
+  Tensor y3 = testing::poisoned_tensor(ctx, {2, 3, n}, dtype());
+  ops::rms_norm(ctx, x3, w, 1e-5f, y3);
+  EXPECT_LE(testing::max_relative_error(to_floats(y3), reference::rms_norm(testing::ref(x3), testing::ref(w), 1e-5).data),
+            norm_tolerance(dtype(), n, 2));
+}
+
+TEST_P(NormTest, KernelNames) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  const uint64_t seed = testing::fresh_seed();
+  const Tensor x = testing::random_tensor(ctx, {4, 10}, dtype(), seed);
+  const Tensor w = testing::random_tensor(ctx, {10}, dtype(), seed + 1);
+  Tensor y = ctx.empty({4, 10}, dtype());
+  ops::layer_norm(ctx, x, w, Tensor(), 1e-5f, y);
+  ops::rms_norm(ctx, x, w, 1e-5f, y);
+  EXPECT_EQ(testing::kernel_names(recorder), (std::vector<std::string>{"layer_norm_kernel", "rms_norm_kernel"}));
+  ASSERT_EQ(recorder.ops().size(), 2u);
+  EXPECT_EQ(recorder.ops()[0].name, "layer_norm");
+  EXPECT_EQ(recorder.ops()[1].name, "rms_norm");
+  ctx.set_recorder(nullptr);
+}
+
+TEST_P(NormTest, BadInputsAreNamedErrors) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  const DType other = dtype() == DType::f32 ? DType::bf16 : DType::f32;
+  const Tensor x = testing::random_tensor(ctx, {4, 10}, dtype(), seed);
+  const Tensor w = testing::random_tensor(ctx, {10}, dtype(), seed);
+  Tensor y = ctx.empty({4, 10}, dtype());
+  const Tensor w_bad = testing::random_tensor(ctx, {11}, dtype(), seed);
+  testing::expect_input_error([&] { ops::layer_norm(ctx, x, w_bad, Tensor(), 1e-5f, y); }, {w_bad.str(), x.str()});
+  testing::expect_input_error([&] { ops::rms_norm(ctx, x, w_bad, 1e-5f, y); }, {w_bad.str(), x.str()});
+  testing::expect_input_error([&] { ops::layer_norm(ctx, x, w, w_bad, 1e-5f, y); }, {"bias", w_bad.str()});
+  Tensor y_bad = ctx.empty({4, 11}, dtype());
+  testing::expect_input_error([&] { ops::rms_norm(ctx, x, w, 1e-5f, y_bad); }, {y_bad.str(), x.str()});
+  const Tensor w_other = testing::random_tensor(ctx, {10}, other, seed);
+  testing::expect_input_error([&] { ops::rms_norm(ctx, x, w_other, 1e-5f, y); }, {"dtype", w_other.str()});
+  const Tensor x_t = testing::random_tensor(ctx, {10, 4}, dtype(), seed).transpose(0, 1);
+  testing::expect_input_error([&] { ops::layer_norm(ctx, x_t, w, Tensor(), 1e-5f, y); }, {x_t.str()});
+  testing::expect_input_error([&] { ops::layer_norm(ctx, x, w, Tensor(), -1.0f, y); }, {"eps"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, NormTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+}  // namespace
+}  // namespace blockscope
