@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""blockscope vs PyTorch, side by side: one table of time ratios and a PNG chart.
+
+Inputs: blockscope Google Benchmark JSON (bench/*_bench --benchmark_out=FILE) and
+tools/torch_peer.py JSON. Rows are matched on (workload key, device); the key
+`<workload>/<variant>/<dtype>/<shape>` is each blockscope benchmark's label and each peer
+result's "key".
+
+  ratio = blockscope time / PyTorch time   (below 1: blockscope is faster)
+
+Times per iteration: blockscope's real_time (the mean over Google Benchmark's iterations; the
+median aggregate when the run used --benchmark_repetitions), PyTorch's mean (or --torch-stat
+median). Rows without a peer say why (PyTorch version, backend, dtype on this device...).
+
+Usage:
+  side_by_side.py --blockscope linear.json attention.json --torch peer.json \\
+                  [--png ratios.png] [--title TEXT] > table.md
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_gate import TIME_UNIT_S, benchmark_device, parse_key  # noqa: E402
+
+
+def load_blockscope(paths):
+    """{(key, device): row} from Google Benchmark JSON files."""
+    rows, contexts = {}, []
+    for path in paths:
+        with open(path) as handle:
+            data = json.load(handle)
+        contexts.append(data.get("context", {}))
+        medians = {}
+        for bench in data.get("benchmarks", []):
+            if bench.get("run_type") == "aggregate" and bench.get("aggregate_name") == "median":
+                medians[bench.get("run_name")] = bench
+        for bench in data.get("benchmarks", []):
+            if bench.get("run_type", "iteration") != "iteration" or not bench.get("label"):
+                continue
+            device = benchmark_device(bench)
+            key = bench["label"]
+            row = {"key": key, "device": device, "error": bench.get("error_message") if bench.get("error_occurred") else None,
+                   "kernels": bench.get("kernels_per_iter"), "peak_extra_bytes": bench.get("peak_extra_bytes")}
+            chosen = medians.get(bench.get("run_name"), bench)
+            row["time_ms"] = chosen.get("real_time", 0) * TIME_UNIT_S.get(chosen.get("time_unit", "ns"), 1e-9) * 1e3
+            rows.setdefault((key, device), row)  # with repetitions: one row per run name
+    return rows, contexts
+
+
+def load_torch(paths, stat):
+    rows, contexts = {}, []
+    for path in paths:
+        with open(path) as handle:
+            data = json.load(handle)
+        if data.get("schema") != "blockscope.torch_peer/1":
+            sys.exit(f"side_by_side: {path} is not torch_peer JSON (schema {data.get('schema')!r})")
+        contexts.append(data.get("context", {}))
+        for result in data.get("results", []):
+            row = dict(result)
+            row["time"] = result["time_ms"][stat] if result.get("time_ms") else None
+            rows[(result["key"], result["device"])] = row
+    return rows, contexts
+
+
+def describe(key):
+    try:
+        workload, variant, dtype, shape = parse_key(key)
+        return workload, variant, dtype, ",".join(f"{k}={v}" for k, v in shape.items())
+    except ValueError:
+        return key, "", "", ""
+
+
+WORKLOAD_ORDER = ["matmul_add", "linear", "mlp_gelu", "mlp_geglu", "softmax", "softmax_scale_causal",
+                  "layer_norm", "rms_norm", "attention"]
+VARIANT_ORDER = ["naive", "inplace", "fused_softmax", "flash", "sdpa_math", "sdpa_efficient", "sdpa_cudnn",
+                 "epilogue", "addmm", "fused", "plain"]
+
+
+def row_order(item):
+    """Device, then workload family, dtype and shape as the suites list them, then paths naive -> fused."""
+    key, device = item
+    try:
+        workload, variant, dtype, shape = parse_key(key)
+    except ValueError:
+        return (device, len(WORKLOAD_ORDER), key, "", (), 0)
+    rank = lambda order, name: order.index(name) if name in order else len(order)  # noqa: E731
+    return (device, rank(WORKLOAD_ORDER, workload), dtype, tuple(shape.values()), rank(VARIANT_ORDER, variant), variant)
+
+
+def build_rows(blockscope, torch_rows):
+    rows = []
+    for (key, device) in sorted(set(blockscope) | set(torch_rows), key=row_order):
+        ours, peer = blockscope.get((key, device)), torch_rows.get((key, device))
+        workload, variant, dtype, shape = describe(key)
+        row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
+               "device": device, "ours_ms": None, "kernels": None, "torch_ms": None, "impl": "",
+               "torch_kernels": None, "ratio": None, "note": ""}
+        if ours is not None:
+            row["kernels"] = ours["kernels"]
+            if ours["error"]:
+                row["note"] = f"blockscope failed: {ours['error']}"
+            else:
+                row["ours_ms"] = ours["time_ms"]
+        if peer is not None:
+            row["impl"] = peer.get("impl") or ""
+            row["torch_kernels"] = peer.get("kernels_per_iter")
+            if peer.get("skipped"):
+                row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
+            else:
+                row["torch_ms"] = peer["time"]
+        if ours is None:
+            row["note"] = row["note"] or "PyTorch only: no blockscope path for this variant"
+        elif peer is None:
+            row["note"] = row["note"] or "not run by torch_peer.py (run it with --from-json on this file)"
+        if row["ours_ms"] and row["torch_ms"]:
+            row["ratio"] = row["ours_ms"] / row["torch_ms"]
+        rows.append(row)
+    return rows
+
+
+def fmt_ms(value):
+    if value is None:
+        return "—"
+    return f"{value:.4f}" if value < 1 else f"{value:.3f}"
+
+
+def fmt_kernels(value):
+    return "—" if value is None else f"{value:g}"
+
+
+def markdown(rows, ours_ctx, torch_ctx, stat):
+    lines = []
+    if ours_ctx:
+        c = ours_ctx[0]
+        lines.append(f"blockscope: {c.get('blockscope_build_type', '?')} build, devices {c.get('blockscope_devices', '?')}, "
+                     f"CPU GEMM {c.get('cpu_gemm_library', '?')}, {c.get('cpu_threads', '?')} threads"
+                     + (f", {c['cuda_device']} (driver {c.get('cuda_driver')})" if c.get("cuda_device") else "")
+                     + f"; host {c.get('host_name', '?')}, {c.get('num_cpus', '?')} CPUs, run {c.get('date', '?')}")
+    if torch_ctx:
+        c = torch_ctx[0]
+        lines.append(f"PyTorch {c.get('torch', '?')} on {c.get('device_name', c.get('device', '?'))}, "
+                     f"{c.get('threads', '?')} threads, timer {c.get('timer', '?')}, {stat} per iteration")
+    lines.append("")
+    lines.append("| workload | path | dtype | shape | device | blockscope ms | kernels | PyTorch ms | PyTorch kernels "
+                 "| blockscope / PyTorch | PyTorch ran / note |")
+    lines.append("|---|---|---|---|---|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        ratio = f"**{r['ratio']:.2f}×**" if r["ratio"] is not None else "—"
+        note = r["impl"] if r["ratio"] is not None else r["note"]
+        note = note.replace("|", "\\|")
+        lines.append(f"| {r['workload']} | {r['variant']} | {r['dtype']} | {r['shape']} | {r['device']} | "
+                     f"{fmt_ms(r['ours_ms'])} | {fmt_kernels(r['kernels'])} | {fmt_ms(r['torch_ms'])} | "
+                     f"{fmt_kernels(r['torch_kernels'])} | {ratio} | {note} |")
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    lines.append("")
+    if ratios:
+        geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        lines.append(f"{len(ratios)} matched rows; geometric mean of blockscope / PyTorch: {geomean:.2f}× "
+                     f"(below 1: blockscope faster). {len(rows) - len(ratios)} rows without a ratio (see the note).")
+    else:
+        lines.append("No matched rows: run torch_peer.py with --from-json on the blockscope JSON.")
+    return "\n".join(lines)
+
+
+def chart(rows, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 (FuncFormatter)
+
+    matched = [r for r in rows if r["ratio"]]
+    if not matched:
+        print("side_by_side: no matched rows, no chart written", file=sys.stderr)
+        return
+    labels = [f"{r['workload']} {r['variant']} {r['dtype']} {r['shape']} [{r['device']}]" for r in matched]
+    ratios = [r["ratio"] for r in matched]
+    colours = ["#2a9d8f" if x <= 1 else "#e76f51" for x in ratios]
+    height = max(3.0, 0.32 * len(matched) + 1.2)
+    fig, ax = plt.subplots(figsize=(11, height))
+    positions = list(range(len(matched)))[::-1]
+    # Bars grow from 1 (parity) towards the ratio, so faster and slower read left and right.
+    ax.barh(positions, [x - 1.0 for x in ratios], left=1.0, color=colours)
+    ax.set_yticks(positions)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlim(min(min(ratios), 1.0) / 1.5, max(max(ratios), 1.0) * 1.5)
+    times = matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:g}×")
+    ax.xaxis.set_major_formatter(times)
+    ax.xaxis.set_minor_formatter(times)
+    ax.tick_params(axis="x", which="both", labelsize=7)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xlabel("blockscope time / PyTorch time (log scale; below 1 = blockscope faster)")
+    ax.set_title(title, fontsize=10)
+    for y, x in zip(positions, ratios):
+        ax.text(x, y, f" {x:.2f}×", va="center", fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    print(f"side_by_side: chart written to {path}", file=sys.stderr)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="blockscope vs PyTorch: a markdown table of ratios and a PNG chart")
+    parser.add_argument("--blockscope", nargs="+", required=True, metavar="GBENCH_JSON")
+    parser.add_argument("--torch", nargs="+", required=True, metavar="TORCH_PEER_JSON")
+    parser.add_argument("--png", metavar="FILE", help="write a bar chart of the ratios here")
+    parser.add_argument("--title", default="blockscope / PyTorch time per workload")
+    parser.add_argument("--torch-stat", choices=["mean", "median"], default="mean")
+    parser.add_argument("--json", metavar="FILE", help="also write the merged rows as JSON")
+    args = parser.parse_args(argv)
+
+    ours, ours_ctx = load_blockscope(args.blockscope)
+    peers, torch_ctx = load_torch(args.torch, args.torch_stat)
+    rows = build_rows(ours, peers)
+    print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat))
+    if args.png:
+        chart(rows, args.png, args.title)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(rows, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
