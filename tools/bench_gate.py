@@ -251,6 +251,38 @@ def _synthetic_run():
     return benchmarks
 
 
+def _self_test_bench_compare(benchmarks, problems):
+    """tools/bench_compare passes a run against itself and fails a 1.5x slower copy."""
+    import tempfile
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_compare")
+    with tempfile.TemporaryDirectory() as scratch:
+        base, slow = os.path.join(scratch, "base.json"), os.path.join(scratch, "slow.json")
+        context = {"date": "synthetic", "num_cpus": 1, "mhz_per_cpu": 1, "library_build_type": "release"}
+        with open(base, "w") as handle:
+            json.dump({"context": context, "benchmarks": benchmarks}, handle)
+        slower = copy.deepcopy(benchmarks)
+        for bench in slower:
+            bench["real_time"] *= 1.5
+            bench["cpu_time"] = bench["real_time"]
+        for bench in benchmarks:
+            bench.setdefault("cpu_time", bench["real_time"])
+        with open(base, "w") as handle:
+            json.dump({"context": context, "benchmarks": benchmarks}, handle)
+        with open(slow, "w") as handle:
+            json.dump({"context": context, "benchmarks": slower}, handle)
+        same = subprocess.run([sys.executable, tool, base, base], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if same.returncode == 2 and "not found" in same.stdout:
+            print("bench_gate self-test: bench_compare skipped (compare.py not installed)")
+            return 0
+        if same.returncode != 0:
+            problems.append(f"bench_compare failed a run against itself (exit {same.returncode}): {same.stdout[-500:]}")
+        worse = subprocess.run([sys.executable, tool, base, slow, "--threshold", "0.2"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        if worse.returncode != 1:
+            problems.append(f"bench_compare passed a 1.5x slower run at a 20% threshold (exit {worse.returncode})")
+    return 2
+
+
 def self_test():
     good = _synthetic_run()
     problems = []
@@ -272,9 +304,11 @@ def self_test():
             problems.append(f"a run with a wrong {what} passed the gate")
     if not gate_benchmarks([], "empty"):
         problems.append("an empty run passed the gate")
+    checks = len(doctored) + 2
+    checks += _self_test_bench_compare(good, problems)
     for problem in problems:
         print(f"bench_gate self-test: FAIL: {problem}")
-    print(f"bench_gate self-test: {len(doctored) + 2 - len(problems)} of {len(doctored) + 2} checks passed")
+    print(f"bench_gate self-test: {checks - len(problems)} of {checks} checks passed")
     return 1 if problems else 0
 
 
