@@ -32,7 +32,10 @@ struct DiffRow {
   std::string status;      // added, removed, count changed, faster, slower, same
   double before_us() const { return use_device ? before.device_us_per_step : before.cpu_us_per_step; }
   double after_us() const { return use_device ? after.device_us_per_step : after.cpu_us_per_step; }
-  double ratio() const { return before_us() > 0 ? after_us() / before_us() : NAN; }
+  // Only where the op or kernel ran on both sides: added and removed rows have no ratio.
+  double ratio() const {
+    return before.calls_per_step > 0 && after.calls_per_step > 0 && before_us() > 0 ? after_us() / before_us() : NAN;
+  }
 };
 
 std::string op_key(const OpStats& stats) { return stats.path.empty() ? stats.name : stats.name + " (" + stats.path + ")"; }

@@ -16,12 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-// Device tracks live in their own "process": cuda:N is pid 100 + N, the CPU's work items 100.
-// (Host pids are larger than 100 on Linux, except in tiny containers; names tell them apart.)
-int device_pid(const Profile& profile) {
+// Device tracks live in their own "process": cuda:N is pid 100 + N, the CPU's work items 100;
+// moved clear of the host's pid in the rare container where they would coincide.
+int device_pid(const Profile& profile, int host_pid) {
   const std::string prefix = "cuda:";
-  if (profile.device.compare(0, prefix.size(), prefix) == 0) return 100 + std::atoi(profile.device.c_str() + prefix.size());
-  return 100;
+  int pid = 100;
+  if (profile.device.compare(0, prefix.size(), prefix) == 0) pid += std::atoi(profile.device.c_str() + prefix.size());
+  return pid == host_pid ? pid + 1000 : pid;
 }
 
 json metadata(const char* what, int pid, int tid, const std::string& name) {
@@ -40,7 +41,7 @@ json shapes_json(const std::vector<Shape>& shapes) {
 
 std::string chrome_trace_json(const Profile& profile) {
   const int host_pid = static_cast<int>(::getpid());
-  const int dev_pid = device_pid(profile);
+  const int dev_pid = device_pid(profile, host_pid);
   const bool on_cpu = profile.device == "cpu";
   json events = json::array();
 

@@ -1,0 +1,195 @@
+// Chrome trace JSON: parses, names its tracks, slices nest per track, every device slice has a
+// flow from a launch slice on the CPU track, and the file is written atomically.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "ops/attention/attention.h"
+#include "profiler/session.h"
+#include "profiler/trace.h"
+#include "runtime/error.h"
+#include "test/profiler_synthetic.h"
+#include "test/support/test_support.h"
+
+namespace blockscope::profiler {
+namespace {
+
+using nlohmann::json;
+constexpr double kEps = 1e-6;  // microseconds: float noise in ts + dur
+
+// Checks the structural rules of a trace; returns the number of device slices checked.
+size_t check_trace(const json& trace, const Profile& profile) {
+  EXPECT_TRUE(trace.contains("traceEvents"));
+  const json& events = trace["traceEvents"];
+  std::map<std::pair<int, int>, std::vector<const json*>> slices;  // (pid, tid) -> X events
+  std::map<int, const json*> flow_starts, flow_ends;
+  std::set<int> named_processes;
+  std::set<std::pair<int, int>> named_threads;
+  size_t device_slices = 0;
+  int cpu_pid = -1, device_pid = -1;
+  for (const json& event : events) {
+    const std::string ph = event.at("ph");
+    if (ph == "M") {
+      if (event["name"] == "process_name") named_processes.insert(event["pid"].get<int>());
+      if (event["name"] == "thread_name") named_threads.insert({event["pid"].get<int>(), event["tid"].get<int>()});
+    } else if (ph == "X") {
+      EXPECT_GE(event.at("dur").get<double>(), 0.0);
+      slices[{event["pid"].get<int>(), event["tid"].get<int>()}].push_back(&event);
+      if (event["cat"] == "kernel") {
+        device_pid = event["pid"].get<int>();
+        ++device_slices;
+      } else {
+        cpu_pid = event["pid"].get<int>();
+      }
+    } else if (ph == "s") {
+      EXPECT_TRUE(flow_starts.emplace(event["id"].get<int>(), &event).second) << "duplicate flow start";
+    } else if (ph == "f") {
+      EXPECT_EQ(event.value("bp", ""), "e");
+      EXPECT_TRUE(flow_ends.emplace(event["id"].get<int>(), &event).second) << "duplicate flow end";
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  EXPECT_NE(cpu_pid, device_pid);
+  EXPECT_EQ(device_slices, profile.kernels.size());
+  // Every track has a name.
+  for (const auto& [track, list] : slices) {
+    EXPECT_TRUE(named_processes.count(track.first)) << "pid " << track.first;
+    EXPECT_TRUE(named_threads.count(track)) << "pid " << track.first << " tid " << track.second;
+  }
+  // Slices nest per track: sorted by start (longer first on ties), each one either inside the
+  // innermost open slice or after it ends.
+  for (auto& [track, list] : slices) {
+    std::stable_sort(list.begin(), list.end(), [](const json* a, const json* b) {
+      const double ta = (*a)["ts"], tb = (*b)["ts"];
+      return ta != tb ? ta < tb : (*a)["dur"].get<double>() > (*b)["dur"].get<double>();
+    });
+    std::vector<const json*> open;
+    for (const json* slice : list) {
+      const double start = (*slice)["ts"], end = start + (*slice)["dur"].get<double>();
+      while (!open.empty() && (*open.back())["ts"].get<double>() + (*open.back())["dur"].get<double>() <= start + kEps) {
+        open.pop_back();
+      }
+      if (!open.empty()) {
+        const double parent_end = (*open.back())["ts"].get<double>() + (*open.back())["dur"].get<double>();
+        EXPECT_LE(end, parent_end + kEps) << (*slice)["name"] << " overlaps " << (*open.back())["name"]
+                                          << " on pid " << track.first;
+      }
+      open.push_back(slice);
+    }
+  }
+  // Every device slice is the end of a flow that starts inside a launch slice on the CPU track.
+  EXPECT_EQ(flow_starts.size(), profile.kernels.size());
+  EXPECT_EQ(flow_ends.size(), profile.kernels.size());
+  for (const auto& [id, end] : flow_ends) {
+    if (!flow_starts.count(id)) {
+      ADD_FAILURE() << "flow " << id << " has no start";
+      continue;
+    }
+    const json& start = *flow_starts[id];
+    EXPECT_EQ(start["pid"].get<int>(), cpu_pid);
+    const auto& device_track = slices[{(*end)["pid"].get<int>(), (*end)["tid"].get<int>()}];
+    const bool lands_on_kernel = std::any_of(device_track.begin(), device_track.end(), [&](const json* s) {
+      return (*s)["cat"] == "kernel" && std::abs((*s)["ts"].get<double>() - (*end)["ts"].get<double>()) < kEps;
+    });
+    EXPECT_TRUE(lands_on_kernel) << "flow " << id;
+    const auto& cpu_track = slices[{cpu_pid, 0}];
+    const bool from_launch = std::any_of(cpu_track.begin(), cpu_track.end(), [&](const json* s) {
+      const double ts = (*s)["ts"], dur = (*s)["dur"];
+      return (*s)["cat"] == "launch" && start["ts"].get<double>() >= ts - kEps &&
+             start["ts"].get<double>() <= ts + dur + kEps;
+    });
+    EXPECT_TRUE(from_launch) << "flow " << id;
+  }
+  return device_slices;
+}
+
+TEST(ChromeTrace, SyntheticProfilesNestAndFlow) {
+  for (int trial = 0; trial < 10; ++trial) {
+    const uint64_t seed = testing::fresh_seed();
+    SCOPED_TRACE(seed);
+    const Profile profile = testing::random_profile(seed, 2);
+    const json trace = json::parse(chrome_trace_json(profile));
+    check_trace(trace, profile);
+    // Op slices carry their scope path and, for ops, path, shapes, FLOPs and bytes.
+    size_t ops_seen = 0;
+    for (const json& event : trace["traceEvents"]) {
+      if (event["ph"] != "X" || event["cat"] != "op") continue;
+      ++ops_seen;
+      EXPECT_TRUE(event["args"].contains("scope"));
+      EXPECT_TRUE(event["args"].contains("path"));
+      EXPECT_TRUE(event["args"].contains("input_shapes"));
+      EXPECT_TRUE(event["args"].contains("flops"));
+      EXPECT_TRUE(event["args"].contains("bytes"));
+    }
+    EXPECT_GT(ops_seen, 0u);
+  }
+}
+
+TEST(ChromeTrace, RecordedAttentionNestsAndFlows) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  Context ctx(Device::cpu());
+  const Shape shape{1, 3, 33, 16};
+  const Tensor q = testing::random_tensor(ctx, shape, DType::bf16, seed);
+  Tensor out = testing::poisoned_tensor(ctx, shape, DType::bf16);
+  const Profile profile = profile_steps(ctx, "attention=naive", Schedule{0, 1, 2, false}, [&](int) {
+    ops::attention(ctx, q, q, q, out, ops::AttentionPath::naive, true, 0.25f);
+  });
+  const json trace = json::parse(chrome_trace_json(profile));
+  EXPECT_EQ(check_trace(trace, profile), 12u);  // 6 work items per forward, 2 steps
+  EXPECT_EQ(trace["otherData"]["label"], "attention=naive");
+}
+
+TEST(ChromeTrace, CudaProfilesGetAStreamTrack) {
+  testing::ProfileBuilder b("gpu", "cuda:1");
+  b.open("step 0", "", true);
+  b.open("softmax");
+  b.kernel("softmax_kernel", 10, 1, /*stream=*/7);
+  b.close();
+  b.close();
+  b.set_active_steps(1);
+  const json trace = json::parse(chrome_trace_json(b.profile()));
+  check_trace(trace, b.profile());
+  bool named = false;
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] == "X" && event["cat"] == "kernel") {
+      EXPECT_EQ(event["tid"], 7);
+      EXPECT_EQ(event["pid"].get<int>() % 1000, 101);
+    }
+    if (event["ph"] == "M" && event["name"] == "thread_name" && event["args"]["name"] == "stream 7") named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(ChromeTrace, WriteIsAtomicAndErrorsNameThePath) {
+  const Profile profile = testing::random_profile(testing::fresh_seed(), 1);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("blockscope_trace_" + std::to_string(testing::fresh_seed()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "trace.json").string();
+  write_chrome_trace(profile, path);
+  std::ifstream in(path);
+  const json trace = json::parse(in);
+  EXPECT_EQ(trace["traceEvents"].size(), json::parse(chrome_trace_json(profile))["traceEvents"].size());
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files += entry.is_regular_file();
+  EXPECT_EQ(files, 1u);  // no temporary left behind
+  const std::string bad = (dir / "no_such_dir" / "trace.json").string();
+  try {
+    write_chrome_trace(profile, bad);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(bad), std::string::npos) << error.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace blockscope::profiler
