@@ -75,9 +75,10 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
       load_row(x.dtype(), element_ptr(x, r * xr.row_stride), row.data(), n);
       const float mean_square = lane_sum(row.data(), n, [](float v) { return v * v; }) / static_cast<float>(n);
       const float rrms = 1.0f / std::sqrt(mean_square + eps);
-      // Hugging Face LlamaRMSNorm: normalise in f32, round to the input dtype, then multiply
-      // by the weight (weight * hidden.to(input_dtype)). The extra rounding is a no-op in f32.
-      for (int64_t j = 0; j < n; ++j) row[j] = w[j] * round_to(dtype, row[j] * rrms);
+      // Normalised and scaled in f32, rounded once (as the CUDA kernel does). Hugging Face
+      // rounds the normalised value to the input dtype before the weight multiply; that second
+      // rounding (at most u of the dtype) is left out so both backends agree.
+      for (int64_t j = 0; j < n; ++j) row[j] = row[j] * rrms * w[j];
       store_row(dtype, row.data(), element_ptr(y, r * n), n);
     }
   }
