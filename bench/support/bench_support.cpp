@@ -200,6 +200,10 @@ void parse_flags(int* argc, char** argv) {
       opts.peak_tflops = flag_number(arg, "--peak_tflops");
     } else if (starts_with(arg, "--peak_gbps=")) {
       opts.peak_gbps = flag_number(arg, "--peak_gbps");
+    } else if (starts_with(arg, "--set=")) {
+      opts.sets.push_back(arg.substr(6));
+    } else if (arg == "--set" && i + 1 < *argc) {
+      opts.sets.push_back(argv[++i]);
     } else if (!starts_with(arg, "-")) {
       opts.positional.push_back(arg);
     } else {
@@ -268,9 +272,12 @@ void run_case(benchmark::State& state, Context& ctx, const Case& c, const std::f
     const double elapsed_s = timed_loop_cpu(state, step);
 #endif
     const double iterations = static_cast<double>(state.iterations());
+    // Whole blocks have no single formula: their cost is the sum of what their ops record.
+    const double flops = c.flops > 0 ? c.flops : profile.op_flops;
+    const double bytes = c.bytes > 0 ? c.bytes : profile.op_bytes;
 
-    state.counters["FLOPs"] = benchmark::Counter(c.flops, benchmark::Counter::kIsIterationInvariantRate);
-    state.SetBytesProcessed(static_cast<int64_t>(c.bytes * iterations));
+    state.counters["FLOPs"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+    state.SetBytesProcessed(static_cast<int64_t>(bytes * iterations));
     state.counters["kernels_per_iter"] = profile.kernels;
     state.counters["op_flops"] = profile.op_flops;
     state.counters["op_bytes"] = profile.op_bytes;
@@ -279,8 +286,8 @@ void run_case(benchmark::State& state, Context& ctx, const Case& c, const std::f
     if (elapsed_s > 0 && iterations > 0 && (device.tflops > 0 || device.gbps > 0)) {
       const double per_iter_s = elapsed_s / iterations;
       double fraction = 0;
-      if (device.tflops > 0) fraction = std::max(fraction, c.flops / per_iter_s / (device.tflops * 1e12));
-      if (device.gbps > 0) fraction = std::max(fraction, c.bytes / per_iter_s / (device.gbps * 1e9));
+      if (device.tflops > 0) fraction = std::max(fraction, flops / per_iter_s / (device.tflops * 1e12));
+      if (device.gbps > 0) fraction = std::max(fraction, bytes / per_iter_s / (device.gbps * 1e9));
       state.counters["pct_of_peak"] = 100.0 * fraction;
     }
   } catch (const std::exception& error) {

@@ -42,11 +42,13 @@ namespace blockscope::bench {
 //   --cpu_only          do not benchmark CUDA even when a GPU is present
 //   --peak_tflops=X     peak FLOP rate for pct_of_peak (overrides the built-in table)
 //   --peak_gbps=X       peak memory bandwidth for pct_of_peak
+//   --set=key.sub=value a config override for block_bench (repeatable), as the CLI's --set
 struct Options {
   bool smoke = false;
   bool cpu_only = false;
   double peak_tflops = 0;
   double peak_gbps = 0;
+  std::vector<std::string> sets;
   std::vector<std::string> positional;  // arguments that are not flags (block_bench: YAML files)
 };
 
@@ -72,8 +74,8 @@ Tensor random_tensor(Context& ctx, const Shape& shape, DType dtype, uint64_t see
 struct Case {
   std::string key;      // workload key (also the label)
   Device device;
-  double flops = 0;     // per iteration, from the op's formula
-  double bytes = 0;     // minimum bytes read + written per iteration
+  double flops = 0;     // per iteration, from the op's formula (0: take the recorded op_flops)
+  double bytes = 0;     // minimum bytes read + written per iteration (0: the recorded op_bytes)
   DType dtype = DType::f32;  // for the peak lookup
   int warmup = 2;       // untimed iterations first
 };
