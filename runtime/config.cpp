@@ -778,6 +778,7 @@ void apply_set(YAML::Node& root, const std::string& text, Reader& reader) {
   if (!root.IsMap()) throw InputError(label + ": the config is not a map of keys");
   YAML::Node current(root);
   std::string walked;
+  std::vector<std::string> created;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     walked = child_path(walked, parts[i]);
     if (current.IsSequence()) {
@@ -795,6 +796,7 @@ void apply_set(YAML::Node& root, const std::string& text, Reader& reader) {
     YAML::Node next = current[parts[i]];
     if (!next.IsDefined() || next.IsNull()) {
       current[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      created.push_back(walked);  // a map made by this --set: errors about it name the --set
     } else if (!next.IsMap() && !next.IsSequence()) {
       throw InputError(label + ": '" + walked + "' is a value (" + describe_node(next) + "), not a map of keys");
     }
@@ -810,6 +812,7 @@ void apply_set(YAML::Node& root, const std::string& text, Reader& reader) {
     else ++it;
   }
   origins[key] = Origin{label, false};
+  for (const std::string& path : created) origins[path] = Origin{label, false};
 }
 
 WorkloadConfig parse_text(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {

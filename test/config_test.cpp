@@ -1,0 +1,296 @@
+// Config parsing: every shipped config loads; every kind of mistake is an invalid_input Error
+// whose message names file:line:column (or the --set) and the key path.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+#include "runtime/error.h"
+
+namespace bs = blockscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_config_test";
+  fs::create_directories(dir);
+  const fs::path path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Loads `yaml` from a file and returns the error message (fails the test if none).
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}, std::string* path_out = nullptr) {
+  const std::string path = write_temp("case.yaml", yaml);
+  if (path_out) *path_out = path;
+  try {
+    bs::load_config_file(path, sets);
+  } catch (const bs::Error& error) {
+    EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input) << error.what();
+    return error.message();
+  }
+  ADD_FAILURE() << "no error for:\n" << yaml;
+  return "";
+}
+
+// `expected` must appear after "<file>:<line>:<column>: ".
+void expect_error_at(const std::string& yaml, int line, int column, const std::string& expected,
+                     const std::vector<std::string>& sets = {}) {
+  std::string path;
+  const std::string message = error_of(yaml, sets, &path);
+  const std::string where = path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  EXPECT_EQ(message.rfind(where, 0), 0u) << "message: " << message << "\nexpected to start with: " << where;
+  EXPECT_NE(message.find(expected), std::string::npos) << "message: " << message << "\nexpected: " << expected;
+}
+
+const char* kBlock =
+    "workload: block\n"
+    "model:\n"
+    "  family: gpt2\n"
+    "  d_model: 64\n"
+    "  n_heads: 4\n"
+    "input: {batch: 2, seq_len: 8}\n";
+
+}  // namespace
+
+TEST(Config, DefaultConfigIsASmallGpt2Block) {
+  const bs::WorkloadConfig config = bs::load_default_config();
+  EXPECT_EQ(config.kind, bs::WorkloadKind::block);
+  EXPECT_EQ(config.model.family, bs::ModelFamily::gpt2);
+  EXPECT_EQ(config.model.head_dim * config.model.n_heads, config.model.d_model);
+  EXPECT_EQ(config.model.d_ff, 4 * config.model.d_model);  // GPT-2's default n_inner
+  EXPECT_FALSE(config.compare.empty());
+}
+
+TEST(Config, DefaultConfigMatchesTheFileInTheSourceTree) {
+  std::ifstream in(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/default.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(), bs::default_config_yaml());
+}
+
+TEST(Config, EveryShippedConfigLoads) {
+  int count = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs")) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
+    SCOPED_TRACE(path);
+    EXPECT_NO_THROW(bs::load_config_file(path));
+    ++count;
+  }
+  EXPECT_GE(count, 11);
+}
+
+TEST(Config, ShippedLlamaConfigHasTheLlama3Shape) {
+  const bs::WorkloadConfig c = bs::load_config_file(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/llama-3-8b.yaml");
+  EXPECT_EQ(c.model.d_model, 4096);
+  EXPECT_EQ(c.model.n_heads, 32);
+  EXPECT_EQ(c.model.n_kv_heads, 8);
+  EXPECT_EQ(c.model.head_dim, 128);
+  EXPECT_EQ(c.model.d_ff, 14336);
+  EXPECT_DOUBLE_EQ(c.model.rope_theta, 500000);
+  EXPECT_TRUE(c.model.rope && c.model.gated && !c.model.bias);
+  EXPECT_EQ(c.model.norm, bs::NormKind::rmsnorm);
+  EXPECT_EQ(c.paths.mlp, bs::ops::MlpPath::fused);
+  ASSERT_EQ(c.compare.size(), 2u);
+  EXPECT_EQ(c.compare[0].label, "attention=fused_softmax");
+  EXPECT_EQ(c.compare[0].paths.mlp, bs::ops::MlpPath::fused);  // overrides only what it names
+}
+
+TEST(Config, DefaultsPerFamily) {
+  const bs::WorkloadConfig c = bs::load_config_text(kBlock, "t");
+  EXPECT_EQ(c.model.n_kv_heads, 4);
+  EXPECT_EQ(c.model.head_dim, 16);
+  EXPECT_EQ(c.model.d_ff, 256);
+  EXPECT_EQ(c.dtype, bs::DType::f32);
+  EXPECT_EQ(c.device, "auto");
+  EXPECT_EQ(c.paths.mlp, bs::ops::MlpPath::epilogue);  // plain MLP default
+  EXPECT_EQ(c.weights.init, bs::WeightInit::random);
+}
+
+TEST(Config, UnknownKeySuggestsTheNearestKey) {
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_modle: 64\n  n_heads: 4\ninput: {batch: 1, seq_len: 4}\n",
+                  4, 3, "model.d_modle: unknown key 'd_modle'; did you mean 'd_model'?");
+  expect_error_at("workload: block\nmodle: {}\n", 2, 1, "modle: unknown key 'modle'; did you mean 'model'?");
+}
+
+TEST(Config, HuggingFaceKeyNamesOurs) {
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  hidden_size: 64\n", 4, 3,
+                  "model.hidden_size: unknown key 'hidden_size'; Hugging Face's hidden_size is 'd_model' here");
+}
+
+TEST(Config, WrongTypes) {
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: sixty\n  n_heads: 4\ninput: {batch: 1, seq_len: 4}\n",
+                  4, 12, "model.d_model: expected an integer, got 'sixty'");
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: 64.5\n  n_heads: 4\n", 4, 12,
+                  "model.d_model: expected an integer, got '64.5'");
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: [64]\n  n_heads: 4\n", 4, 12,
+                  "model.d_model: expected an integer, got a list");
+  expect_error_at(std::string(kBlock) + "run: {cuda_graph: maybe}\n", 7, 19,
+                  "run.cuda_graph: expected true or false, got 'maybe'");
+  expect_error_at(std::string(kBlock) + "model2: 1\n", 7, 1, "unknown key 'model2'");
+  expect_error_at("workload: block\nmodel: 5\n", 2, 8, "model: expected a map of keys, got '5'");
+  expect_error_at(std::string(kBlock) + "compare: {attention: naive}\n", 7, 10, "compare: expected a list of path overrides");
+}
+
+TEST(Config, MissingKeys) {
+  expect_error_at("model: {family: gpt2}\n", 1, 1, "workload: missing required key");
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: 64\ninput: {batch: 1, seq_len: 4}\n", 3, 3,
+                  "model.n_heads: missing required key");
+  expect_error_at("workload: block\nmodel:\n  family: llama\n  d_model: 64\n  n_heads: 4\ninput: {batch: 1, seq_len: 4}\n",
+                  3, 3, "model.d_ff: missing required key (Hugging Face: intermediate_size)");
+  expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4}\ninput: {batch: 2}\n", 3, 8,
+                  "input.seq_len: missing required key");
+  expect_error_at("workload: matmul_add\nshape: {m: 4, n: 4}\n", 2, 8, "shape.k: missing required key");
+  expect_error_at("workload: block\nmodel:\n  family: custom\n  d_model: 64\n  n_heads: 4\n  d_ff: 128\n", 3, 3,
+                  "model.norm: missing required key (family custom sets every knob explicitly)");
+}
+
+TEST(Config, ImpossibleShapes) {
+  expect_error_at(
+      "workload: block\nmodel:\n  family: llama\n  d_model: 768\n  n_heads: 12\n  n_kv_heads: 5\n  d_ff: 64\n"
+      "input: {batch: 1, seq_len: 4}\n",
+      6, 15, "model.n_kv_heads: 5 does not divide n_heads = 12");
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: 100\n  n_heads: 12\ninput: {batch: 1, seq_len: 4}\n",
+                  5, 12, "model.n_heads: 12 does not divide d_model = 100");
+  expect_error_at(
+      "workload: block\nmodel:\n  family: llama\n  d_model: 64\n  n_heads: 4\n  head_dim: 15\n  d_ff: 64\n"
+      "input: {batch: 1, seq_len: 4}\n",
+      6, 13, "model.head_dim: head_dim = 15 is odd, but RoPE rotates pairs");
+  expect_error_at("workload: block\nmodel:\n  family: gpt2\n  d_model: 0\n  n_heads: 4\n", 4, 12,
+                  "model.d_model: must be positive, got 0");
+  expect_error_at(std::string(kBlock) + "run: {iters: -3}\n", 7, 14, "run.iters: must be positive, got -3");
+  expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4, n_kv_heads: 2}\n", 2, 60,
+                  "model.n_kv_heads: gpt2 has no grouped-query attention");
+  expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4, norm_eps: -1}\n", 2, 58,
+                  "model.norm_eps: must be positive, got -1");
+}
+
+TEST(Config, UnknownPathDtypeDeviceAndWorkload) {
+  expect_error_at(std::string(kBlock) + "paths: {attention: flashy}\n", 7, 20,
+                  "paths.attention: unknown attention path 'flashy'; did you mean 'flash'?");
+  expect_error_at(std::string(kBlock) + "dtype: fp8\n", 7, 8, "dtype: unknown dtype 'fp8'");
+  expect_error_at(std::string(kBlock) + "device: tpu\n", 7, 9, "device: unknown device 'tpu'");
+  expect_error_at("workload: blocks\n", 1, 11, "workload: unknown workload 'blocks'; did you mean 'block'?");
+  expect_error_at(std::string(kBlock) + "paths: {mlp: fused}\n", 7, 14, "paths.mlp: fused applies to gated MLPs");
+  expect_error_at(std::string(kBlock) + "compare:\n  - {attention: naive}\n  - {atention: flash}\n", 9, 6,
+                  "compare[1].atention: unknown key 'atention'; did you mean 'attention'?");
+  expect_error_at("workload: matmul_add\nshape: {m: 4, n: 4, k: 4}\npaths: {attention: naive}\n", 3, 9,
+                  "paths.attention: a attention path does not apply to workload matmul_add");
+}
+
+TEST(Config, StructuralMistakes) {
+  expect_error_at(std::string(kBlock) + "seed: 1\nseed: 2\n", 8, 1, "seed: duplicate key 'seed'");
+  expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4}\ninput: {batch: 1, seq_len: 4}\n"
+                  "shape: {m: 1, n: 1, k: 1}\n",
+                  4, 1, "shape: does not apply to workload block");
+  expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4, rope: true}\n", 2, 48,
+                  "model.rope: is fixed by family gpt2");
+  const std::string syntax = error_of("workload: block\nmodel: {family: gpt2\n");
+  EXPECT_NE(syntax.find("YAML syntax error"), std::string::npos) << syntax;
+  const std::string empty = error_of("");
+  EXPECT_NE(empty.find("the config is empty"), std::string::npos) << empty;
+}
+
+TEST(Config, MissingFileIsAnInputError) {
+  try {
+    bs::load_config_file("/nonexistent/blockscope.yaml");
+    FAIL() << "no error";
+  } catch (const bs::Error& error) {
+    EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(error.message().find("cannot open config file '/nonexistent/blockscope.yaml'"), std::string::npos);
+  }
+}
+
+TEST(Config, SetOverridesAreAppliedBeforeValidation) {
+  const bs::WorkloadConfig c = bs::load_config_text(
+      kBlock, "t", {"input.seq_len=7", "paths.attention=naive", "model.n_layers=3", "compare=[{linear: addmm}]"});
+  EXPECT_EQ(c.input.seq_len, 7);
+  EXPECT_EQ(c.paths.attention, bs::ops::AttentionPath::naive);
+  EXPECT_EQ(c.model.n_layers, 3);
+  ASSERT_EQ(c.compare.size(), 1u);
+  EXPECT_EQ(c.compare[0].label, "linear=addmm");
+  // A --set can create a section and change the workload.
+  const bs::WorkloadConfig m = bs::load_default_config({"workload=mlp", "model={d_model: 32, d_ff: 64}",
+                                                        "paths={mlp: naive}", "compare=[]"});
+  EXPECT_EQ(m.kind, bs::WorkloadKind::mlp);
+  EXPECT_EQ(m.model.d_ff, 64);
+}
+
+TEST(Config, SetErrorsNameTheSet) {
+  auto message_of = [](const std::vector<std::string>& sets) {
+    try {
+      bs::load_config_text(kBlock, "t.yaml", sets);
+    } catch (const bs::Error& error) {
+      EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input);
+      return error.message();
+    }
+    ADD_FAILURE() << "no error";
+    return std::string();
+  };
+  EXPECT_EQ(message_of({"model.d_model=abc"}).rfind("--set model.d_model=abc: model.d_model: expected an integer", 0), 0u)
+      << message_of({"model.d_model=abc"});
+  EXPECT_EQ(message_of({"model.d_modl=64"}).rfind("--set model.d_modl=64: model.d_modl: unknown key 'd_modl'; did you mean 'd_model'?", 0), 0u)
+      << message_of({"model.d_modl=64"});
+  EXPECT_EQ(message_of({"model.n_kv_heads=3"}).rfind("--set model.n_kv_heads=3: model.n_kv_heads: 3 does not divide n_heads = 4", 0), 0u)
+      << message_of({"model.n_kv_heads=3"});
+  EXPECT_NE(message_of({"model.d_model"}).find("--set model.d_model: expected key.sub=value"), std::string::npos);
+  EXPECT_NE(message_of({"seed.x=1"}).find("--set seed.x=1: seed: expected an integer, got a map"), std::string::npos)
+      << message_of({"seed.x=1"});
+  EXPECT_NE(message_of({"seed=1", "seed.x=1"}).find("--set seed.x=1: 'seed' is a value ('1'), not a map of keys"),
+            std::string::npos)
+      << message_of({"seed=1", "seed.x=1"});
+  EXPECT_NE(message_of({"model..d=1"}).find("empty name"), std::string::npos);
+  EXPECT_NE(message_of({"model.d_model=[1,"}).find("not valid YAML"), std::string::npos);
+}
+
+TEST(Config, HuggingFaceConfigJsonSuppliesDims) {
+  const std::string json = write_temp("config.json",
+                                      "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 64,\n"
+                                      "  \"num_attention_heads\": 4,\n  \"num_key_value_heads\": 2,\n"
+                                      "  \"intermediate_size\": 96,\n  \"num_hidden_layers\": 3,\n"
+                                      "  \"rms_norm_eps\": 1e-06,\n  \"rope_theta\": 500000.0,\n  \"vocab_size\": 128256\n}\n");
+  const bs::WorkloadConfig c = bs::load_config_text(
+      "workload: block\nmodel: {d_ff: 128}\ninput: {batch: 1, seq_len: 4}\nweights: {config: " + json + "}\n", "t");
+  EXPECT_EQ(c.model.family, bs::ModelFamily::llama);
+  EXPECT_EQ(c.model.d_model, 64);
+  EXPECT_EQ(c.model.n_kv_heads, 2);
+  EXPECT_EQ(c.model.d_ff, 128);  // the YAML wins over the JSON
+  EXPECT_EQ(c.model.n_layers, 3);
+  EXPECT_DOUBLE_EQ(c.model.rope_theta, 500000.0);
+  EXPECT_DOUBLE_EQ(c.model.norm_eps, 1e-6);
+
+  // A bad value imported from the JSON is located in the JSON file.
+  const std::string bad = write_temp("bad_config.json", "{\"model_type\": \"llama\", \"hidden_size\": 64,\n"
+                                                        " \"num_attention_heads\": 4, \"num_key_value_heads\": 3,\n"
+                                                        " \"intermediate_size\": 96}\n");
+  try {
+    bs::load_config_text("workload: block\ninput: {batch: 1, seq_len: 4}\nweights: {config: " + bad + "}\n", "t");
+    FAIL() << "no error";
+  } catch (const bs::Error& error) {
+    EXPECT_EQ(error.message().rfind(bad + ":2:51: model.n_kv_heads: 3 does not divide n_heads = 4", 0), 0u)
+        << error.message();
+  }
+}
+
+TEST(Config, WeightsSection) {
+  const std::string yaml = std::string(kBlock) + "weights: {file: w.safetensors, layer: 2}\n";
+  const bs::WorkloadConfig c = bs::load_config_text(yaml, "t");
+  EXPECT_EQ(c.weights.init, bs::WeightInit::file);
+  EXPECT_EQ(c.weights.layer, 2);
+  expect_error_at(std::string(kBlock) + "weights: {init: file}\n", 7, 10, "weights.file: init: file needs weights.file");
+  expect_error_at(std::string(kBlock) + "weights: {init: random, file: x.safetensors}\n", 7, 17,
+                  "weights.init: is random but weights.file is set");
+}
+
+TEST(Config, EditDistance) {
+  EXPECT_EQ(bs::edit_distance("d_model", "d_model"), 0u);
+  EXPECT_EQ(bs::edit_distance("d_modle", "d_model"), 2u);
+  EXPECT_EQ(bs::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(bs::edit_distance("kitten", "sitting"), 3u);
+}
