@@ -114,7 +114,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       return;
     case LinearPath::epilogue:
       g.epilogue = has_bias ? (gelu ? Epilogue::gelu_bias : Epilogue::bias) : (gelu ? Epilogue::gelu : Epilogue::none);
-      g.name = has_bias ? (gelu ? "gemm_gelu_bias" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
+      g.name = has_bias ? (gelu ? "gemm_bias_gelu" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
       g.bias = has_bias ? bias.data() : nullptr;
       cuda_gemm::gemm(ctx, g);
       return;

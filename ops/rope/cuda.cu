@@ -1,7 +1,8 @@
 // CUDA rotary position embedding (Hugging Face "rotate_half" convention): for each head
 // vector, pairs (d, d + D/2) rotate by angle pos · theta^(-2d/D).
-// The angle is formed and reduced modulo 2π in double precision (pos · inv_freq loses
-// several digits in f32 at long positions), then sin/cos run in f32.
+// Angles follow Hugging Face's float32 quantities, as the CPU backend and the float64 reference
+// do: inv_freq rounded to float, angle = float(pos) · inv_freq as a float product; cos and sin
+// of that float angle are then taken in double and rounded once.
 #include "ops/common/backends.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/elementwise_map.cuh"
@@ -23,16 +24,16 @@ template <typename T>
 __global__ void rope_kernel(const T* x, Strides4 xs, T* y, Strides4 ys, int64_t heads, int64_t seq, int64_t dim,
                             int64_t pairs, double log2_theta, int64_t position_offset) {
   const int64_t half = dim / 2;
-  const double two_pi = 6.283185307179586;
   for (int64_t t = global_thread(); t < pairs; t += global_threads()) {
     const int64_t d = t % half;
     const int64_t row = t / half;  // (b·H + h)·S + s
     const int64_t s = row % seq, h = (row / seq) % heads, b = row / (seq * heads);
-    const double inv_freq = exp2(-(2.0 * static_cast<double>(d) / static_cast<double>(dim)) * log2_theta);
-    double angle = static_cast<double>(position_offset + s) * inv_freq;
-    angle -= two_pi * rint(angle / two_pi);
-    float sin_a, cos_a;
-    sincosf(static_cast<float>(angle), &sin_a, &cos_a);
+    const float inv_freq =
+        static_cast<float>(exp2(-(2.0 * static_cast<double>(d) / static_cast<double>(dim)) * log2_theta));
+    const float angle = __fmul_rn(static_cast<float>(position_offset + s), inv_freq);  // never fused
+    double sin_d, cos_d;
+    sincos(static_cast<double>(angle), &sin_d, &cos_d);
+    const float sin_a = static_cast<float>(sin_d), cos_a = static_cast<float>(cos_d);
 
     const T* in = x + b * xs.b + h * xs.h + s * xs.s;
     T* out = y + b * ys.b + h * ys.h + s * ys.s;

@@ -1,0 +1,389 @@
+// CUDA backend against the CPU backend: every op, path and dtype on odd shapes, with fresh
+// random inputs (same values on both devices) and NaN-poisoned outputs, plus the cuBLASLt
+// alignment error and the refusal of the flash path. Every test skips with the reason when no
+// GPU is present (or CUDA is not built); the per-op tests (linear_test, ...) compare each
+// device with the float64 references, so here the CPU backend is the oracle.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/activation/activation.h"
+#include "ops/attention/attention.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/linear/batched_matmul.h"
+#include "ops/linear/linear.h"
+#include "ops/norm/norm.h"
+#include "ops/rope/rope.h"
+#include "ops/softmax/softmax.h"
+#include "runtime/error.h"
+#include "test/op_test_helpers.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+using testing::fresh_seed;
+using testing::random_tensor;
+
+// One CPU and one CUDA context; inputs are made on the CPU and copied, so both devices see the
+// same values (exact: same dtype).
+struct Devices {
+  Context cpu{Device::cpu()};
+  Context gpu{Device::cuda(0)};
+
+  Tensor gpu_copy(const Tensor& host) { return gpu.copy_from(host); }
+  Tensor poisoned_pair(const Shape& shape, DType dtype, Tensor* on_gpu) {
+    *on_gpu = testing::poisoned_tensor(gpu, shape, dtype);
+    return testing::poisoned_tensor(cpu, shape, dtype);
+  }
+};
+
+// Agreement between the backends, relative to the largest value: f32 differs by summation
+// order only; f16/bf16 may also round a few results to the neighbouring value.
+double tolerance(DType dtype, double ulps = 4.0) {
+  return dtype == DType::f32 ? 2e-5 * ulps / 4.0 : ulps * dtype_epsilon(dtype);
+}
+
+void expect_close(const Tensor& gpu_out, const Tensor& cpu_out, double tol, const std::string& what) {
+  const std::vector<float> gpu_values = to_floats(gpu_out);
+  const std::vector<float> cpu_values = to_floats(cpu_out);
+  ASSERT_EQ(testing::first_nan(cpu_values), -1) << what << ": CPU output has an unwritten (NaN) element";
+  const int64_t nan_at = testing::first_nan(gpu_values);
+  ASSERT_EQ(nan_at, -1) << what << ": CUDA output element " << nan_at << " is NaN (unwritten or wrong)";
+  const double error =
+      testing::max_relative_error(gpu_values, std::vector<double>(cpu_values.begin(), cpu_values.end()));
+  EXPECT_LE(error, tol) << what << ": CUDA vs CPU max relative error";
+}
+
+class CudaOps : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { BS_SKIP_IF_UNAVAILABLE(Device::cuda(0)); }
+  DType dtype() const { return GetParam(); }
+};
+
+std::string dtype_param_name(const ::testing::TestParamInfo<DType>& info) { return dtype_name(info.param); }
+
+// ---- linear -------------------------------------------------------------------------------
+
+TEST_P(CudaOps, LinearEveryPathLayoutBiasActivation) {
+  Devices dev;
+  struct Case {
+    int64_t rows, in, out;
+  };
+  for (Case c : {Case{1, 8, 16}, Case{37, 53, 29}, Case{130, 96, 200}}) {
+    for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+      for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
+        for (bool with_bias : {false, true}) {
+          for (ops::LinearActivation act : {ops::LinearActivation::none, ops::LinearActivation::gelu_tanh}) {
+            const uint64_t seed = fresh_seed();
+            SCOPED_TRACE(seed);
+            const std::string what = std::string(ops::path_name(path)) + " rows " + std::to_string(c.rows) +
+                                     " in " + std::to_string(c.in) + " out " + std::to_string(c.out) +
+                                     (layout == ops::WeightLayout::out_in ? " out_in" : " in_out") +
+                                     (with_bias ? " bias" : "") +
+                                     (act == ops::LinearActivation::gelu_tanh ? " gelu" : "");
+            const Shape w_shape = layout == ops::WeightLayout::out_in ? Shape{c.out, c.in} : Shape{c.in, c.out};
+            Tensor x = random_tensor(dev.cpu, {c.rows, c.in}, dtype(), seed);
+            Tensor w = random_tensor(dev.cpu, w_shape, dtype(), seed + 1, -0.2f, 0.2f);
+            Tensor b = with_bias ? random_tensor(dev.cpu, {c.out}, dtype(), seed + 2) : Tensor();
+            Tensor y_gpu;
+            Tensor y_cpu = dev.poisoned_pair({c.rows, c.out}, dtype(), &y_gpu);
+            ops::linear(dev.cpu, x, w, b, y_cpu, path, layout, act);
+            ops::linear(dev.gpu, dev.gpu_copy(x), dev.gpu_copy(w), with_bias ? dev.gpu_copy(b) : Tensor(), y_gpu, path,
+                        layout, act);
+            expect_close(y_gpu, y_cpu, tolerance(dtype()), what);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(CudaOps, LinearStridedRowsAnd3dInput) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  // x: the right half of [2, 9, 2·48] (rows 96 elements apart), read without a copy.
+  Tensor wide = random_tensor(dev.cpu, {2, 9, 96}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {40, 48}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {40}, dtype(), seed + 2);
+  Tensor wide_gpu = dev.gpu_copy(wide);
+  Tensor y_gpu;
+  Tensor y_cpu = dev.poisoned_pair({2, 9, 40}, dtype(), &y_gpu);
+  ops::linear(dev.cpu, wide.slice(2, 48, 96), w, b, y_cpu, ops::LinearPath::epilogue);
+  ops::linear(dev.gpu, wide_gpu.slice(2, 48, 96), dev.gpu_copy(w), dev.gpu_copy(b), y_gpu, ops::LinearPath::epilogue);
+  expect_close(y_gpu, y_cpu, tolerance(dtype()), "strided rows");
+}
+
+TEST_P(CudaOps, LinearMisalignedOperandIsANamedInputError) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  // Columns [1, 1 + 32) of [8, 40]: the first element sits one element past an aligned address.
+  Tensor wide = dev.gpu_copy(random_tensor(dev.cpu, {8, 40}, dtype(), seed));
+  Tensor w = dev.gpu_copy(random_tensor(dev.cpu, {16, 32}, dtype(), seed + 1));
+  Tensor y = testing::poisoned_tensor(dev.gpu, {8, 16}, dtype());
+  testing::expect_input_error(
+      [&] { ops::linear(dev.gpu, wide.slice(1, 1, 33), w, Tensor(), y, ops::LinearPath::epilogue); },
+      {"cuBLASLt", "operand A", "not 16-byte aligned"});
+}
+
+TEST_P(CudaOps, BatchedMatmulWithGqaGroupsAndAlpha) {
+  Devices dev;
+  struct Case {
+    int64_t batch, heads, kv_heads, m, k, n;
+  };
+  for (Case c : {Case{1, 1, 1, 1, 8, 1}, Case{2, 4, 4, 7, 24, 13}, Case{2, 4, 2, 9, 16, 33}, Case{1, 8, 1, 5, 64, 17}}) {
+    for (bool trans_b : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const int64_t group = c.heads / c.kv_heads;
+      const Shape b_shape = trans_b ? Shape{c.batch, c.kv_heads, c.n, c.k} : Shape{c.batch, c.kv_heads, c.k, c.n};
+      Tensor a = random_tensor(dev.cpu, {c.batch, c.heads, c.m, c.k}, dtype(), seed);
+      Tensor b = random_tensor(dev.cpu, b_shape, dtype(), seed + 1);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair({c.batch, c.heads, c.m, c.n}, dtype(), &out_gpu);
+      ops::batched_matmul(dev.cpu, a, b, out_cpu, trans_b, 0.37f, group, "gemm_test");
+      ops::batched_matmul(dev.gpu, dev.gpu_copy(a), dev.gpu_copy(b), out_gpu, trans_b, 0.37f, group, "gemm_test");
+      expect_close(out_gpu, out_cpu, tolerance(dtype()),
+                   "group " + std::to_string(group) + (trans_b ? " trans_b" : "") + " m " + std::to_string(c.m));
+    }
+  }
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+
+TEST_P(CudaOps, ElementwiseAddMulScaleCopy) {
+  Devices dev;
+  for (int64_t rows : {1, 3, 37}) {
+    for (int64_t cols : {1, 7, 64, 1000}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string shape = " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+      Tensor a = random_tensor(dev.cpu, {rows, cols}, dtype(), seed);
+      Tensor b = random_tensor(dev.cpu, {rows, cols}, dtype(), seed + 1);
+      Tensor bias = random_tensor(dev.cpu, {cols}, dtype(), seed + 2);
+      Tensor a_gpu = dev.gpu_copy(a), b_gpu = dev.gpu_copy(b), bias_gpu = dev.gpu_copy(bias);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair({rows, cols}, dtype(), &out_gpu);
+
+      ops::add(dev.cpu, a, b, out_cpu);
+      ops::add(dev.gpu, a_gpu, b_gpu, out_gpu);
+      expect_close(out_gpu, out_cpu, tolerance(dtype(), 1.0), "add" + shape);
+      ops::add(dev.cpu, a, bias, out_cpu);
+      ops::add(dev.gpu, a_gpu, bias_gpu, out_gpu);
+      expect_close(out_gpu, out_cpu, tolerance(dtype(), 1.0), "add broadcast" + shape);
+      ops::mul(dev.cpu, a, b, out_cpu);
+      ops::mul(dev.gpu, a_gpu, b_gpu, out_gpu);
+      expect_close(out_gpu, out_cpu, tolerance(dtype(), 1.0), "mul" + shape);
+      ops::scale(dev.cpu, a, -1.7f, a);  // in place
+      ops::scale(dev.gpu, a_gpu, -1.7f, a_gpu);
+      expect_close(a_gpu, a, tolerance(dtype(), 1.0), "scale in place" + shape);
+
+      // A transposed view: the strided gather kernel.
+      Tensor t_gpu;
+      Tensor t_cpu = dev.poisoned_pair({cols, rows}, dtype(), &t_gpu);
+      ops::copy(dev.cpu, b.transpose(0, 1), t_cpu);
+      ops::copy(dev.gpu, b_gpu.transpose(0, 1), t_gpu);
+      expect_close(t_gpu, t_cpu, 0.0, "copy transposed" + shape);
+    }
+  }
+}
+
+TEST_P(CudaOps, CausalMaskedFillOutOfPlaceAndInPlace) {
+  Devices dev;
+  struct Case {
+    int64_t sq, sk;
+  };
+  // Sq > Sk leaves the first rows fully masked; Sq < Sk is the decode-like bottom-right case.
+  for (Case c : {Case{1, 1}, Case{7, 7}, Case{9, 5}, Case{5, 33}}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    const std::string what = "Sq " + std::to_string(c.sq) + " Sk " + std::to_string(c.sk);
+    Tensor scores = random_tensor(dev.cpu, {2, 3, c.sq, c.sk}, dtype(), seed);
+    Tensor scores_gpu = dev.gpu_copy(scores);
+    Tensor out_gpu;
+    Tensor out_cpu = dev.poisoned_pair(scores.shape(), dtype(), &out_gpu);
+    ops::masked_fill_causal(dev.cpu, scores, -1e4f, out_cpu);
+    ops::masked_fill_causal(dev.gpu, scores_gpu, -1e4f, out_gpu);
+    expect_close(out_gpu, out_cpu, 0.0, "masked_fill " + what);
+    ops::masked_fill_causal_(dev.cpu, scores, -1e4f);
+    ops::masked_fill_causal_(dev.gpu, scores_gpu, -1e4f);
+    expect_close(scores_gpu, scores, 0.0, "masked_fill_ " + what);
+  }
+}
+
+// ---- activations --------------------------------------------------------------------------
+
+TEST_P(CudaOps, ActivationsPlainAndGated) {
+  Devices dev;
+  for (ops::Activation act :
+       {ops::Activation::gelu_erf, ops::Activation::gelu_tanh, ops::Activation::silu, ops::Activation::relu}) {
+    for (int64_t cols : {1, 7, 64, 300}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = std::string(ops::activation_name(act)) + " cols " + std::to_string(cols);
+      Tensor x = random_tensor(dev.cpu, {5, cols}, dtype(), seed, -4.0f, 4.0f);
+      Tensor x_gpu = dev.gpu_copy(x);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({5, cols}, dtype(), &y_gpu);
+      ops::activation(dev.cpu, x, y_cpu, act);
+      ops::activation(dev.gpu, x_gpu, y_gpu, act);
+      expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), what);
+
+      // gate | up as the two column halves of one [rows, 2F] tensor (the fused MLP path).
+      Tensor gate_up = random_tensor(dev.cpu, {5, 2 * cols}, dtype(), seed + 1, -3.0f, 3.0f);
+      Tensor gate_up_gpu = dev.gpu_copy(gate_up);
+      Tensor g_gpu;
+      Tensor g_cpu = dev.poisoned_pair({5, cols}, dtype(), &g_gpu);
+      ops::gated_activation(dev.cpu, gate_up.slice(1, 0, cols), gate_up.slice(1, cols, 2 * cols), g_cpu, act);
+      ops::gated_activation(dev.gpu, gate_up_gpu.slice(1, 0, cols), gate_up_gpu.slice(1, cols, 2 * cols), g_gpu, act);
+      expect_close(g_gpu, g_cpu, tolerance(dtype(), 2.0), "gated " + what);
+    }
+  }
+}
+
+// ---- softmax ------------------------------------------------------------------------------
+
+TEST_P(CudaOps, SoftmaxPlainLargeLogitsAndFullyMaskedRows) {
+  Devices dev;
+  for (int64_t n : {1, 7, 128, 1000, 4099}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    // Logits up to ±80: exp would overflow f32 without the max subtracted.
+    Tensor x = random_tensor(dev.cpu, {6, n}, dtype(), seed, -80.0f, 80.0f);
+    std::vector<float> values = to_floats(x);
+    for (int64_t j = 0; j < n; ++j) values[static_cast<size_t>(2 * n + j)] = -INFINITY;  // row 2 fully masked
+    from_floats(x, values);
+    Tensor x_gpu = dev.gpu_copy(x);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({6, n}, dtype(), &y_gpu);
+    ops::softmax(dev.cpu, x, y_cpu);
+    ops::softmax(dev.gpu, x_gpu, y_gpu);
+    expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "softmax n " + std::to_string(n));
+    const std::vector<float> out = to_floats(y_gpu);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(out[static_cast<size_t>(2 * n + j)], 0.0f) << "fully masked row";
+    ops::softmax(dev.gpu, x_gpu, x_gpu);  // in place
+    expect_close(x_gpu, y_cpu, tolerance(dtype(), 2.0), "softmax in place n " + std::to_string(n));
+  }
+}
+
+TEST_P(CudaOps, SoftmaxScaleCausal) {
+  Devices dev;
+  struct Case {
+    int64_t sq, sk;
+  };
+  for (Case c : {Case{1, 1}, Case{7, 7}, Case{9, 4}, Case{5, 130}, Case{64, 64}}) {
+    for (bool causal : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      Tensor x = random_tensor(dev.cpu, {2, 3, c.sq, c.sk}, dtype(), seed, -6.0f, 6.0f);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+      ops::softmax_scale_causal(dev.cpu, x, 0.125f, causal, y_cpu);
+      ops::softmax_scale_causal(dev.gpu, dev.gpu_copy(x), 0.125f, causal, y_gpu);
+      expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0),
+                   "Sq " + std::to_string(c.sq) + " Sk " + std::to_string(c.sk) + (causal ? " causal" : ""));
+    }
+  }
+}
+
+// ---- norms and RoPE -----------------------------------------------------------------------
+
+TEST_P(CudaOps, LayerNormAndRmsNorm) {
+  Devices dev;
+  for (int64_t n : {1, 7, 768, 1000}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    // An offset mean: the two-pass variance must not cancel.
+    Tensor x = random_tensor(dev.cpu, {2, 5, n}, dtype(), seed, 2.0f, 4.0f);
+    Tensor w = random_tensor(dev.cpu, {n}, dtype(), seed + 1, 0.5f, 1.5f);
+    Tensor b = random_tensor(dev.cpu, {n}, dtype(), seed + 2);
+    Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+    const std::string what = " n " + std::to_string(n);
+    ops::layer_norm(dev.cpu, x, w, b, 1e-5f, y_cpu);
+    ops::layer_norm(dev.gpu, x_gpu, w_gpu, b_gpu, 1e-5f, y_gpu);
+    expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "layer_norm" + what);
+    fill_nan(y_cpu);
+    fill_nan(y_gpu);
+    ops::layer_norm(dev.cpu, x, w, Tensor(), 1e-5f, y_cpu);
+    ops::layer_norm(dev.gpu, x_gpu, w_gpu, Tensor(), 1e-5f, y_gpu);
+    expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "layer_norm without bias" + what);
+    fill_nan(y_cpu);
+    fill_nan(y_gpu);
+    ops::rms_norm(dev.cpu, x, w, 1e-6f, y_cpu);
+    ops::rms_norm(dev.gpu, x_gpu, w_gpu, 1e-6f, y_gpu);
+    expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "rms_norm" + what);
+  }
+}
+
+TEST_P(CudaOps, RopeStridedViewAndInPlace) {
+  Devices dev;
+  for (int64_t head_dim : {2, 64, 128}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    const int64_t batch = 2, seq = 7, heads = 3;
+    // q as a view of a [B, S, 3, H, D] qkv tensor, permuted to [B, H, S, D] (strided, no copy).
+    Tensor qkv = random_tensor(dev.cpu, {batch, seq, 3, heads, head_dim}, dtype(), seed);
+    Tensor qkv_gpu = dev.gpu_copy(qkv);
+    Tensor q = qkv.select(2, 0).permute({0, 2, 1, 3});
+    Tensor q_gpu = qkv_gpu.select(2, 0).permute({0, 2, 1, 3});
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({batch, heads, seq, head_dim}, dtype(), &y_gpu);
+    ops::rope(dev.cpu, q, y_cpu, 10000.0f, 1000);
+    ops::rope(dev.gpu, q_gpu, y_gpu, 10000.0f, 1000);
+    expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "rope D " + std::to_string(head_dim));
+    ops::rope(dev.cpu, q, q, 500000.0f, 3);  // in place on the view
+    ops::rope(dev.gpu, q_gpu, q_gpu, 500000.0f, 3);
+    expect_close(qkv_gpu, qkv, tolerance(dtype(), 2.0), "rope in place D " + std::to_string(head_dim));
+  }
+}
+
+// ---- attention ----------------------------------------------------------------------------
+
+TEST_P(CudaOps, AttentionMaterialisingPathsWithGqa) {
+  Devices dev;
+  struct Case {
+    int64_t batch, heads, kv_heads, sq, sk, d;
+  };
+  for (Case c : {Case{1, 2, 2, 1, 1, 64}, Case{2, 4, 2, 7, 7, 64}, Case{1, 4, 1, 9, 33, 128}, Case{2, 2, 2, 13, 5, 64}}) {
+    for (ops::AttentionPath path :
+         {ops::AttentionPath::naive, ops::AttentionPath::inplace, ops::AttentionPath::fused_softmax}) {
+      for (bool causal : {false, true}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(seed);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+        Tensor q = random_tensor(dev.cpu, {c.batch, c.heads, c.sq, c.d}, dtype(), seed);
+        Tensor k = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 1);
+        Tensor v = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 2);
+        Tensor out_gpu;
+        Tensor out_cpu = dev.poisoned_pair(q.shape(), dtype(), &out_gpu);
+        ops::attention(dev.cpu, q, k, v, out_cpu, path, causal, scale);
+        ops::attention(dev.gpu, dev.gpu_copy(q), dev.gpu_copy(k), dev.gpu_copy(v), out_gpu, path, causal, scale);
+        expect_close(out_gpu, out_cpu, tolerance(dtype(), 8.0),
+                     std::string(ops::path_name(path)) + (causal ? " causal" : "") + " H " + std::to_string(c.heads) +
+                         " Hkv " + std::to_string(c.kv_heads) + " Sq " + std::to_string(c.sq) + " Sk " +
+                         std::to_string(c.sk));
+      }
+    }
+  }
+}
+
+TEST_P(CudaOps, FlashAttentionIsRefusedNotSubstituted) {
+  Devices dev;
+  Tensor q = random_tensor(dev.gpu, {1, 2, 8, 64}, dtype(), fresh_seed());
+  Tensor out = testing::poisoned_tensor(dev.gpu, q.shape(), dtype());
+  testing::expect_input_error(
+      [&] { ops::attention(dev.gpu, q, q, q, out, ops::AttentionPath::flash, true, 0.125f); },
+      {"flash attention path has no CUDA kernel yet", "fused_softmax"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
+
+}  // namespace
+}  // namespace blockscope
