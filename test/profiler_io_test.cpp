@@ -1,0 +1,150 @@
+// Profile JSON: round trips exactly (in memory and through a file), and every malformed input
+// is an input error naming the file and the bad key.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "profiler/profile_io.h"
+#include "runtime/error.h"
+#include "test/profiler_synthetic.h"
+#include "test/support/test_support.h"
+
+namespace blockscope::profiler {
+namespace {
+
+using nlohmann::json;
+
+Profile detailed_profile(uint64_t seed) {
+  Profile profile = testing::random_profile(seed, 2);
+  profile.label = "attention=naive";
+  profile.device = "cuda:0";
+  profile.device_name = "NVIDIA H200";
+  profile.dtype = "bf16";
+  profile.peaks = {989.5, 4800.25};
+  // Launch configurations and memory figures too, so every field is exercised.
+  for (size_t i = 0; i < profile.kernels.size(); ++i) {
+    KernelEvent& k = profile.kernels[i];
+    k.grid = {static_cast<unsigned>(i + 1), 2, 3};
+    k.block = {128, 1, 1};
+    k.registers = 32 + static_cast<int>(i);
+    k.static_smem = 1024;
+    k.dynamic_smem = static_cast<int64_t>(i) * 16;
+    k.occupancy = 0.125 * static_cast<double>(i % 8);
+    k.stream = static_cast<int>(i % 2);
+  }
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    profile.ops[i].dtype = i % 3 == 0 ? DType::bf16 : DType::f16;
+    profile.ops[i].bytes_allocated = static_cast<int64_t>(i) * 4096;
+    profile.ops[i].peak_bytes = static_cast<int64_t>(i) * 8192 + 1;
+  }
+  return profile;
+}
+
+TEST(ProfileJson, RoundTripKeepsEveryField) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const Profile profile = detailed_profile(seed);
+  const json first = profile_to_json(profile);
+  EXPECT_EQ(first["version"], 1);
+  EXPECT_EQ(first["format"], "blockscope-profile");
+  const Profile back = profile_from_json(first, "memory");
+  EXPECT_EQ(profile_to_json(back), first);
+  ASSERT_EQ(back.ops.size(), profile.ops.size());
+  ASSERT_EQ(back.kernels.size(), profile.kernels.size());
+  for (size_t i = 0; i < back.ops.size(); ++i) {
+    EXPECT_EQ(back.ops[i].parent, profile.ops[i].parent);
+    EXPECT_EQ(back.ops[i].input_shapes, profile.ops[i].input_shapes);
+    EXPECT_EQ(back.ops[i].dtype, profile.ops[i].dtype);
+    EXPECT_EQ(back.ops[i].cpu_start_us, profile.ops[i].cpu_start_us);  // exact: JSON keeps doubles
+  }
+  for (size_t i = 0; i < back.kernels.size(); ++i) {
+    EXPECT_EQ(back.kernels[i].grid.x, profile.kernels[i].grid.x);
+    EXPECT_EQ(back.kernels[i].dynamic_smem, profile.kernels[i].dynamic_smem);
+    EXPECT_EQ(back.kernels[i].device_end_us, profile.kernels[i].device_end_us);
+  }
+  EXPECT_EQ(back.peaks.tflops, 989.5);
+  EXPECT_EQ(back.active_steps, 2);
+}
+
+class ProfileFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("blockscope_io_" + std::to_string(testing::fresh_seed()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path(name)) << text; }
+  // The message of the InputError that loading `name` throws.
+  std::string load_error(const std::string& name) const {
+    try {
+      load_profile(path(name));
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
+      return error.what();
+    }
+    ADD_FAILURE() << "loading " << name << " did not fail";
+    return "";
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ProfileFile, SaveAndLoad) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const Profile profile = detailed_profile(seed);
+  save_profile(profile, path("p.json"));
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) files += entry.is_regular_file();
+  EXPECT_EQ(files, 1u);  // the temporary was renamed, not left behind
+  EXPECT_EQ(profile_to_json(load_profile(path("p.json"))), profile_to_json(profile));
+}
+
+TEST_F(ProfileFile, MissingFileAndInvalidJson) {
+  EXPECT_NE(load_error("absent.json").find(path("absent.json")), std::string::npos);
+  write("broken.json", "{\"format\": \"blockscope-profile\", ");
+  const std::string message = load_error("broken.json");
+  EXPECT_NE(message.find(path("broken.json")), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
+}
+
+TEST_F(ProfileFile, EveryBadKeyIsNamed) {
+  const json good = profile_to_json(detailed_profile(testing::fresh_seed()));
+  struct Case {
+    std::string what;
+    std::function<void(json&)> spoil;
+    std::string expected;  // must appear in the message, after the file name
+  };
+  const std::vector<Case> cases = {
+      {"not a profile", [](json& j) { j["format"] = "chrome-trace"; }, ": format: expected \"blockscope-profile\""},
+      {"newer version", [](json& j) { j["version"] = 99; }, ": version: unsupported version 99"},
+      {"missing label", [](json& j) { j.erase("label"); }, ": label: missing"},
+      {"peaks wrong type", [](json& j) { j["peaks"]["gbps"] = "fast"; }, ": peaks.gbps: expected a number, got string"},
+      {"ops not an array", [](json& j) { j["ops"] = 3; }, ": ops: expected an array"},
+      {"op time wrong type", [](json& j) { j["ops"][1]["cpu_start_us"] = "x"; }, ": ops[1].cpu_start_us: expected a number"},
+      {"op parent ahead", [](json& j) { j["ops"][0]["parent"] = 5; }, ": ops[0].parent: must be -1 or the index of an earlier op"},
+      {"op dtype unknown", [](json& j) { j["ops"][2]["dtype"] = "f8"; }, ": ops[2].dtype: unknown dtype 'f8'"},
+      {"shape not integers", [](json& j) { j["ops"][1]["input_shapes"] = json::array({json::array({1.5})}); },
+       ": ops[1].input_shapes[0]: expected an array of integers"},
+      {"kernel op out of range", [](json& j) { if (!j["kernels"].empty()) j["kernels"][0]["op"] = 100000; },
+       ": kernels[0].op: must be -1 or the index of an op"},
+      {"kernel grid short", [](json& j) { if (!j["kernels"].empty()) j["kernels"][0]["grid"] = json::array({1, 2}); },
+       ": kernels[0].grid: expected [x, y, z]"},
+      {"top level array", [](json& j) { j = json::array(); }, ": top level: expected an object"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json spoiled = good;
+    if (c.what.rfind("kernel", 0) == 0 && spoiled["kernels"].empty()) continue;  // random profile without kernels
+    c.spoil(spoiled);
+    write("bad.json", spoiled.dump());
+    const std::string message = load_error("bad.json");
+    EXPECT_NE(message.find(path("bad.json") + c.expected), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace blockscope::profiler
