@@ -1,0 +1,280 @@
+// The MLP (plain GPT-2 style and gated GeGLU / SwiGLU): every path against the float64
+// reference with an error bound propagated through its two or three linears, the accuracy
+// rule between paths, kernel sequences per path, pack_gate_up, and input errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/mlp/mlp.h"
+#include "profiler/recorder.h"
+#include "test/op_test_helpers.h"
+#include "test/reference/ops_reference.h"
+
+namespace blockscope {
+namespace {
+
+using ops::Activation;
+using ops::MlpPath;
+using ops::MlpWeights;
+using ops::WeightLayout;
+using reference::RefTensor;
+
+// Largest slope of gelu (erf or tanh) and silu: errors in their input grow by at most this.
+constexpr double kMaxSlope = 1.13;
+
+// A linear's own error bound (as in linear_test.cpp): f32 dot products, 4·√k·u32·max(Σ|x||w| +
+// |b|), plus up to four roundings to the dtype of values up to max|pre| (GEMM result, bias,
+// activation, gate multiply in the naive paths).
+double linear_tolerance(const RefTensor& pre, const RefTensor& magnitude, int64_t k, DType dtype) {
+  return 4.0 * std::sqrt(static_cast<double>(k)) * dtype_epsilon(DType::f32) * testing::max_abs(magnitude) +
+         4.0 * dtype_epsilon(dtype) * testing::max_abs(pre);
+}
+
+// max over outputs o of Σ_j |w[o, j]|: how much an input error of e per element can grow to.
+double max_abs_row_sum(const RefTensor& w, bool out_in) {
+  const int64_t in = out_in ? w.shape[1] : w.shape[0];
+  RefTensor ones({1, in});
+  for (double& v : ones.data) v = 1.0;
+  return testing::max_abs(reference::linear_magnitude(ones, w, nullptr, out_in));
+}
+
+class MlpTest : public ::testing::TestWithParam<std::tuple<Device, DType>> {
+ protected:
+  Device device() const { return std::get<0>(GetParam()); }
+  DType dtype() const { return std::get<1>(GetParam()); }
+};
+
+struct Shape3 {
+  int64_t rows, d, f;
+};
+const std::vector<Shape3> kShapes = {{1, 37, 100}, {7, 48, 96}, {300, 64, 172}};
+
+// Weights scaled so activations stay O(1): uniform in ±1/√fan_in.
+Tensor weight(Context& ctx, const Shape& shape, int64_t fan_in, DType dtype, uint64_t seed) {
+  const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  return testing::random_tensor(ctx, shape, dtype, seed, -bound, bound);
+}
+
+TEST_P(MlpTest, PlainPathsMatchReference) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  for (const Shape3& s : kShapes) {
+    for (WeightLayout layout : {WeightLayout::out_in, WeightLayout::in_out}) {
+      for (bool biases : {true, false}) {
+        for (Activation act : {Activation::gelu_tanh, Activation::gelu_erf}) {
+          const uint64_t seed = testing::fresh_seed();
+          SCOPED_TRACE(::testing::Message() << "seed " << seed << " rows " << s.rows << " d " << s.d << " F " << s.f
+                                            << (layout == WeightLayout::out_in ? " out_in" : " in_out") << " biases "
+                                            << biases << " " << ops::activation_name(act));
+          const bool oi = layout == WeightLayout::out_in;
+          MlpWeights w;
+          w.activation = act;
+          w.layout = layout;
+          w.fc_weight = weight(ctx, oi ? Shape{s.f, s.d} : Shape{s.d, s.f}, s.d, dtype(), seed + 1);
+          w.proj_weight = weight(ctx, oi ? Shape{s.d, s.f} : Shape{s.f, s.d}, s.f, dtype(), seed + 2);
+          if (biases) {
+            w.fc_bias = testing::random_tensor(ctx, {s.f}, dtype(), seed + 3);
+            w.proj_bias = testing::random_tensor(ctx, {s.d}, dtype(), seed + 4);
+          }
+          const Tensor x = testing::random_tensor(ctx, {s.rows, s.d}, dtype(), seed);
+          const RefTensor xr = testing::ref(x), fc = testing::ref(w.fc_weight), proj = testing::ref(w.proj_weight);
+          const RefTensor fcb = biases ? testing::ref(w.fc_bias) : RefTensor();
+          const RefTensor projb = biases ? testing::ref(w.proj_bias) : RefTensor();
+          const RefTensor* fcbp = biases ? &fcb : nullptr;
+          const RefTensor* projbp = biases ? &projb : nullptr;
+          const RefTensor expected = reference::mlp_plain(xr, fc, fcbp, proj, projbp, act, oi);
+          // Error of the hidden layer, then through the activation and proj.
+          const RefTensor h = reference::linear(xr, fc, fcbp, oi);
+          const RefTensor a = reference::activation(h, act);
+          const double e_hidden =
+              kMaxSlope * linear_tolerance(h, reference::linear_magnitude(xr, fc, fcbp, oi), s.d, dtype());
+          const double tolerance = linear_tolerance(expected, reference::linear_magnitude(a, proj, projbp, oi), s.f,
+                                                    dtype()) +
+                                   e_hidden * max_abs_row_sum(proj, oi);
+          double naive_error = 0;
+          for (MlpPath path : {MlpPath::naive, MlpPath::epilogue}) {
+            SCOPED_TRACE(ops::path_name(path));
+            Tensor y = testing::poisoned_tensor(ctx, x.shape(), dtype());
+            ops::mlp(ctx, x, w, y, path);
+            const std::vector<float> got = to_floats(y);
+            ASSERT_EQ(testing::first_nan(got), -1);
+            EXPECT_LE(testing::max_abs_error(got, expected.data), tolerance);
+            const double error = testing::max_relative_error(got, expected.data);
+            if (path == MlpPath::naive) naive_error = error;
+            else EXPECT_TRUE(testing::within_accuracy_rule(error, naive_error, dtype()))
+                     << "error " << error << " vs naive " << naive_error;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(MlpTest, GatedPathsMatchReference) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  for (const Shape3& s : kShapes) {
+    for (WeightLayout layout : {WeightLayout::out_in, WeightLayout::in_out}) {
+      for (Activation act : {Activation::gelu_tanh, Activation::silu}) {  // GeGLU, SwiGLU
+        const uint64_t seed = testing::fresh_seed();
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " rows " << s.rows << " d " << s.d << " F " << s.f
+                                          << (layout == WeightLayout::out_in ? " out_in " : " in_out ")
+                                          << ops::activation_name(act));
+        const bool oi = layout == WeightLayout::out_in;
+        MlpWeights w;
+        w.gated = true;
+        w.activation = act;
+        w.layout = layout;
+        w.gate_weight = weight(ctx, oi ? Shape{s.f, s.d} : Shape{s.d, s.f}, s.d, dtype(), seed + 1);
+        w.up_weight = weight(ctx, oi ? Shape{s.f, s.d} : Shape{s.d, s.f}, s.d, dtype(), seed + 2);
+        w.down_weight = weight(ctx, oi ? Shape{s.d, s.f} : Shape{s.f, s.d}, s.f, dtype(), seed + 3);
+        ops::pack_gate_up(ctx, w);
+        const Tensor x = testing::random_tensor(ctx, {s.rows, s.d}, dtype(), seed);
+        const RefTensor xr = testing::ref(x), gw = testing::ref(w.gate_weight), uw = testing::ref(w.up_weight),
+                        dw = testing::ref(w.down_weight);
+        const RefTensor expected = reference::mlp_gated(xr, gw, uw, dw, act, oi);
+        // hidden = act(g) · u: δhidden ≤ slope·δg·|u| + |act(g)|·δu (+ its roundings, counted
+        // in the down projection's bound through max|pre|... and here, 2·u_d·max|hidden|).
+        const RefTensor g = reference::linear(xr, gw, nullptr, oi), u = reference::linear(xr, uw, nullptr, oi);
+        const RefTensor hidden = reference::gated_activation(g, u, act);
+        const double eg = linear_tolerance(g, reference::linear_magnitude(xr, gw, nullptr, oi), s.d, dtype());
+        const double eu = linear_tolerance(u, reference::linear_magnitude(xr, uw, nullptr, oi), s.d, dtype());
+        const double e_hidden = kMaxSlope * eg * testing::max_abs(u) +
+                                testing::max_abs(reference::activation(g, act)) * eu +
+                                2.0 * dtype_epsilon(dtype()) * testing::max_abs(hidden);
+        const double tolerance =
+            linear_tolerance(expected, reference::linear_magnitude(hidden, dw, nullptr, oi), s.f, dtype()) +
+            e_hidden * max_abs_row_sum(dw, oi);
+        double naive_error = 0;
+        for (MlpPath path : {MlpPath::naive, MlpPath::fused}) {
+          SCOPED_TRACE(ops::path_name(path));
+          Tensor y = testing::poisoned_tensor(ctx, x.shape(), dtype());
+          ops::mlp(ctx, x, w, y, path);
+          const std::vector<float> got = to_floats(y);
+          ASSERT_EQ(testing::first_nan(got), -1);
+          EXPECT_LE(testing::max_abs_error(got, expected.data), tolerance);
+          const double error = testing::max_relative_error(got, expected.data);
+          if (path == MlpPath::naive) naive_error = error;
+          else EXPECT_TRUE(testing::within_accuracy_rule(error, naive_error, dtype()))
+                   << "error " << error << " vs naive " << naive_error;
+        }
+      }
+    }
+  }
+}
+
+// Kernel sequences per forward (DESIGN.md "Ops and paths"), for GPT-2's plain MLP and GeGLU.
+TEST_P(MlpTest, KernelSequencePerPath) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 5, d = 8, f = 12;
+  const Tensor x = testing::random_tensor(ctx, {rows, d}, dtype(), seed);
+  MlpWeights plain;
+  plain.fc_weight = weight(ctx, {f, d}, d, dtype(), seed + 1);
+  plain.fc_bias = testing::random_tensor(ctx, {f}, dtype(), seed + 2);
+  plain.proj_weight = weight(ctx, {d, f}, f, dtype(), seed + 3);
+  plain.proj_bias = testing::random_tensor(ctx, {d}, dtype(), seed + 4);
+  MlpWeights gated;
+  gated.gated = true;
+  gated.gate_weight = weight(ctx, {f, d}, d, dtype(), seed + 5);
+  gated.up_weight = weight(ctx, {f, d}, d, dtype(), seed + 6);
+  gated.down_weight = weight(ctx, {d, f}, f, dtype(), seed + 7);
+  ops::pack_gate_up(ctx, gated);
+
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  using Names = std::vector<std::string>;
+  struct Expectation {
+    const MlpWeights* weights;
+    MlpPath path;
+    Names kernels;
+  };
+  const std::vector<Expectation> expectations = {
+      {&plain, MlpPath::naive, {"gemm", "bias_add_kernel", "gelu_tanh_kernel", "gemm", "bias_add_kernel"}},
+      {&plain, MlpPath::epilogue, {"gemm_bias_gelu", "gemm_bias"}},
+      {&gated, MlpPath::naive, {"gemm", "gemm", "gelu_tanh_kernel", "mul_kernel", "gemm"}},
+      {&gated, MlpPath::fused, {"gemm", "gated_gelu_tanh_mul_kernel", "gemm"}},
+  };
+  for (const Expectation& e : expectations) {
+    SCOPED_TRACE(::testing::Message() << (e.weights->gated ? "gated " : "plain ") << ops::path_name(e.path));
+    recorder.clear();
+    Tensor y = testing::poisoned_tensor(ctx, {rows, d}, dtype());
+    ops::mlp(ctx, x, *e.weights, y, e.path);
+    EXPECT_EQ(testing::kernel_names(recorder), e.kernels);
+    ASSERT_FALSE(recorder.ops().empty());
+    const profiler::OpEvent& top = recorder.ops()[0];
+    EXPECT_EQ(top.name, "mlp");
+    EXPECT_EQ(top.path, ops::path_name(e.path));
+    EXPECT_EQ(top.flops, (e.weights->gated ? 3 : 2) * 2.0 * rows * d * f);
+    for (size_t i = 1; i < recorder.ops().size(); ++i) EXPECT_EQ(recorder.ops()[i].parent, 0);
+  }
+  ctx.set_recorder(nullptr);
+}
+
+// pack_gate_up: [gate; up] rows for out_in, [gate | up] columns for in_out.
+TEST_P(MlpTest, PackGateUpConcatenates) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t d = 5, f = 3;
+  for (WeightLayout layout : {WeightLayout::out_in, WeightLayout::in_out}) {
+    const bool oi = layout == WeightLayout::out_in;
+    MlpWeights w;
+    w.gated = true;
+    w.layout = layout;
+    w.gate_weight = testing::random_tensor(ctx, oi ? Shape{f, d} : Shape{d, f}, dtype(), seed);
+    w.up_weight = testing::random_tensor(ctx, oi ? Shape{f, d} : Shape{d, f}, dtype(), seed + 1);
+    ops::pack_gate_up(ctx, w);
+    const int64_t dim = oi ? 0 : 1;
+    ASSERT_EQ(w.gate_up_weight.shape(), oi ? (Shape{2 * f, d}) : (Shape{d, 2 * f}));
+    EXPECT_EQ(to_floats(w.gate_up_weight.slice(dim, 0, f)), to_floats(w.gate_weight));
+    EXPECT_EQ(to_floats(w.gate_up_weight.slice(dim, f, 2 * f)), to_floats(w.up_weight));
+  }
+}
+
+TEST_P(MlpTest, BadInputsAreNamedErrors) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  const int64_t rows = 3, d = 8, f = 12;
+  const Tensor x = testing::random_tensor(ctx, {rows, d}, dtype(), seed);
+  Tensor y = ctx.empty({rows, d}, dtype());
+  MlpWeights plain;
+  plain.fc_weight = testing::random_tensor(ctx, {f, d}, dtype(), seed);
+  plain.proj_weight = testing::random_tensor(ctx, {d, f}, dtype(), seed);
+  MlpWeights gated;
+  gated.gated = true;
+  gated.gate_weight = testing::random_tensor(ctx, {f, d}, dtype(), seed);
+  gated.up_weight = testing::random_tensor(ctx, {f, d}, dtype(), seed);
+  gated.down_weight = testing::random_tensor(ctx, {d, f}, dtype(), seed);
+  // Wrong path for the kind: the message names both.
+  testing::expect_input_error([&] { ops::mlp(ctx, x, plain, y, MlpPath::fused); }, {"fused", "plain"});
+  testing::expect_input_error([&] { ops::mlp(ctx, x, gated, y, MlpPath::epilogue); }, {"epilogue", "gated"});
+  // Fused before pack_gate_up.
+  testing::expect_input_error([&] { ops::mlp(ctx, x, gated, y, MlpPath::fused); }, {"gate_up_weight", "pack_gate_up"});
+  // x does not match the weights.
+  const Tensor x_bad = testing::random_tensor(ctx, {rows, d + 1}, dtype(), seed);
+  Tensor y_bad = ctx.empty({rows, d + 1}, dtype());
+  testing::expect_input_error([&] { ops::mlp(ctx, x_bad, plain, y_bad, MlpPath::naive); },
+                              {"fc_weight", plain.fc_weight.str(), x_bad.str()});
+  MlpWeights wrong_down = gated;
+  wrong_down.down_weight = testing::random_tensor(ctx, {d, f + 1}, dtype(), seed);
+  testing::expect_input_error([&] { ops::mlp(ctx, x, wrong_down, y, MlpPath::naive); },
+                              {"down_weight", wrong_down.down_weight.str()});
+  Tensor y_wrong = ctx.empty({rows, d + 2}, dtype());
+  testing::expect_input_error([&] { ops::mlp(ctx, x, plain, y_wrong, MlpPath::naive); }, {y_wrong.str()});
+  MlpWeights unequal = gated;
+  unequal.up_weight = testing::random_tensor(ctx, {f + 1, d}, dtype(), seed);
+  testing::expect_input_error([&] { ops::pack_gate_up(ctx, unequal); }, {unequal.up_weight.str()});
+  testing::expect_input_error([&] { ops::pack_gate_up(ctx, plain); }, {"not gated"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, MlpTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+}  // namespace
+}  // namespace blockscope
