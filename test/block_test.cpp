@@ -1,0 +1,306 @@
+// Blocks and stacks on the CPU against the float64 block reference, for every path mix;
+// seeded init determinism; weights from safetensors; the memory estimate; profiler regions.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "profiler/recorder.h"
+#include "runtime/config.h"
+#include "runtime/error.h"
+#include "runtime/init.h"
+#include "runtime/safetensors.h"
+#include "runtime/workload.h"
+#include "test/reference/block_reference.h"
+#include "test/support/test_support.h"
+
+namespace bs = blockscope;
+namespace ref = blockscope::reference;
+using bs::ops::AttentionPath;
+using bs::ops::LinearPath;
+using bs::ops::MlpPath;
+
+namespace {
+
+// YAML for a small block of `family` with odd sizes (seq 13, batch 2); `extra` adds model keys.
+std::string block_yaml(const std::string& family, uint64_t seed, const std::string& model_extra,
+                       const std::string& workload = "block", const std::string& dtype = "f32") {
+  return "workload: " + workload + "\ndtype: " + dtype + "\nseed: " + std::to_string(seed % 1000000) +
+         "\nmodel:\n  family: " + family + "\n" + model_extra + "input: {batch: 2, seq_len: 13}\nweights: {init: perturbed}\n";
+}
+
+std::vector<bs::PathConfig> every_mix(bool gated) {
+  std::vector<bs::PathConfig> mixes;
+  for (MlpPath m : {MlpPath::naive, gated ? MlpPath::fused : MlpPath::epilogue})
+    for (LinearPath l : {LinearPath::naive, LinearPath::epilogue, LinearPath::addmm})
+      for (AttentionPath a : {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax, AttentionPath::flash})
+        mixes.push_back({a, l, m});
+  return mixes;
+}
+
+std::vector<double> reference_output(const bs::WorkloadConfig& config, const bs::Workload& workload) {
+  ref::blockref::Named named;
+  for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = ref::from_tensor(tensor);
+  return ref::blockref::workload_output(config, named).data;
+}
+
+// Runs every path mix and checks each against the reference and the accuracy rule.
+void check_every_mix(const std::string& yaml, double naive_tolerance) {
+  const bs::WorkloadConfig config = bs::load_config_text(yaml, "block_test");
+  bs::Context ctx(bs::Device::cpu());
+  const std::vector<bs::PathConfig> mixes = every_mix(config.model.gated);
+  bs::Workload workload(ctx, config, mixes);
+  const std::vector<double> expected = reference_output(config, workload);
+  double naive_error = 0;
+  for (size_t i = 0; i < mixes.size(); ++i) {
+    SCOPED_TRACE(bs::paths_str(mixes[i]));
+    workload.set_paths(mixes[i]);
+    bs::Tensor out = workload.output();
+    bs::fill_nan(out);
+    workload.forward();
+    const std::vector<float> actual = bs::to_floats(workload.output());
+    ASSERT_EQ(bs::testing::first_nan(actual), -1) << "an output element was not written";
+    const double error = bs::testing::max_relative_error(actual, expected);
+    if (i == 0) {
+      naive_error = error;
+      EXPECT_LE(error, naive_tolerance);
+    } else {
+      EXPECT_TRUE(bs::testing::within_accuracy_rule(error, naive_error, config.dtype))
+          << "error " << error << " vs naive " << naive_error;
+      EXPECT_LE(error, naive_tolerance);
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Block, Gpt2EveryPathMixMatchesTheReference) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  check_every_mix(block_yaml("gpt2", seed, "  d_model: 48\n  n_heads: 3\n  d_ff: 80\n"), 2e-5);
+}
+
+TEST(Block, LlamaGqaRopeEveryPathMixMatchesTheReference) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  check_every_mix(block_yaml("llama", seed,
+                             "  d_model: 64\n  n_heads: 8\n  n_kv_heads: 2\n  d_ff: 96\n  rope_theta: 500000\n"
+                             "  norm_eps: 1.0e-6\n"),
+                  2e-5);
+}
+
+TEST(Block, CustomBlocksEveryPathMixMatchTheReference) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  // LayerNorm with biases, GELU (erf) plain MLP, GQA, no RoPE, bidirectional; head_dim chosen
+  // so that n_heads · head_dim != d_model.
+  check_every_mix(block_yaml("custom", seed,
+                             "  d_model: 40\n  n_heads: 6\n  n_kv_heads: 3\n  head_dim: 8\n  d_ff: 72\n"
+                             "  norm: layernorm\n  activation: gelu\n  gated: false\n  bias: true\n  rope: false\n"
+                             "  causal: false\n"),
+                  2e-5);
+  // RMSNorm, GeGLU gated MLP, RoPE, causal, MHA.
+  check_every_mix(block_yaml("custom", seed + 1,
+                             "  d_model: 32\n  n_heads: 2\n  d_ff: 48\n  norm: rmsnorm\n  activation: gelu_tanh\n"
+                             "  gated: true\n  bias: false\n  rope: true\n  causal: true\n"),
+                  2e-5);
+}
+
+TEST(Block, Bf16FollowsTheAccuracyRule) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  check_every_mix(block_yaml("llama", seed, "  d_model: 32\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 48\n", "block", "bf16"),
+                  6e-2);
+}
+
+TEST(Block, StackOfThreeLayersMatchesTheReference) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const bs::WorkloadConfig config =
+      bs::load_config_text(block_yaml("gpt2", seed, "  d_model: 32\n  n_heads: 4\n  n_layers: 3\n", "stack"), "t");
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload workload(ctx, config, {config.paths});
+  EXPECT_TRUE(workload.inputs_and_weights().size() == 1 + 3 * 12);
+  bs::Tensor out = workload.output();
+  bs::fill_nan(out);
+  workload.forward();
+  EXPECT_LE(bs::testing::max_relative_error(bs::to_floats(workload.output()), reference_output(config, workload)), 2e-5);
+}
+
+TEST(Init, SameNumbersWhateverTheThreadCount) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const std::vector<float> one = bs::init::normal_values(seed, "h.0.attn.c_attn.weight", 100003, 0.0f, 0.02f);
+  omp_set_num_threads(std::max(2, threads));
+  const std::vector<float> many = bs::init::normal_values(seed, "h.0.attn.c_attn.weight", 100003, 0.0f, 0.02f);
+  omp_set_num_threads(threads);
+  ASSERT_EQ(one.size(), many.size());
+  for (size_t i = 0; i < one.size(); ++i) ASSERT_EQ(one[i], many[i]) << "element " << i;
+  // A prefix is the same stream: element i does not depend on the tensor's size.
+  const std::vector<float> prefix = bs::init::normal_values(seed, "h.0.attn.c_attn.weight", 17, 0.0f, 0.02f);
+  for (size_t i = 0; i < prefix.size(); ++i) EXPECT_EQ(prefix[i], one[i]);
+}
+
+TEST(Init, NormalWithTheRequestedScaleAndDistinctStreams) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::vector<float> a = bs::init::normal_values(seed, "a", 200000, 1.0f, 0.02f);
+  double mean = 0, square = 0;
+  for (float v : a) mean += v;
+  mean /= static_cast<double>(a.size());
+  for (float v : a) square += (v - mean) * (v - mean);
+  const double std = std::sqrt(square / static_cast<double>(a.size()));
+  EXPECT_NEAR(mean, 1.0, 0.001);
+  EXPECT_NEAR(std, 0.02, 0.0005);
+  const std::vector<float> b = bs::init::normal_values(seed, "b", 1000, 1.0f, 0.02f);
+  const std::vector<float> other_seed = bs::init::normal_values(seed + 1, "a", 1000, 1.0f, 0.02f);
+  int same_b = 0, same_seed = 0;
+  for (size_t i = 0; i < 1000; ++i) {
+    same_b += a[i] == b[i];
+    same_seed += a[i] == other_seed[i];
+  }
+  EXPECT_LT(same_b, 5);
+  EXPECT_LT(same_seed, 5);
+}
+
+TEST(Init, HuggingFaceScales) {
+  const bs::WorkloadConfig config = bs::load_config_text(
+      "workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4, n_layers: 8}\ninput: {batch: 1, seq_len: 4}\n", "t");
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload workload(ctx, config, {config.paths});
+  auto stats = [&](const std::string& name) {
+    for (const auto& [n, t] : workload.inputs_and_weights()) {
+      if (n != name) continue;
+      const std::vector<float> v = bs::to_floats(t);
+      double square = 0, mean = 0;
+      for (float x : v) mean += x;
+      for (float x : v) square += static_cast<double>(x) * x;
+      return std::make_pair(mean / static_cast<double>(v.size()), std::sqrt(square / static_cast<double>(v.size())));
+    }
+    ADD_FAILURE() << "no tensor " << name;
+    return std::make_pair(0.0, 0.0);
+  };
+  EXPECT_NEAR(stats("h.0.attn.c_attn.weight").second, 0.02, 0.002);
+  EXPECT_NEAR(stats("h.0.mlp.c_proj.weight").second, 0.02 / 4.0, 0.0005);  // 1/sqrt(2 · 8)
+  EXPECT_EQ(stats("h.0.ln_1.weight").first, 1.0);
+  EXPECT_EQ(stats("h.0.ln_1.bias").second, 0.0);
+}
+
+TEST(Weights, FromSafetensorsWithLayerShiftGiveTheSameOutput) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::string model = "  d_model: 32\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 40\n";
+  const bs::WorkloadConfig random_config = bs::load_config_text(block_yaml("llama", seed, model), "t");
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload original(ctx, random_config, {random_config.paths});
+  original.forward();
+
+  // Write the weights as layer 5 of a file (plus an unrelated tensor), then load layer 5.
+  std::vector<std::pair<std::string, bs::Tensor>> tensors;
+  for (const auto& [name, tensor] : original.inputs_and_weights()) {
+    if (name == "input") continue;
+    tensors.emplace_back("model.layers.5." + name.substr(std::string("model.layers.0.").size()), tensor);
+  }
+  tensors.emplace_back("model.embed_tokens.weight", bs::init::normal_tensor(ctx, "e", {3, 32}, bs::DType::f32, 1, 0, 1));
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "/block_test_weights.safetensors";
+  bs::write_safetensors(file, tensors);
+
+  const bs::WorkloadConfig file_config = bs::load_config_text(
+      block_yaml("llama", seed, model) + "", "t", {"weights={file: " + file + ", layer: 5}"});
+  bs::Workload loaded(ctx, file_config, {file_config.paths});
+  loaded.forward();
+  EXPECT_EQ(bs::to_floats(loaded.output()), bs::to_floats(original.output()));
+
+  // A missing layer and a wrong shape are input errors naming the file and the tensor.
+  try {
+    const bs::WorkloadConfig c = bs::load_config_text(block_yaml("llama", seed, model), "t",
+                                                      {"weights={file: " + file + ", layer: 4}"});
+    bs::Workload w(ctx, c, {c.paths});
+    FAIL() << "no error";
+  } catch (const bs::Error& e) {
+    EXPECT_EQ(e.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(e.message().find(file + ": weights.file has no tensor 'model.layers.4.input_layernorm.weight'"),
+              std::string::npos)
+        << e.message();
+  }
+  try {
+    const bs::WorkloadConfig c = bs::load_config_text(block_yaml("llama", seed, "  d_model: 32\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 48\n"),
+                                                      "t", {"weights={file: " + file + ", layer: 5}"});
+    bs::Workload w(ctx, c, {c.paths});
+    FAIL() << "no error";
+  } catch (const bs::Error& e) {
+    EXPECT_EQ(e.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(e.message().find("tensor 'model.layers.5.mlp.gate_proj.weight' has shape [40, 32], but the config's model "
+                               "needs [48, 32]"),
+              std::string::npos)
+        << e.message();
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(Workload, RefusesWhatDoesNotFitAndSuggestsFlash) {
+  const bs::WorkloadConfig config = bs::load_config_text(
+      "workload: attention\nmodel: {n_heads: 16, head_dim: 64}\ninput: {batch: 64, seq_len: 1048576}\n"
+      "paths: {attention: naive}\n",
+      "t");
+  bs::Context ctx(bs::Device::cpu());
+  try {
+    bs::Workload workload(ctx, config, {config.paths});
+    FAIL() << "no error";
+  } catch (const bs::Error& e) {
+    EXPECT_EQ(e.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(e.message().find("use paths.attention: flash"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("available"), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(ctx.backend().memory_stats().in_use, 0u);  // refused before allocating anything
+  // The flash path needs no scores.
+  bs::PathConfig flash = config.paths;
+  flash.attention = AttentionPath::flash;
+  EXPECT_EQ(bs::estimate_memory(config, {flash}).scores, 0u);
+  EXPECT_GT(bs::estimate_memory(config, {config.paths}).scores, bs::estimate_memory(config, {flash}).total());
+}
+
+TEST(Workload, ProfilerRegionsNameBlockAttnMlp) {
+  const bs::WorkloadConfig config = bs::load_config_text(block_yaml("gpt2", 1, "  d_model: 32\n  n_heads: 2\n  n_layers: 2\n", "stack"), "t");
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload workload(ctx, config, {config.paths});
+  bs::profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  workload.forward();
+  ctx.set_recorder(nullptr);
+  bool attention = false, mlp = false, second_layer = false;
+  for (const bs::profiler::OpEvent& op : recorder.ops()) {
+    attention |= op.scope == "block.0/attn/attention";
+    mlp |= op.scope.rfind("block.0/mlp/", 0) == 0 && !op.is_region;
+    second_layer |= op.scope.rfind("block.1/attn/", 0) == 0;
+  }
+  EXPECT_TRUE(attention);
+  EXPECT_TRUE(mlp);
+  EXPECT_TRUE(second_layer);
+}
+
+TEST(Workload, DumpMetadataDescribesTheBlock) {
+  const bs::WorkloadConfig config = bs::load_config_text(
+      block_yaml("llama", 1, "  d_model: 32\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 40\n  n_layers: 7\n"), "t");
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload workload(ctx, config, {config.paths});
+  const nlohmann::json meta = nlohmann::json::parse(workload.dump_metadata().at("blockscope"));
+  for (const char* key : {"workload", "family", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "n_layers",
+                          "norm_eps", "rope_theta", "norm", "activation", "gated", "bias", "rope", "causal", "dtype",
+                          "batch", "seq_len"})
+    EXPECT_TRUE(meta.contains(key)) << key;
+  EXPECT_EQ(meta["family"], "llama");
+  EXPECT_EQ(meta["n_layers"], 1);  // a block runs one layer
+  EXPECT_EQ(meta["activation"], "silu");
+  EXPECT_EQ(meta["norm"], "rmsnorm");
+  const auto tensors = workload.dump_tensors();
+  EXPECT_EQ(tensors.front().first, "input");
+  EXPECT_EQ(tensors.back().first, "output");
+}
