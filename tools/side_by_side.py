@@ -8,9 +8,11 @@ result's "key".
 
   ratio = blockscope time / PyTorch time   (below 1: blockscope is faster)
 
-Times per iteration: blockscope's real_time (the mean over Google Benchmark's iterations; the
-median aggregate when the run used --benchmark_repetitions), PyTorch's mean (or --torch-stat
-median). Rows without a peer say why (PyTorch version, backend, dtype on this device...).
+Times per iteration (--clock real, the default): blockscope's real_time (the mean over Google
+Benchmark's iterations; the median aggregate when the run used --benchmark_repetitions),
+PyTorch's mean (or --torch-stat median). --clock cpu compares the CPU time of the timing thread
+instead (cpu_time / cpu_time_ms): steadier on a loaded machine when both sides run one thread.
+Rows without a peer say why (PyTorch version, backend, dtype on this device...).
 
 Usage:
   side_by_side.py --blockscope linear.json attention.json --torch peer.json \\
@@ -46,12 +48,14 @@ def load_blockscope(paths):
             row = {"key": key, "device": device, "error": bench.get("error_message") if bench.get("error_occurred") else None,
                    "kernels": bench.get("kernels_per_iter"), "peak_extra_bytes": bench.get("peak_extra_bytes")}
             chosen = medians.get(bench.get("run_name"), bench)
-            row["time_ms"] = chosen.get("real_time", 0) * TIME_UNIT_S.get(chosen.get("time_unit", "ns"), 1e-9) * 1e3
+            scale = TIME_UNIT_S.get(chosen.get("time_unit", "ns"), 1e-9) * 1e3
+            row["time_ms"] = chosen.get("real_time", 0) * scale
+            row["cpu_time_ms"] = chosen.get("cpu_time", 0) * scale
             rows.setdefault((key, device), row)  # with repetitions: one row per run name
     return rows, contexts
 
 
-def load_torch(paths, stat):
+def load_torch(paths, stat, clock):
     rows, contexts = {}, []
     for path in paths:
         with open(path) as handle:
@@ -61,7 +65,10 @@ def load_torch(paths, stat):
         contexts.append(data.get("context", {}))
         for result in data.get("results", []):
             row = dict(result)
-            row["time"] = result["time_ms"][stat] if result.get("time_ms") else None
+            times = result.get("cpu_time_ms" if clock == "cpu" else "time_ms")
+            if clock == "cpu" and result.get("time_ms") and not times:
+                sys.exit(f"side_by_side: {path} has no CPU times (a CUDA run?): use --clock real")
+            row["time"] = times[stat] if times else None
             rows[(result["key"], result["device"])] = row
     return rows, contexts
 
@@ -91,7 +98,7 @@ def row_order(item):
     return (device, rank(WORKLOAD_ORDER, workload), dtype, tuple(shape.values()), rank(VARIANT_ORDER, variant), variant)
 
 
-def build_rows(blockscope, torch_rows):
+def build_rows(blockscope, torch_rows, clock):
     rows = []
     for (key, device) in sorted(set(blockscope) | set(torch_rows), key=row_order):
         ours, peer = blockscope.get((key, device)), torch_rows.get((key, device))
@@ -104,7 +111,7 @@ def build_rows(blockscope, torch_rows):
             if ours["error"]:
                 row["note"] = f"blockscope failed: {ours['error']}"
             else:
-                row["ours_ms"] = ours["time_ms"]
+                row["ours_ms"] = ours["cpu_time_ms"] if clock == "cpu" else ours["time_ms"]
         if peer is not None:
             row["impl"] = peer.get("impl") or ""
             row["torch_kernels"] = peer.get("kernels_per_iter")
@@ -132,7 +139,7 @@ def fmt_kernels(value):
     return "—" if value is None else f"{value:g}"
 
 
-def markdown(rows, ours_ctx, torch_ctx, stat):
+def markdown(rows, ours_ctx, torch_ctx, stat, clock):
     lines = []
     if ours_ctx:
         c = ours_ctx[0]
@@ -144,6 +151,7 @@ def markdown(rows, ours_ctx, torch_ctx, stat):
         c = torch_ctx[0]
         lines.append(f"PyTorch {c.get('torch', '?')} on {c.get('device_name', c.get('device', '?'))}, "
                      f"{c.get('threads', '?')} threads, timer {c.get('timer', '?')}, {stat} per iteration")
+    lines.append(f"Clock compared: {'CPU time of the timing thread' if clock == 'cpu' else 'wall / CUDA-event time'}.")
     lines.append("")
     lines.append("| workload | path | dtype | shape | device | blockscope ms | kernels | PyTorch ms | PyTorch kernels "
                  "| blockscope / PyTorch | PyTorch ran / note |")
@@ -211,12 +219,16 @@ def main(argv=None):
     parser.add_argument("--title", default="blockscope / PyTorch time per workload")
     parser.add_argument("--torch-stat", choices=["mean", "median"], default="mean")
     parser.add_argument("--json", metavar="FILE", help="also write the merged rows as JSON")
+    parser.add_argument("--clock", choices=["real", "cpu"], default="real",
+                        help="real: wall / CUDA-event time (default); cpu: CPU time of the timing thread "
+                             "(Google Benchmark's cpu_time, torch_peer's cpu_time_ms) -- with one thread on "
+                             "both sides, steadier than wall time on a loaded machine")
     args = parser.parse_args(argv)
 
     ours, ours_ctx = load_blockscope(args.blockscope)
-    peers, torch_ctx = load_torch(args.torch, args.torch_stat)
-    rows = build_rows(ours, peers)
-    print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat))
+    peers, torch_ctx = load_torch(args.torch, args.torch_stat, args.clock)
+    rows = build_rows(ours, peers, args.clock)
+    print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat, args.clock))
     if args.png:
         chart(rows, args.png, args.title)
     if args.json:

@@ -30,7 +30,8 @@ Output schema ("blockscope.torch_peer/1"):
     "impl": "what PyTorch ran, in words",
     "skipped": null | "why this row has no PyTorch time",
     "iterations": 50, "warmup": 5,
-    "time_ms": {"median": .., "mean": .., "min": .., "max": .., "stdev": ..},
+    "time_ms": {"median": .., "mean": .., "min": .., "max": .., "stdev": ..},   # wall / CUDA events
+    "cpu_time_ms": {...} | null,               # CPU only: this thread's CPU time per iteration
     "flops": 1.2e9, "bytes": 3.4e6,            # per iteration, same formulas as blockscope
     "kernels_per_iter": 5 | null               # CUDA only: kernels + memcpys from torch.profiler
   }, ...]
@@ -339,6 +340,7 @@ class Timer:
             self.flush = torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device=device)
 
     def one(self, step):
+        """(wall or CUDA-event ms, CPU ms of this thread or None) for one iteration."""
         if self.device.type == "cuda":
             self.flush.zero_()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -346,20 +348,30 @@ class Timer:
             step()
             end.record()
             end.synchronize()
-            return start.elapsed_time(end)
-        begin = time.perf_counter()
+            return start.elapsed_time(end), None
+        begin, begin_cpu = time.perf_counter(), time.thread_time()
         step()
-        return (time.perf_counter() - begin) * 1000.0
+        # thread_time: the CPU this thread used, what Google Benchmark's cpu_time measures (equal
+        # to the work done with one intra-op thread, whatever else loads the machine).
+        return (time.perf_counter() - begin) * 1000.0, (time.thread_time() - begin_cpu) * 1000.0
 
     def run(self, step, warmup, min_time_s, min_iters, max_iters):
         for _ in range(warmup):
             step()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
-        times, begin = [], time.perf_counter()
+        times, cpu_times, begin = [], [], time.perf_counter()
         while len(times) < max_iters and (len(times) < min_iters or time.perf_counter() - begin < min_time_s):
-            times.append(self.one(step))
-        return times
+            wall, cpu = self.one(step)
+            times.append(wall)
+            if cpu is not None:
+                cpu_times.append(cpu)
+        return times, cpu_times
+
+
+def summary(times):
+    return {"median": statistics.median(times), "mean": statistics.fmean(times), "min": min(times),
+            "max": max(times), "stdev": statistics.pstdev(times) if len(times) > 1 else 0.0}
 
 
 def count_cuda_kernels(step):
@@ -384,7 +396,7 @@ def run_all(args):
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.from_json:
-        workloads = workloads_from_json(args.from_json, device)
+        workloads = [w for path in args.from_json for w in workloads_from_json(path, device)]
     else:
         workloads = builtin_workloads(args.sizes, device)
     if args.filter:
@@ -397,20 +409,19 @@ def run_all(args):
         flops, nbytes = formulas(workload, dtype, shape)
         row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
                "device": device_name_of(device), "impl": None, "skipped": None, "iterations": 0,
-               "warmup": args.warmup, "time_ms": None, "flops": flops, "bytes": nbytes,
+               "warmup": args.warmup, "time_ms": None, "cpu_time_ms": None, "flops": flops, "bytes": nbytes,
                "kernels_per_iter": None}
         generator = torch.Generator().manual_seed(args.seed)
         try:
             impl, step = build(workload, variant, dtype, shape, device, generator, not args.no_compile)
             row["impl"] = impl
             with torch.no_grad():
-                times = timer.run(step, args.warmup, args.min_time, args.min_iters, args.max_iters)
+                times, cpu_times = timer.run(step, args.warmup, args.min_time, args.min_iters, args.max_iters)
                 if device.type == "cuda" and args.count_kernels:
                     row["kernels_per_iter"] = count_cuda_kernels(step)
             row["iterations"] = len(times)
-            row["time_ms"] = {"median": statistics.median(times), "mean": statistics.fmean(times),
-                              "min": min(times), "max": max(times),
-                              "stdev": statistics.pstdev(times) if len(times) > 1 else 0.0}
+            row["time_ms"] = summary(times)
+            row["cpu_time_ms"] = summary(cpu_times) if cpu_times else None
         except Skip as reason:
             row["skipped"] = str(reason)
         except Exception as error:  # a PyTorch limitation (dtype not supported on CPU, ...)
@@ -440,8 +451,8 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
     parser.add_argument("--sizes", default="smoke", choices=["smoke", "cpu", "gpu"],
                         help="built-in workload list (ignored with --from-json)")
-    parser.add_argument("--from-json", metavar="FILE",
-                        help="run the workloads of this blockscope Google Benchmark JSON")
+    parser.add_argument("--from-json", metavar="FILE", nargs="+",
+                        help="run the workloads of these blockscope Google Benchmark JSON files")
     parser.add_argument("--filter", help="only workload keys containing this text")
     parser.add_argument("--out", "-o", metavar="FILE", help="write the JSON here (default: stdout)")
     parser.add_argument("--warmup", type=int, default=3)
