@@ -41,7 +41,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
   const int64_t n = x.numel();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   // Each chunk is loaded into f32 before it is stored, so y may alias x.
-#pragma omp parallel
+#pragma omp parallel if (n >= kParallelMinElements)
   {
     std::vector<float> buf(static_cast<size_t>(kChunk));
 #pragma omp for schedule(static)
@@ -60,7 +60,7 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   row_layout(gate, &g);  // checked by ops::gated_activation
   row_layout(up, &u);
   const int64_t rows = g.rows, cols = g.cols;  // gate, up, y: [rows, cols]
-#pragma omp parallel
+#pragma omp parallel if (rows * cols >= kParallelMinElements)
   {
     std::vector<float> gf(static_cast<size_t>(cols)), uf(static_cast<size_t>(cols));
 #pragma omp for schedule(static)

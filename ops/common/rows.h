@@ -11,6 +11,10 @@
 
 namespace blockscope::ops {
 
+// CPU loops over fewer elements than this stay on the calling thread: forking a team costs
+// more than the work (and on a shared, oversubscribed machine, much more).
+constexpr int64_t kParallelMinElements = 1 << 15;
+
 struct RowLayout {
   int64_t rows = 0;
   int64_t cols = 0;

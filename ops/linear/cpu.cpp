@@ -33,7 +33,7 @@ F32Matrix widen(Context& ctx, const Tensor& t, int64_t rows, int64_t cols, int64
   if (t.dtype() == DType::f32) return {t.data_as<float>(), row_stride, Tensor()};
   F32Matrix m{nullptr, cols, ctx.empty({rows, cols}, DType::f32)};
   m.data = m.storage.data_as<float>();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (rows * cols >= kParallelMinElements) schedule(static)
   for (int64_t r = 0; r < rows; ++r)
     load_row(t.dtype(), element_ptr(t, r * row_stride), m.data + r * cols, cols);
   return m;
@@ -57,7 +57,7 @@ void finish(F32Matrix& c, const Tensor& bias, bool gelu, Tensor& y, int64_t rows
   }
   const bool writes_y = c.storage.defined();
   if (!bias.defined() && !gelu && !writes_y) return;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c.data + r * c.ld;
     if (!bias_f32.empty())
@@ -83,7 +83,7 @@ void gemm(Context& ctx, const Tensor& x, const RowLayout& xrows, const Tensor& w
 // Elementwise pass over y [rows, out] (contiguous) in f32: y = f(y[, bias]) rounded.
 template <typename RowFn>
 void rows_pass(Tensor& y, int64_t rows, int64_t out, RowFn fn) {
-#pragma omp parallel
+#pragma omp parallel if (rows * out >= kParallelMinElements)
   {
     std::vector<float> row(static_cast<size_t>(out));
 #pragma omp for schedule(static)
@@ -151,14 +151,14 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         // torch.compile's addmm: the bias is copied into every row of the output first.
         profiler::KernelScope kernel(ctx, "bias_broadcast_copy_kernel");
         const size_t row_bytes = static_cast<size_t>(out) * dtype_size(y.dtype());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
         for (int64_t r = 0; r < rows; ++r) std::memcpy(element_ptr(y, r * out), bias.data(), row_bytes);
       }
       {
         profiler::KernelScope kernel(ctx, "gemm");
         F32Matrix c = output_buffer(ctx, y, rows, out);
         if (bias.defined() && c.storage.defined()) {  // beta = 1 reads y: widen it into the scratch
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
           for (int64_t r = 0; r < rows; ++r)
             load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
         }

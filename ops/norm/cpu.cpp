@@ -44,7 +44,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   row_layout(x, &xr);  // checked by ops::layer_norm
   const int64_t n = xr.cols;  // x, y: [rows, n]
   const std::vector<float> w = widen_vector(weight, n), b = widen_vector(bias, n);  // zero bias when undefined
-#pragma omp parallel
+#pragma omp parallel if (xr.rows * n >= kParallelMinElements)
   {
     std::vector<float> row(static_cast<size_t>(n));
 #pragma omp for schedule(static)
@@ -67,7 +67,7 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   const int64_t n = xr.cols;  // x, y: [rows, n]
   const std::vector<float> w = widen_vector(weight, n);
   const DType dtype = y.dtype();
-#pragma omp parallel
+#pragma omp parallel if (xr.rows * n >= kParallelMinElements)
   {
     std::vector<float> row(static_cast<size_t>(n));
 #pragma omp for schedule(static)

@@ -23,7 +23,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   Tensor table = ctx.empty({2, seq, half}, DType::f32);  // [cos | sin][s][d]
   float* cos_table = table.data_as<float>();
   float* sin_table = cos_table + seq * half;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for if (seq * half >= kParallelMinElements) schedule(static)
   for (int64_t s = 0; s < seq; ++s) {
     const float pos = static_cast<float>(position_offset + s);
     for (int64_t d = 0; d < half; ++d) {
@@ -36,7 +36,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   const DType dtype = x.dtype();
   const size_t esize = dtype_size(dtype);
   const int64_t xs3 = x.stride(3), ys3 = y.stride(3);
-#pragma omp parallel
+#pragma omp parallel if (x.numel() >= kParallelMinElements)
   {
     std::vector<float> in(static_cast<size_t>(dim)), out(static_cast<size_t>(dim));
 #pragma omp for schedule(static)
