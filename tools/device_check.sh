@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# tools/device_check.sh — every GPU check of the CUDA backend in one run, on an H200 machine,
+# in under 8 minutes. Run from the repository root.
+#
+# THE PLAN (decided here, read before changing): build HERE, carry the binaries THERE.
+#   The GPU machine has nvcc 13.0, CMake, ninja, compute-sanitizer and Python 3.12 with
+#   PyTorch 2.11, but none of the Debian libraries blockscope links (yaml-cpp, nlohmann-json,
+#   CLI11, fmt, GoogleTest, Google Benchmark, OpenBLAS) and no network, and what travels with
+#   the source may not exceed 64 MiB. So:
+#
+#   1. On the build machine:   tools/device_check.sh --prepare
+#        configures build/device (Release, CUDA for sm_90 only, OpenBLAS off so nothing needs
+#        libgfortran, tests and benchmarks on), builds everything, strips the binaries and packs
+#          kit/bin/     the CLI, every test binary, every benchmark binary
+#          kit/lib/     shared libraries they need that a CUDA image may lack (libgomp,
+#                       libbenchmark, ...): put on LD_LIBRARY_PATH of our binaries only
+#          kit/loader/  this machine's dynamic loader, libc, libm, libstdc++, libgcc_s: used
+#                       only if the binaries cannot start with the GPU machine's own libc
+#                       (then every binary runs as `loader/ld-linux-x86-64.so.2 --library-path
+#                       ... bin/X`)
+#        into build/device-kit.tar.xz (xz -9 with a 64 MiB window stores the static library
+#        that every binary holds about once). cuBLASLt, CUPTI and the driver come from the GPU
+#        machine (CUDA 13 there as here).
+#   2. On the GPU machine (device tool: carry ["build/device-kit.tar.xz"]):
+#        tools/device_check.sh
+#      which: checks the GPU (exits 3 with "no GPU" when nvidia-smi is absent or fails),
+#      unpacks the kit, runs the CUDA tests and the per-op tests (their CUDA cases run there),
+#      compute-sanitizer memcheck and racecheck over a small subset, `blockscope profile` on
+#      every configs/series/*.yaml, the benchmark suites, tools/torch_peer.py on the same
+#      workloads and tools/side_by_side.py when present; then writes one summary file and prints
+#      a short table. Every step has a time limit and the whole run a budget
+#      (DEVICE_CHECK_BUDGET_S, default 450 s), so it ends inside 8 minutes; a step that no
+#      longer fits is reported as skipped, never silently dropped.
+#
+# Results: $OUT when set (the device tool), else bench/results/<date>-<gpu>/:
+#   summary.md (the table, the GPU, the commit, test counts, sanitizer verdicts),
+#   logs.tar.gz (every log, gtest XML, benchmark and PyTorch JSON), bench.json (all suites),
+#   torch_peer.json and side_by_side.txt when PyTorch ran.
+# Exit status: 0 every step passed, 1 some step failed, 2 bad usage or no kit, 3 no GPU.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KIT_ARCHIVE="$ROOT/build/device-kit.tar.xz"
+
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+  exit 2
+}
+
+# ---------------------------------------------------------------------------------------------
+# --prepare: build and pack the kit (on the build machine; slow on 2 cores: a full CUDA build).
+# ---------------------------------------------------------------------------------------------
+prepare() {
+  set -e
+  local build="$ROOT/build/device" jobs="${JOBS:-2}"
+  cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBLOCKSCOPE_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_OPENBLAS=OFF -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON
+  cmake --build "$build" -j "$jobs"
+
+  local kit="$build/kit"
+  rm -rf "$kit"
+  mkdir -p "$kit/bin" "$kit/lib" "$kit/loader"
+  cp "$build"/bin/* "$kit/bin/"
+  cp "$build"/test/*_test "$kit/bin/"
+  strip --strip-unneeded "$kit"/bin/*
+
+  # Shared libraries: the machine's own CUDA libraries stay behind; the C runtime goes to
+  # loader/ (fallback only, see the header); everything else to lib/.
+  local lib name
+  for lib in $(ldd "$kit"/bin/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
+    name=$(basename "$lib")
+    case "$name" in
+      libcuda.so*|libcublas*|libcupti*|libnvidia*|libnvrtc*|libcudart.so*) ;;
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libutil.so*|libstdc++.so*|libgcc_s.so*)
+        cp -L "$lib" "$kit/loader/$name" ;;
+      *) cp -L "$lib" "$kit/lib/$name" ;;
+    esac
+  done
+  cp -L /lib64/ld-linux-x86-64.so.2 "$kit/loader/"
+  git -C "$ROOT" rev-parse HEAD > "$kit/COMMIT" 2>/dev/null || echo unknown > "$kit/COMMIT"
+  git -C "$ROOT" status --porcelain --untracked-files=no | head -20 > "$kit/DIRTY" || true
+
+  rm -f "$KIT_ARCHIVE"
+  tar -C "$build" -cf - kit | xz -9e --lzma2=preset=9e,dict=64MiB -T "$jobs" > "$KIT_ARCHIVE"
+  local bytes
+  bytes=$(stat -c %s "$KIT_ARCHIVE")
+  echo "device_check: kit $(du -h "$KIT_ARCHIVE" | cut -f1) at $KIT_ARCHIVE ($(ls "$kit/bin" | wc -l) binaries," \
+       "commit $(cut -c1-12 "$kit/COMMIT"))"
+  if (( bytes > 48 * 1024 * 1024 )); then
+    echo "device_check: the kit is over 48 MiB: with the source it may not fit the 64 MiB the device tool carries" >&2
+    exit 1
+  fi
+  echo "device_check: now run on the GPU machine: tools/device_check.sh   (carry: build/device-kit.tar.xz)"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The run on the GPU machine.
+# ---------------------------------------------------------------------------------------------
+START=$(date +%s)
+BUDGET_S=${DEVICE_CHECK_BUDGET_S:-450}
+ROWS=()        # "step|status|seconds|note" for the table
+FAILED=0
+
+remaining() { echo $(( START + BUDGET_S - $(date +%s) )); }
+
+record() {  # record STEP STATUS SECONDS NOTE
+  ROWS+=("$1|$2|$3|$4")
+  [[ "$2" == FAIL ]] && FAILED=1
+  printf "device_check: %-34s %-5s %4ss  %s\n" "$1" "$2" "$3" "$4"
+}
+
+# run_step NAME LIMIT_S LOG COMMAND...: runs with a time limit clipped to the budget left;
+# sets STEP_RC (124 on timeout) and STEP_S. Returns 1 (and records "skip") if no time is left.
+run_step() {
+  local name="$1" limit="$2" log="$3"
+  shift 3
+  local left
+  left=$(remaining)
+  if (( left < 15 )); then
+    record "$name" skip 0 "no time left in the ${BUDGET_S}s budget"
+    return 1
+  fi
+  (( limit > left )) && limit=$left
+  local t0
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
+  STEP_RC=$?
+  STEP_S=$(( $(date +%s) - t0 ))
+  return 0
+}
+
+# set_bin NAME: BIN becomes the command line that runs kit binary NAME with the chosen runner
+# (direct with the kit's lib/ on LD_LIBRARY_PATH, or through the carried loader). Arrays, not
+# functions, so that `timeout` and compute-sanitizer can run it.
+set_bin() {
+  if [[ "$RUNNER" == direct ]]; then
+    BIN=(env "LD_LIBRARY_PATH=$KIT/lib:$CUDA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$KIT/bin/$1")
+  else
+    BIN=("$KIT/loader/ld-linux-x86-64.so.2" --library-path "$KIT/lib:$KIT/loader:$CUDA_LIBS:$SYSTEM_LIBS"
+         "$KIT/bin/$1")
+  fi
+}
+
+# Folders holding cuBLASLt and CUPTI on the GPU machine (toolkit or pip wheels).
+find_cuda_libs() {
+  local dirs=() d site
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+           /usr/local/cuda/extras/CUPTI/lib64 /usr/lib/x86_64-linux-gnu; do
+    [[ -d "$d" ]] && dirs+=("$d")
+  done
+  site=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null || true)
+  for d in $(find $site /usr/local/cuda* -maxdepth 6 \( -name 'libcublasLt.so.13*' -o -name 'libcupti.so.13*' \) \
+             -printf '%h\n' 2>/dev/null | sort -u); do
+    dirs+=("$d")
+  done
+  local IFS=:
+  echo "${dirs[*]}"
+}
+
+# "N passed, M failed, K skipped" from a gtest log.
+gtest_counts() {
+  local log="$1" passed failed skipped
+  passed=$(grep -Eo '\[  PASSED  \] [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
+  failed=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
+  skipped=$(grep -Eo '\[  SKIPPED \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
+  echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+}
+
+main_run() {
+  # ---- the GPU --------------------------------------------------------------------------------
+  if ! command -v nvidia-smi > /dev/null 2>&1; then
+    echo "device_check: no GPU: nvidia-smi is not installed on this machine; run this on the GPU machine" >&2
+    exit 3
+  fi
+  local gpu
+  if ! gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1) ||
+     [[ -z "$gpu" ]] || [[ "$gpu" == *"failed"* ]] || [[ "$gpu" == *"No devices"* ]]; then
+    echo "device_check: no GPU: nvidia-smi found no usable device (${gpu:-no output})" >&2
+    exit 3
+  fi
+  local gpu_name gpu_slug
+  gpu_name=$(echo "$gpu" | cut -d, -f1 | sed 's/^ *//; s/ *$//')
+  gpu_slug=$(echo "$gpu_name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+  DEST="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d)-${gpu_slug:-gpu}}"
+  mkdir -p "$DEST"
+  WORK=$(mktemp -d /tmp/blockscope-device.XXXXXX)
+  LOGS="$WORK/logs"
+  mkdir -p "$LOGS"
+  echo "device_check: $gpu_name; results in $DEST; budget ${BUDGET_S}s"
+
+  # ---- the kit ----------------------------------------------------------------------------------
+  if [[ ! -r "$KIT_ARCHIVE" ]]; then
+    echo "device_check: no kit at $KIT_ARCHIVE: run 'tools/device_check.sh --prepare' on the build machine" \
+         "and carry build/device-kit.tar.xz" >&2
+    exit 2
+  fi
+  tar -C "$WORK" -xJf "$KIT_ARCHIVE" || { echo "device_check: cannot unpack $KIT_ARCHIVE" >&2; exit 2; }
+  KIT="$WORK/kit"
+  CUDA_LIBS=$(find_cuda_libs)
+  SYSTEM_LIBS=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64
+  local commit
+  commit=$(cat "$KIT/COMMIT")
+
+  # Direct start first; the carried loader if the GPU machine's C runtime is too old for us.
+  RUNNER=direct
+  set_bin cuda_ops_test
+  if ! "${BIN[@]}" --gtest_list_tests > "$LOGS/runner_direct.log" 2>&1; then
+    RUNNER=loader
+    set_bin cuda_ops_test
+    if ! "${BIN[@]}" --gtest_list_tests > "$LOGS/runner_loader.log" 2>&1; then
+      record "start binaries" FAIL 0 "neither directly nor through the carried loader (logs/runner_*.log)"
+      finish "$gpu" "$commit"
+      return
+    fi
+  fi
+  record "start binaries" ok 0 "runner: $RUNNER"
+
+  set_bin blockscope
+  if run_step "blockscope info" 30 "$LOGS/info.log" "${BIN[@]}" info; then
+    record "blockscope info" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
+  fi
+
+  # ---- tests ------------------------------------------------------------------------------------
+  local tests=() t
+  for t in cuda_ops_test cuda_kernels_test cuda_graph_test linear_test batched_matmul_test activation_test \
+           elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test; do
+    [[ -x "$KIT/bin/$t" ]] && tests+=("$t")
+  done
+  for t in "${tests[@]}"; do
+    set_bin "$t"
+    if run_step "test $t" 120 "$LOGS/$t.log" "${BIN[@]}" --gtest_output="xml:$LOGS/$t.xml"; then
+      local status=ok
+      [[ $STEP_RC != 0 ]] && status=FAIL
+      record "test $t" "$status" "$STEP_S" "$(gtest_counts "$LOGS/$t.log")"
+    fi
+  done
+
+  # ---- compute-sanitizer ------------------------------------------------------------------------
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [[ -z "$sanitizer" ]]; then
+    record "compute-sanitizer" skip 0 "not installed"
+  else
+    local memcheck_filter='*Softmax*/bf16:*LayerNorm*/bf16:*Rope*/f16:*CausalMaskedFill*/bf16:*ActivationsPlainAndGated*/bf16:*BatchedMatmul*/f32:*ElementwiseAddMulScaleCopy*/f16'
+    local racecheck_filter='*Softmax*/bf16:*LayerNorm*/f32'
+    # sanitize NAME TOOL TEST_BINARY FILTER LIMIT: one compute-sanitizer run over a test subset.
+    sanitize() {
+      local step="$1 $3" log="$LOGS/$2_$3.log" summary
+      set_bin "$3"
+      # env/loader in BIN are child processes of the sanitizer: follow them all.
+      if run_step "$step" "$5" "$log" "$sanitizer" --tool "$2" --target-processes all --error-exitcode 99 \
+           "${BIN[@]}" --gtest_filter="$4"; then
+        summary=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+ [a-z]+' "$log" | tail -1)
+        record "$step" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "${summary:-no summary} rc $STEP_RC"
+      fi
+    }
+    sanitize memcheck memcheck cuda_ops_test "$memcheck_filter" 150
+    sanitize memcheck memcheck cuda_graph_test '*ReplayIsBitIdentical*/bf16' 90
+    sanitize racecheck racecheck cuda_ops_test "$racecheck_filter" 120
+  fi
+
+  # ---- the series configs through the CLI -------------------------------------------------------
+  local config name
+  for config in "$ROOT"/configs/series/*.yaml; do
+    [[ -e "$config" ]] || continue
+    name=$(basename "$config" .yaml)
+    set_bin blockscope
+    if run_step "profile $name" 60 "$LOGS/profile_$name.log" "${BIN[@]}" profile "$config" --device cuda \
+         --save "$LOGS/profile_$name.json"; then
+      record "profile $name" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
+    fi
+  done
+
+  # ---- benchmarks -------------------------------------------------------------------------------
+  local bench bench_jsons=()
+  for bench in "$KIT"/bin/*_bench; do
+    [[ -x "$bench" ]] || continue
+    name=$(basename "$bench")
+    set_bin "$name"
+    if run_step "bench $name" 90 "$LOGS/$name.log" "${BIN[@]}" --benchmark_min_time=0.1 \
+         --benchmark_out="$LOGS/$name.json" --benchmark_out_format=json; then
+      record "bench $name" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" \
+        "$(grep -c '"name"' "$LOGS/$name.json" 2>/dev/null || echo 0) results"
+      [[ -s "$LOGS/$name.json" ]] && bench_jsons+=("$LOGS/$name.json")
+    fi
+  done
+  if (( ${#bench_jsons[@]} > 0 )); then
+    python3 - "$DEST/bench.json" "${bench_jsons[@]}" <<'PY' || true
+import json, sys
+merged = {"schema": "blockscope.device_check.bench/1", "suites": {}}
+for path in sys.argv[2:]:
+    try:
+        merged["suites"][path.rsplit("/", 1)[-1]] = json.load(open(path))
+    except Exception as error:  # a suite killed mid-write: keep the others
+        merged["suites"][path.rsplit("/", 1)[-1]] = {"error": str(error)}
+json.dump(merged, open(sys.argv[1], "w"), indent=1)
+PY
+  fi
+
+  # ---- PyTorch side by side ---------------------------------------------------------------------
+  if [[ -f "$ROOT/tools/torch_peer.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+    local peer_args=(--device cuda --out "$LOGS/torch_peer.json")
+    if (( ${#bench_jsons[@]} > 0 )); then peer_args+=(--from-json "${bench_jsons[@]}"); else peer_args+=(--sizes gpu); fi
+    (( $(remaining) < 150 )) && peer_args+=(--no-compile)
+    if run_step "torch_peer.py" 150 "$LOGS/torch_peer.log" python3 "$ROOT/tools/torch_peer.py" "${peer_args[@]}"; then
+      record "torch_peer.py" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
+      [[ -s "$LOGS/torch_peer.json" ]] && cp "$LOGS/torch_peer.json" "$DEST/torch_peer.json"
+    fi
+    if [[ -f "$ROOT/tools/side_by_side.py" && -s "$LOGS/torch_peer.json" && ${#bench_jsons[@]} -gt 0 ]]; then
+      if run_step "side_by_side.py" 30 "$DEST/side_by_side.txt" python3 "$ROOT/tools/side_by_side.py" \
+           --blockscope "${bench_jsons[@]}" --torch "$LOGS/torch_peer.json" --json "$LOGS/side_by_side.json"; then
+        record "side_by_side.py" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "side_by_side.txt"
+      fi
+    fi
+  else
+    record "torch_peer.py" skip 0 "no tools/torch_peer.py or no CUDA PyTorch"
+  fi
+
+  finish "$gpu" "$commit"
+}
+
+finish() {  # finish GPU COMMIT: summary file, logs archive, stdout table, exit status
+  local gpu="$1" commit="$2" row step status seconds note
+  {
+    echo "# blockscope device check"
+    echo
+    echo "- GPU: $gpu"
+    echo "- commit: $commit (kit built on the build machine; runner: ${RUNNER:-none})"
+    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); wall time $(( $(date +%s) - START )) s of a ${BUDGET_S} s budget"
+    echo "- logs: logs.tar.gz (gtest XML, sanitizer reports, profiles, benchmark and PyTorch JSON)"
+    echo
+    echo "| step | status | seconds | note |"
+    echo "|---|---|---|---|"
+    for row in "${ROWS[@]}"; do
+      IFS='|' read -r step status seconds note <<< "$row"
+      echo "| $step | $status | $seconds | $note |"
+    done
+  } > "$DEST/summary.md"
+  tar -C "$WORK" -czf "$DEST/logs.tar.gz" logs 2>/dev/null || true
+
+  echo
+  printf "%-34s %-5s %7s  %s\n" STEP STATUS SECONDS NOTE
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r step status seconds note <<< "$row"
+    printf "%-34s %-5s %7s  %s\n" "$step" "$status" "$seconds" "$note"
+  done
+  echo "device_check: summary in $DEST/summary.md ($(( $(date +%s) - START )) s)"
+  rm -rf "$WORK"
+  exit "$FAILED"
+}
+
+case "${1:-}" in
+  --prepare) prepare ;;
+  -h|--help) usage ;;
+  "") main_run ;;
+  *) echo "device_check: unknown argument '$1'" >&2; usage ;;
+esac
