@@ -87,20 +87,28 @@ VARIANT_ORDER = ["naive", "inplace", "fused_softmax", "flash", "sdpa_math", "sdp
                  "epilogue", "addmm", "fused", "plain"]
 
 
-def row_order(item):
-    """Device, then workload family, dtype and shape as the suites list them, then paths naive -> fused."""
+def row_order(item, shape_rank):
+    """Device, workload family, dtype, shapes in the order the suites ran them, paths naive -> fused."""
     key, device = item
     try:
         workload, variant, dtype, shape = parse_key(key)
     except ValueError:
-        return (device, len(WORKLOAD_ORDER), key, "", (), 0)
+        return (device, len(WORKLOAD_ORDER), key, 0, 0, "")
     rank = lambda order, name: order.index(name) if name in order else len(order)  # noqa: E731
-    return (device, rank(WORKLOAD_ORDER, workload), dtype, tuple(shape.values()), rank(VARIANT_ORDER, variant), variant)
+    group = shape_rank.get((workload, dtype, tuple(shape.items())), len(shape_rank))
+    return (device, rank(WORKLOAD_ORDER, workload), dtype, group, rank(VARIANT_ORDER, variant), variant)
 
 
 def build_rows(blockscope, torch_rows, clock):
     rows = []
-    for (key, device) in sorted(set(blockscope) | set(torch_rows), key=row_order):
+    shape_rank = {}  # (workload, dtype, shape) -> first appearance in the blockscope runs
+    for key, _ in list(blockscope) + list(torch_rows):
+        try:
+            workload, _, dtype, shape = parse_key(key)
+        except ValueError:
+            continue
+        shape_rank.setdefault((workload, dtype, tuple(shape.items())), len(shape_rank))
+    for (key, device) in sorted(set(blockscope) | set(torch_rows), key=lambda item: row_order(item, shape_rank)):
         ours, peer = blockscope.get((key, device)), torch_rows.get((key, device))
         workload, variant, dtype, shape = describe(key)
         row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
@@ -119,8 +127,10 @@ def build_rows(blockscope, torch_rows, clock):
                 row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
             else:
                 row["torch_ms"] = peer["time"]
-        if ours is None:
+        if ours is None and variant.startswith("sdpa_"):
             row["note"] = row["note"] or "PyTorch only: no blockscope path for this variant"
+        elif ours is None:
+            row["note"] = row["note"] or "not in the blockscope JSON given (--blockscope)"
         elif peer is None:
             row["note"] = row["note"] or "not run by torch_peer.py (run it with --from-json on this file)"
         if row["ours_ms"] and row["torch_ms"]:
