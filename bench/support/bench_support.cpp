@@ -297,13 +297,24 @@ void run_case(benchmark::State& state, Context& ctx, const Case& c, const std::f
 
 benchmark::internal::Benchmark* register_case(const Case& c, Setup setup) {
   const std::string name = c.key + "/" + c.device.str();
-  auto* bench = benchmark::RegisterBenchmark(name.c_str(), [c, setup](benchmark::State& state) {
+  auto* bench = benchmark::RegisterBenchmark(name.c_str(), [c, name, setup](benchmark::State& state) {
+    // Google Benchmark calls this several times in a row while it sizes the iteration count:
+    // keep the tensors of the last benchmark only (built once, freed before the next one's
+    // are made, so two large workloads never sit in memory together).
+    static std::string last_name;
+    static std::function<void()> last_step;
     try {
       Context& ctx = context_for(c.device);
-      // Tensors live in the closure returned by setup, freed when this run ends.
-      std::function<void()> step = setup(ctx);
-      run_case(state, ctx, c, step);
+      if (last_name != name || !last_step) {
+        last_step = nullptr;  // free the previous benchmark's tensors first
+        last_name.clear();
+        last_step = setup(ctx);
+        last_name = name;
+      }
+      run_case(state, ctx, c, last_step);
     } catch (const std::exception& error) {
+      last_step = nullptr;
+      last_name.clear();
       state.SkipWithError(error.what());
     }
   });
