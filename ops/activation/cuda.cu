@@ -23,7 +23,7 @@ struct Silu {
   __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
 };
 struct Relu {
-  __device__ float operator()(float x) const { return x > 0.0f ? x : 0.0f; }
+  __device__ float operator()(float x) const { return x < 0.0f ? 0.0f : x; }  // NaN stays NaN, as torch.relu
 };
 
 template <typename T>

@@ -9,8 +9,6 @@
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/vector_io.cuh"
 
-#include <cmath>
-
 namespace blockscope::cuda_kernels {
 
 // Element strides of a [B, H, S, D] view.
@@ -22,14 +20,15 @@ struct Strides4 {
 // thread reads both elements of its pair before writing them.
 template <typename T>
 __global__ void rope_kernel(const T* x, Strides4 xs, T* y, Strides4 ys, int64_t heads, int64_t seq, int64_t dim,
-                            int64_t pairs, double log2_theta, int64_t position_offset) {
+                            int64_t pairs, double theta, int64_t position_offset) {
   const int64_t half = dim / 2;
   for (int64_t t = global_thread(); t < pairs; t += global_threads()) {
     const int64_t d = t % half;
     const int64_t row = t / half;  // (b·H + h)·S + s
     const int64_t s = row % seq, h = (row / seq) % heads, b = row / (seq * heads);
+    // The CPU backend's expression, term for term, so both round to the same float.
     const float inv_freq =
-        static_cast<float>(exp2(-(2.0 * static_cast<double>(d) / static_cast<double>(dim)) * log2_theta));
+        static_cast<float>(1.0 / pow(theta, 2.0 * static_cast<double>(d) / static_cast<double>(dim)));
     const float angle = __fmul_rn(static_cast<float>(position_offset + s), inv_freq);  // never fused
     double sin_d, cos_d;
     sincos(static_cast<double>(angle), &sin_d, &cos_d);
@@ -57,11 +56,11 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   const cuda_kernels::Strides4 ys{y.stride(0), y.stride(1), y.stride(2), y.stride(3)};
   constexpr int kThreads = 256;
   const unsigned blocks = cuda_detail::grid_for(pairs, kThreads, cuda_backend(ctx).properties().multiProcessorCount);
-  const double log2_theta = std::log2(static_cast<double>(theta));
   cuda_detail::dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     cuda_detail::launch(ctx, "rope_kernel", cuda_kernels::rope_kernel<T>, blocks, kThreads, 0, x.data_as<const T>(),
-                        xs, y.data_as<T>(), ys, heads, seq, dim, pairs, log2_theta, position_offset);
+                        xs, y.data_as<T>(), ys, heads, seq, dim, pairs, static_cast<double>(theta),
+                        position_offset);
   });
 }
 
