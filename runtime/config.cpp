@@ -455,6 +455,9 @@ class ConfigParser {
     if (weights.init == WeightInit::file && weights.file.empty()) {
       section.fail("file", "init: file needs weights.file (a safetensors file with Hugging Face names)");
     }
+    if (weights.init == WeightInit::file && !std::ifstream(weights.file).good()) {
+      section.fail("file", "cannot open '" + weights.file + "' (relative paths are from the current directory)");
+    }
     if (weights.init != WeightInit::file && !weights.file.empty()) {
       section.fail("init", std::string("is ") + weight_init_name(weights.init) +
                                " but weights.file is set (use init: file, or remove file)");

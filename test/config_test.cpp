@@ -279,13 +279,16 @@ TEST(Config, HuggingFaceConfigJsonSuppliesDims) {
 }
 
 TEST(Config, WeightsSection) {
-  const std::string yaml = std::string(kBlock) + "weights: {file: w.safetensors, layer: 2}\n";
+  const std::string file = write_temp("w.safetensors", "not read by the config parser");
+  const std::string yaml = std::string(kBlock) + "weights: {file: " + file + ", layer: 2}\n";
   const bs::WorkloadConfig c = bs::load_config_text(yaml, "t");
   EXPECT_EQ(c.weights.init, bs::WeightInit::file);
   EXPECT_EQ(c.weights.layer, 2);
   expect_error_at(std::string(kBlock) + "weights: {init: file}\n", 7, 10, "weights.file: init: file needs weights.file");
   expect_error_at(std::string(kBlock) + "weights: {init: random, file: x.safetensors}\n", 7, 17,
                   "weights.init: is random but weights.file is set");
+  expect_error_at(std::string(kBlock) + "weights: {file: /nonexistent/w.safetensors}\n", 7, 17,
+                  "weights.file: cannot open '/nonexistent/w.safetensors'");
 }
 
 TEST(Config, EditDistance) {

@@ -1,0 +1,301 @@
+// End-to-end tests of the real `blockscope` binary on real files: every shipped config runs on
+// the CPU; malformed configs give their specific message, exit code 2, no output file and no
+// crash; dump, trace, save/diff, check, info and --help work.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  bool crashed = false;
+  std::string out, err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path temp_dir() {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("blockscope_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs the binary with `args` (each shell-quoted), capturing stdout, stderr and the exit code.
+Result run_cli(const std::vector<std::string>& args) {
+  const fs::path dir = temp_dir();
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  std::string command = quote(BLOCKSCOPE_CLI_PATH);
+  for (const std::string& arg : args) command += " " + quote(arg);
+  // Tests run many processes at once on small machines: keep each to two threads.
+  command = "OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 " + command + " >" + quote(out.string()) + " 2>" +
+            quote(err.string());
+  const int status = std::system(command.c_str());
+  Result result;
+  if (WIFEXITED(status)) {
+    result.code = WEXITSTATUS(status);
+  } else {
+    result.crashed = true;
+  }
+  result.out = read_file(out);
+  result.err = read_file(err);
+  return result;
+}
+
+std::string source(const std::string& relative) { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/" + relative; }
+
+// Small sizes for the shipped configs that are too big for a quick CPU run.
+std::vector<std::string> small_overrides(const std::string& name) {
+  static const std::map<std::string, std::vector<std::string>> overrides = {
+      {"01_matmul_add_4096.yaml", {"shape={m: 96, n: 80, k: 72}"}},
+      {"02_linear.yaml", {"shape={m: 96, n: 80, k: 72}"}},
+      {"03_mlp_geglu.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
+      {"04_attention.yaml", {"input={batch: 1, seq_len: 33}"}},
+      {"gpt2-small.yaml", {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=2", "model.d_ff=128"}},
+      {"gpt2-xl.yaml", {"input={batch: 1, seq_len: 9}", "model.d_model=50", "model.n_heads=5", "model.d_ff=100"}},
+      {"llama-3-8b.yaml",
+       {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=4", "model.n_kv_heads=2", "model.head_dim=16",
+        "model.d_ff=96"}},
+  };
+  auto it = overrides.find(name);
+  return it == overrides.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<fs::path> shipped_configs() {
+  std::vector<fs::path> paths;
+  for (const char* dir : {"configs/series", "configs/blocks"})
+    for (const auto& entry : fs::directory_iterator(source(dir)))
+      if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+}  // namespace
+
+TEST(Cli, ProfileWithNoArgumentRunsTheDefaultConfig) {
+  const Result r = run_cli({"profile"});
+  ASSERT_FALSE(r.crashed);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("default-tiny-gpt2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("attention"), std::string::npos);
+  EXPECT_NE(r.out.find("== diff:"), std::string::npos) << "the default config compares variants";
+}
+
+TEST(Cli, EveryShippedConfigRunsOnTheCpu) {
+  const std::vector<fs::path> configs = shipped_configs();
+  ASSERT_GE(configs.size(), 11u);
+  for (const fs::path& config : configs) {
+    SCOPED_TRACE(config.string());
+    std::vector<std::string> args = {"run", config.string(), "--device", "cpu", "--set", "run={warmup: 0, iters: 1}"};
+    for (const std::string& set : small_overrides(config.filename().string())) {
+      args.push_back("--set");
+      args.push_back(set);
+    }
+    const Result r = run_cli(args);
+    ASSERT_FALSE(r.crashed) << r.err;
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, MalformedConfigsFailWithTheirMessageExitTwoAndNoOutput) {
+  const fs::path dir = temp_dir();
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(source("configs/test/bad"))) {
+    const fs::path config = entry.path();
+    SCOPED_TRACE(config.string());
+    std::ifstream in(config);
+    std::string first;
+    std::getline(in, first);
+    const std::string tag = "# expect: ";
+    ASSERT_EQ(first.rfind(tag, 0), 0u) << "first line must be '# expect: [L:C: ]message'";
+    std::string expected = first.substr(tag.size());
+    // "L:C: message" -> the error starts with "<file>:L:C: message".
+    const size_t colon = expected.find(": ");
+    if (colon != std::string::npos && expected.find_first_not_of("0123456789:") == colon + 1) {
+      expected = "blockscope: error: " + config.string() + ":" + expected;
+    }
+    const fs::path dump = dir / "bad.safetensors", trace = dir / "bad_trace.json", save = dir / "bad_profile.json";
+    for (const char* command : {"run", "profile"}) {
+      std::vector<std::string> args = {command, config.string(), "--dump", dump.string()};
+      if (std::string(command) == "profile") {
+        args.insert(args.end(), {"--trace", trace.string(), "--save", save.string()});
+      }
+      const Result r = run_cli(args);
+      ASSERT_FALSE(r.crashed) << r.err;
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_NE(r.err.find(expected), std::string::npos)
+          << "stderr: " << r.err << "\nexpected: " << expected;
+      EXPECT_FALSE(fs::exists(dump));
+      EXPECT_FALSE(fs::exists(trace));
+      EXPECT_FALSE(fs::exists(save));
+    }
+    ++count;
+  }
+  EXPECT_GE(count, 25);
+}
+
+TEST(Cli, SetOverridesAreValidatedLikeTheFile) {
+  Result r = run_cli({"run", "--set", "model.d_model=abc"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--set model.d_model=abc: model.d_model: expected an integer, got 'abc'"), std::string::npos) << r.err;
+  r = run_cli({"run", "--set", "model.n_heads=3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--set model.n_heads=3: model.n_heads: 3 does not divide d_model = 256"), std::string::npos) << r.err;
+  r = run_cli({"run", "--set", "paths.atention=naive"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean 'attention'?"), std::string::npos) << r.err;
+  r = run_cli({"run", "--set", "input.seq_len"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("expected key.sub=value"), std::string::npos) << r.err;
+  // Two --set flags both apply.
+  r = run_cli({"run", "--set", "input.seq_len=5", "--set", "input.batch=1", "--set", "run={warmup: 0, iters: 1}",
+               "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("batch=1 seq_len=5"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{},
+                                             {"frobnicate"},
+                                             {"run", "--no-such-flag"},
+                                             {"run", "/nonexistent/config.yaml"},
+                                             {"run", "--device", "tpu"},
+                                             {"run", "--dtype", "fp64"},
+                                             {"run", "--format", "xml"},
+                                             {"diff", "only_one.json"},
+                                             {"diff", "/nonexistent/a.json", "/nonexistent/b.json"}}) {
+    const Result r = run_cli(args);
+    ASSERT_FALSE(r.crashed);
+    EXPECT_EQ(r.code, 2) << "args: " << (args.empty() ? "" : args[0]) << " stderr: " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+  const Result missing = run_cli({"run", "/nonexistent/config.yaml"});
+  EXPECT_NE(missing.err.find("cannot open config file '/nonexistent/config.yaml'"), std::string::npos) << missing.err;
+}
+
+TEST(Cli, DeviceWithoutAGpuIsAnInputError) {
+  const Result r = run_cli({"run", "--device", "cuda:0", "--set", "input.seq_len=4"});
+  ASSERT_FALSE(r.crashed);
+  if (r.code == 0) GTEST_SKIP() << "a CUDA GPU is present";
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("cuda:0"), std::string::npos) << r.err;
+}
+
+TEST(Cli, TooLargeForMemoryIsRefusedWithAdvice) {
+  const fs::path dump = temp_dir() / "huge.safetensors";
+  const Result r = run_cli({"run", source("configs/series/04_attention.yaml"), "--device", "cpu", "--set",
+                            "input={batch: 64, seq_len: 1048576}", "--dump", dump.string()});
+  ASSERT_FALSE(r.crashed);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("use paths.attention: flash"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dump));
+}
+
+TEST(Cli, DumpWritesInputOutputWeightsAndMetadata) {
+  const fs::path dump = temp_dir() / "tiny_llama.safetensors";
+  const Result r = run_cli({"run", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--dump", dump.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const blockscope::SafetensorsFile file = blockscope::read_safetensors(dump.string());
+  for (const char* name : {"input", "output", "model.layers.0.input_layernorm.weight", "model.layers.0.self_attn.q_proj.weight",
+                           "model.layers.0.self_attn.k_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+                           "model.layers.0.mlp.down_proj.weight"})
+    EXPECT_NE(file.find(name), nullptr) << name;
+  ASSERT_NE(file.find("model.layers.0.self_attn.k_proj.weight"), nullptr);
+  EXPECT_EQ(file.find("model.layers.0.self_attn.k_proj.weight")->shape, (blockscope::Shape{32, 64}));  // 2 kv heads x 16
+  ASSERT_EQ(file.metadata.count("blockscope"), 1u);
+  const nlohmann::json meta = nlohmann::json::parse(file.metadata.at("blockscope"));
+  EXPECT_EQ(meta["family"], "llama");
+  EXPECT_EQ(meta["n_kv_heads"], 2);
+  EXPECT_EQ(meta["seq_len"], 19);
+  EXPECT_EQ(meta["rope"], true);
+  fs::remove(dump);
+}
+
+TEST(Cli, ProfileTraceSaveAndDiff) {
+  const fs::path dir = temp_dir();
+  const fs::path trace = dir / "t.json", a = dir / "a.json", b = dir / "b.json";
+  Result r = run_cli({"profile", source("configs/blocks/tiny-gpt2.yaml"), "--device", "cpu", "--trace", trace.string(),
+                      "--save", a.string(), "--set", "compare=[]"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("block.1"), std::string::npos) << "a two-layer stack shows both regions";
+  ASSERT_TRUE(fs::exists(trace));
+  EXPECT_FALSE(nlohmann::json::parse(read_file(trace), nullptr, false).is_discarded());
+  r = run_cli({"profile", source("configs/blocks/tiny-gpt2.yaml"), "--device", "cpu", "--save", b.string(), "--set",
+               "compare=[]", "--set", "paths.attention=naive"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_cli({"diff", a.string(), b.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  // A profile with variants saves one file per variant.
+  r = run_cli({"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--save", (dir / "v.json").string(),
+               "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out.substr(0, 500);
+  EXPECT_EQ(out["variants"].size(), 2u);
+  EXPECT_EQ(out["diffs"].size(), 1u);
+  EXPECT_TRUE(fs::exists(dir / "v.attention-inplace_mlp-naive.json"));
+  // Not a profile: an input error.
+  std::ofstream(dir / "junk.json") << "{\"not\": \"a profile\"}";
+  r = run_cli({"diff", a.string(), (dir / "junk.json").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+}
+
+TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
+  for (const char* config : {"configs/blocks/tiny-gpt2.yaml", "configs/blocks/tiny-llama.yaml", "configs/blocks/tiny-custom.yaml"}) {
+    SCOPED_TRACE(config);
+    const Result r = run_cli({"check", source(config), "--format", "json"});
+    ASSERT_FALSE(r.crashed);
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(out.is_discarded()) << r.out;
+    EXPECT_EQ(out["ok"], true);
+    EXPECT_EQ(out["results"].size(), 24u);  // 4 attention x 3 linear x 2 mlp paths on the CPU
+  }
+  const Result modules = run_cli({"check", source("configs/series/04_attention.yaml"), "--set", "input.seq_len=20",
+                                  "--dtype", "f32"});
+  EXPECT_EQ(modules.code, 0) << modules.out << modules.err;
+  EXPECT_NE(modules.out.find("attention=flash"), std::string::npos) << modules.out;
+}
+
+TEST(Cli, InfoAndHelp) {
+  Result r = run_cli({"info", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json info = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << r.out;
+  EXPECT_TRUE(info.contains("cuda_built"));
+  EXPECT_TRUE(info.contains("gemm_library"));
+  EXPECT_EQ(info["devices"][0]["device"], "cpu");
+  for (const char* command : {"run", "profile", "check", "diff", "info"}) {
+    r = run_cli({command, "--help"});
+    EXPECT_EQ(r.code, 0) << command;
+    EXPECT_NE(r.out.find("Example"), std::string::npos) << command << ": " << r.out;
+  }
+  r = run_cli({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
