@@ -217,6 +217,11 @@ TEST_P(LinearTest, BadInputsAreNamedErrors) {
   testing::expect_input_error([&] { ops::linear(ctx, x, w_t, bias, y, LinearPath::naive); },
                               {w_t.str(), "contiguous"});
   testing::expect_input_error([&] { ops::linear(ctx, Tensor(), w, bias, y, LinearPath::naive); }, {"undefined"});
+  // y written over its own input: x [4, 8] and y [4, 6] carved from one buffer.
+  Tensor shared = testing::random_tensor(ctx, {4, 8}, dtype(), seed);
+  Tensor y_alias = shared.reshape({32}).slice(0, 0, 24).reshape({4, 6});
+  testing::expect_input_error([&] { ops::linear(ctx, shared, w, bias, y_alias, LinearPath::naive); },
+                              {"overlaps", shared.str()});
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LinearTest, testing::device_dtype_values(), testing::device_dtype_name);

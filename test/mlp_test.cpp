@@ -215,6 +215,30 @@ TEST_P(MlpTest, KernelSequencePerPath) {
   ctx.set_recorder(nullptr);
 }
 
+// y may be x itself (x is read only by the first GEMM, y written only by the last).
+TEST_P(MlpTest, OutputMayBeTheInput) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 6, d = 16, f = 40;
+  MlpWeights gated;
+  gated.gated = true;
+  gated.activation = Activation::silu;
+  gated.gate_weight = weight(ctx, {f, d}, d, dtype(), seed + 1);
+  gated.up_weight = weight(ctx, {f, d}, d, dtype(), seed + 2);
+  gated.down_weight = weight(ctx, {d, f}, f, dtype(), seed + 3);
+  ops::pack_gate_up(ctx, gated);
+  for (MlpPath path : {MlpPath::naive, MlpPath::fused}) {
+    SCOPED_TRACE(ops::path_name(path));
+    Tensor x = testing::random_tensor(ctx, {rows, d}, dtype(), seed);
+    Tensor y = testing::poisoned_tensor(ctx, {rows, d}, dtype());
+    ops::mlp(ctx, x, gated, y, path);
+    ops::mlp(ctx, x, gated, x, path);
+    EXPECT_EQ(to_floats(x), to_floats(y));
+  }
+}
+
 // pack_gate_up: [gate; up] rows for out_in, [gate | up] columns for in_out.
 TEST_P(MlpTest, PackGateUpConcatenates) {
   BS_SKIP_IF_UNAVAILABLE(device());

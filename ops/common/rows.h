@@ -48,6 +48,25 @@ inline bool row_layout(const Tensor& t, RowLayout* out) {
   return true;
 }
 
+// True when a and b share storage and the element ranges they can touch intersect (a cheap,
+// conservative test: interleaved views that never meet still count as overlapping).
+inline bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto span = [](const Tensor& t, int64_t* lo, int64_t* hi) {  // [lo, hi] in storage elements
+    *lo = *hi = t.offset();
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      const int64_t reach = (t.size(d) - 1) * t.stride(d);
+      if (reach < 0) *lo += reach;
+      else *hi += reach;
+    }
+  };
+  int64_t alo, ahi, blo, bhi;
+  span(a, &alo, &ahi);
+  span(b, &blo, &bhi);
+  const int64_t as = static_cast<int64_t>(dtype_size(a.dtype())), bs = static_cast<int64_t>(dtype_size(b.dtype()));
+  return alo * as < (bhi + 1) * bs && blo * bs < (ahi + 1) * as;  // byte ranges intersect
+}
+
 // Address of element `index` (counted from the tensor's first element, in elements) for
 // byte arithmetic on any dtype; CPU code pairs it with cpu::load_row / store_row.
 inline char* element_ptr(const Tensor& t, int64_t index) {

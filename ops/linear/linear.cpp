@@ -47,6 +47,10 @@ RowLayout check_linear(const Context& ctx, const Tensor& x, const Tensor& w, con
   BS_CHECK_INPUT(y.shape() == y_shape, "linear: output y ", y.str(), " must be ", shape_str(y_shape), " for x ",
                  x.str(), " and weight ", w.str());
   BS_CHECK_INPUT(y.is_contiguous(), "linear: output y ", y.str(), " must be contiguous");
+  for (const Tensor* t : {&x, &w, &bias}) {
+    BS_CHECK_INPUT(!may_overlap(y, *t), "linear: output y ", y.str(), " overlaps input ", t->str(),
+                   " (the GEMM reads its inputs while it writes y; use a separate output)");
+  }
   RowLayout rows;
   BS_CHECK_INPUT(row_layout(x, &rows), "linear: x ", x.str(),
                  " must have contiguous rows with one row stride (a transposed view would need a copy)");
