@@ -16,6 +16,7 @@ namespace {
 
 constexpr int64_t kQueryTile = 64;  // Br: query rows per work item
 constexpr int64_t kKeyTile = 64;    // Bc: keys per inner step
+constexpr int64_t kDepthBlock = 8;  // terms of a QKᵀ dot product summed before they join the total
 
 // One thread's tile buffers, carved out of a single f32 scratch allocation.
 struct TileBuffers {
@@ -23,12 +24,15 @@ struct TileBuffers {
   float* k;       // [Bc, D]  key rows as loaded
   float* k_t;     // [D, Bc]  keys transposed, so the QKᵀ inner loop runs over keys contiguously
   float* v;       // [Bc, D]
-  float* s;       // [Br, Bc] scores, then probabilities, of this tile pair
+  float* s;       // [Bc]     one query row's scores against the key tile
+  float* partial; // [Bc]     partial dot products (see kDepthBlock)
   float* o;       // [Br, D]  unnormalised output accumulator
   float* m;       // [Br]     running row max of the scaled scores
   float* l;       // [Br]     running row sum of exp(score - m)
 
-  static int64_t floats(int64_t d) { return 2 * kQueryTile * d + 3 * kKeyTile * d + kQueryTile * kKeyTile + 2 * kQueryTile; }
+  static int64_t floats(int64_t d) {
+    return 2 * kQueryTile * d + 3 * kKeyTile * d + 2 * kKeyTile + 2 * kQueryTile;
+  }
 
   TileBuffers(float* base, int64_t d) {
     q = base;
@@ -36,7 +40,8 @@ struct TileBuffers {
     k_t = k + kKeyTile * d;
     v = k_t + kKeyTile * d;
     s = v + kKeyTile * d;
-    o = s + kQueryTile * kKeyTile;
+    partial = s + kKeyTile;
+    o = partial + kKeyTile;
     m = o + kQueryTile * d;
     l = m + kQueryTile;
   }
@@ -74,13 +79,20 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
       // Visible keys of this row inside the tile: [0, limit).
       const int64_t limit = g.causal ? std::min(cols, i0 + r + offset - j0 + 1) : cols;
       if (limit <= 0) continue;
-      float* s_row = t.s + r * kKeyTile;  // s_row[c] = scale · q_r · k_c
+      float* s_row = t.s;  // s_row[c] = scale · q_r · k_c
       const float* q_row = t.q + r * d;
+      // Two-level f32 sum over D: partial sums of kDepthBlock terms, then their sum. A plain
+      // running sum over all D terms loses about D/kDepthBlock times more to rounding, which
+      // shows next to the naive path's BLAS GEMM in f32.
       std::fill(s_row, s_row + limit, 0.0f);
-      for (int64_t p = 0; p < d; ++p) {
-        const float qv = q_row[p];
-        const float* k_col = t.k_t + p * kKeyTile;
-        for (int64_t c = 0; c < limit; ++c) s_row[c] += qv * k_col[c];
+      for (int64_t p0 = 0; p0 < d; p0 += kDepthBlock) {
+        std::fill(t.partial, t.partial + limit, 0.0f);
+        for (int64_t p = p0; p < std::min(d, p0 + kDepthBlock); ++p) {
+          const float qv = q_row[p];
+          const float* k_col = t.k_t + p * kKeyTile;
+          for (int64_t c = 0; c < limit; ++c) t.partial[c] += qv * k_col[c];
+        }
+        for (int64_t c = 0; c < limit; ++c) s_row[c] += t.partial[c];
       }
       float tile_max = minus_inf;
       for (int64_t c = 0; c < limit; ++c) {
@@ -129,7 +141,11 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   const int64_t query_tiles = (g.sq + kQueryTile - 1) / kQueryTile;
   const int64_t work_items = batch * g.heads * query_tiles;
 
-  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), work_items)));
+  // Small problems stay on one thread: a parallel region costs more than a few tiles.
+  const double work = static_cast<double>(batch * g.heads) * static_cast<double>(g.sq) * static_cast<double>(g.sk) *
+                      static_cast<double>(g.d);
+  const int threads =
+      work < (1 << 20) ? 1 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), work_items)));
   const int64_t per_thread = TileBuffers::floats(g.d);
   Tensor scratch = ctx.empty({threads, per_thread}, DType::f32);  // O(threads · tile · D), never O(S²)
   float* scratch_base = scratch.data_as<float>();

@@ -13,6 +13,8 @@ namespace {
 // Elements per work item: large enough to amortise the dtype conversion loops, small enough
 // that the f32 staging buffers live on the stack.
 constexpr int64_t kChunk = 1024;
+// Below this many elements a parallel region costs more than the loop: stay on one thread.
+constexpr int64_t kParallelElements = 1 << 15;
 
 // Calls fn(offset, column, length) over [0, rows · row_length) in chunks that never cross a
 // row; `column` is the offset inside the row (where a row-broadcast operand is read).
@@ -20,7 +22,7 @@ template <typename Fn>
 void for_each_chunk(int64_t rows, int64_t row_length, Fn fn) {
   const int64_t chunks_per_row = (row_length + kChunk - 1) / kChunk;
   const int64_t pieces = rows * chunks_per_row;
-#pragma omp parallel for schedule(static) if (pieces > 1)
+#pragma omp parallel for schedule(static) if (rows * row_length >= kParallelElements)
   for (int64_t p = 0; p < pieces; ++p) {
     const int64_t row = p / chunks_per_row;
     const int64_t column = (p % chunks_per_row) * kChunk;
@@ -56,7 +58,7 @@ void fill_causal(Tensor& scores, float value) {
   unsigned char value_bytes[4];
   store_from_float(dtype, value_bytes, value);
   char* base = static_cast<char*>(scores.data());
-#pragma omp parallel for schedule(static) if (rows > 64)
+#pragma omp parallel for schedule(static) if (scores.numel() >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = r % sq;  // query index inside its matrix
     const int64_t first_masked = std::clamp<int64_t>(i + sk - sq + 1, 0, sk);
@@ -108,7 +110,7 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
   const int64_t element = static_cast<int64_t>(dtype_size(src.dtype()));
   const char* src_base = static_cast<const char*>(src.data());
   char* dst_base = static_cast<char*>(dst.data());
-#pragma omp parallel for schedule(static) if (rows > 64)
+#pragma omp parallel for schedule(static) if (src.numel() >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     // Offset (in elements) of row r's first element: decompose r over src.shape[0 : dims-1).
     int64_t remaining = r, offset = 0;

@@ -135,10 +135,9 @@ RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, 
           weights[j] = scale * dot;
         }
         softmax_row(weights.data(), sk);
-        for (int64_t p = 0; p < d; ++p) {
-          double sum = 0.0;
-          for (int64_t j = 0; j < sk; ++j) sum += weights[j] * v_head[j * d + p];
-          out_head[i * d + p] = sum;
+        double* out_row = &out_head[i * d];  // zero-initialised; sums over j in order
+        for (int64_t j = 0; j < sk; ++j) {
+          for (int64_t p = 0; p < d; ++p) out_row[p] += weights[j] * v_head[j * d + p];
         }
       }
     }

@@ -1,0 +1,365 @@
+// Attention on all four paths, and the batched matmul under it, against the float64
+// references: every test device, path and dtype; odd shapes, GQA, causal and not, Sq != Sk;
+// kernel names and counts per path from the recorder; flash's memory bound; error paths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/attention/attention.h"
+#include "ops/linear/batched_matmul.h"
+#include "profiler/recorder.h"
+#include "runtime/error.h"
+#include "test/reference/attention_reference.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+namespace bt = blockscope::testing;
+using ops::AttentionPath;
+using reference::RefTensor;
+
+const AttentionPath kAllPaths[] = {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax,
+                                   AttentionPath::flash};
+
+std::string device_name(const ::testing::TestParamInfo<Device>& info) {
+  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
+}
+
+std::vector<std::string> kernel_names(const profiler::Recorder& recorder) {
+  std::vector<std::string> names;
+  for (const auto& kernel : recorder.kernels()) names.push_back(kernel.name);
+  return names;
+}
+
+void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected a blockscope::Error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
+    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
+        << "message '" << error.what() << "' does not name '" << part << "'";
+  }
+}
+
+// An absolute sanity bound for the naive path itself (the accuracy rule only compares paths
+// with naive, so a broken naive path must fail here): its scores and probabilities are
+// rounded to the storage type a few times, each costing about one roundoff of an O(1) value.
+double naive_bound(DType dtype) { return 16.0 * dtype_epsilon(dtype) + 1e-5; }
+
+// ---------------------------------------------------------------------------------------
+// batched_matmul
+
+class BatchedMatmul : public ::testing::TestWithParam<Device> {};
+
+TEST_P(BatchedMatmul, MatchesReferenceWithGqaGroups) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  struct Case {
+    Shape a, b;
+    bool trans_b;
+    int64_t b_group;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 7, 5}, {2, 3, 11, 5}, true, 1},   // QKᵀ shape, odd sizes
+      {{2, 3, 7, 11}, {2, 3, 11, 5}, false, 1}, // PV shape
+      {{1, 8, 9, 64}, {1, 2, 13, 64}, true, 4}, // GQA: 8 query heads over 2 kv heads
+      {{1, 8, 9, 13}, {1, 1, 13, 128}, false, 8},
+      {{1, 1}, {1, 1}, false, 1},
+      {{3, 1, 4}, {3, 4, 1}, false, 1},          // 3-D, vector results
+  };
+  for (DType dtype : bt::all_dtypes()) {
+    for (const Case& c : cases) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " a " << shape_str(c.a)
+                                        << " b " << shape_str(c.b) << (c.trans_b ? " trans_b" : "") << " group "
+                                        << c.b_group);
+      Tensor a = bt::random_tensor(ctx, c.a, dtype, seed);
+      Tensor b = bt::random_tensor(ctx, c.b, dtype, seed + 1);
+      Shape c_shape = c.a;
+      c_shape.back() = c.trans_b ? c.b[c.b.size() - 2] : c.b.back();
+      Tensor out = bt::poisoned_tensor(ctx, c_shape, dtype);
+      const float alpha = 0.75f;
+      ops::batched_matmul(ctx, a, b, out, c.trans_b, alpha, c.b_group, "gemm_test");
+      const RefTensor expected = reference::batched_matmul(reference::from_tensor(a), reference::from_tensor(b),
+                                                           c.trans_b, alpha, c.b_group);
+      const std::vector<float> actual = to_floats(out);
+      EXPECT_EQ(bt::first_nan(actual), -1);
+      // f32 accumulation over k <= 128 plus one rounding to the storage type.
+      EXPECT_LE(bt::max_relative_error(actual, expected.data), 4.0 * dtype_epsilon(dtype) + 1e-5);
+    }
+  }
+}
+
+TEST_P(BatchedMatmul, UsesTheGivenKernelName) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  Tensor a = bt::random_tensor(ctx, {2, 4, 8}, DType::f32, bt::fresh_seed());
+  Tensor b = bt::random_tensor(ctx, {2, 4, 8}, DType::f32, bt::fresh_seed());
+  Tensor c = ctx.empty({2, 4, 4}, DType::f32);
+  ops::batched_matmul(ctx, a, b, c, true, 1.0f, 1, "gemm_qk");
+  ctx.set_recorder(nullptr);
+  EXPECT_EQ(kernel_names(recorder), std::vector<std::string>{"gemm_qk"});
+  ASSERT_EQ(recorder.ops().size(), 1u);
+  EXPECT_DOUBLE_EQ(recorder.ops()[0].flops, 2.0 * 2 * 4 * 4 * 8);
+}
+
+TEST_P(BatchedMatmul, ErrorsNameTheShapes) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor a = ctx.empty({2, 4, 8}, DType::f32);
+  Tensor b_bad_k = ctx.empty({2, 5, 7}, DType::f32);
+  Tensor b = ctx.empty({2, 8, 5}, DType::f32);
+  Tensor c = ctx.empty({2, 4, 5}, DType::f32);
+  Tensor c_bad = ctx.empty({2, 4, 6}, DType::f32);
+  Tensor b_single = ctx.empty({1, 8, 5}, DType::f32);
+  expect_input_error([&] { ops::batched_matmul(ctx, a, b_bad_k, c, false, 1.0f); },
+                     {"batched_matmul", "f32[2, 4, 8]", "f32[2, 5, 7]", "k = 8"});
+  expect_input_error([&] { ops::batched_matmul(ctx, a, b, c_bad, false, 1.0f); }, {"f32[2, 4, 6]", "[2, 4, 5]"});
+  expect_input_error([&] { ops::batched_matmul(ctx, a, b_single, c, false, 1.0f, 1); },
+                     {"b_group (1)", "f32[1, 8, 5]"});
+  expect_input_error([&] { ops::batched_matmul(ctx, a, b, c, false, 1.0f, 0); }, {"b_group"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, BatchedMatmul, ::testing::ValuesIn(bt::test_devices()), device_name);
+
+// ---------------------------------------------------------------------------------------
+// attention
+
+struct AttentionCase {
+  int64_t batch, heads, kv_heads, sq, sk, head_dim;
+  bool long_sequence;  // run in f32 and bf16 only, to keep the suite fast
+};
+
+std::ostream& operator<<(std::ostream& out, const AttentionCase& c) {
+  return out << "B=" << c.batch << " H=" << c.heads << " Hkv=" << c.kv_heads << " Sq=" << c.sq << " Sk=" << c.sk
+             << " D=" << c.head_dim;
+}
+
+class Attention : public ::testing::TestWithParam<Device> {};
+
+TEST_P(Attention, EveryPathWithinTheAccuracyRule) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const std::vector<AttentionCase> cases = {
+      {1, 2, 2, 1, 1, 64, false},      // seq 1
+      {2, 3, 3, 7, 7, 64, false},      // odd sizes
+      {1, 8, 2, 70, 70, 64, false},    // GQA (4 query heads per kv head), not a multiple of the tiles
+      {1, 8, 1, 65, 65, 128, false},   // GQA with one kv head, head_dim 128
+      {1, 2, 2, 7, 19, 64, false},     // Sq < Sk (decode-like)
+      {1, 2, 2, 19, 7, 128, false},    // Sq > Sk: causal rows 0..11 see no key and are zeros
+      {2, 4, 2, 130, 67, 64, false},   // GQA, Sq > Sk, several query tiles
+      {1, 1, 1, 1000, 1000, 64, true}, // seq 1000
+  };
+  for (const AttentionCase& c : cases) {
+    for (DType dtype : bt::all_dtypes()) {
+      if (c.long_sequence && dtype == DType::f16) continue;
+      for (bool causal : {true, false}) {
+        const uint64_t seed = bt::fresh_seed();
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << c << " " << dtype_name(dtype)
+                                          << (causal ? " causal" : " full"));
+        Tensor q = bt::random_tensor(ctx, {c.batch, c.heads, c.sq, c.head_dim}, dtype, seed, -2.0f, 2.0f);
+        Tensor k = bt::random_tensor(ctx, {c.batch, c.kv_heads, c.sk, c.head_dim}, dtype, seed + 1, -2.0f, 2.0f);
+        Tensor v = bt::random_tensor(ctx, {c.batch, c.kv_heads, c.sk, c.head_dim}, dtype, seed + 2);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        const RefTensor expected = reference::attention(reference::from_tensor(q), reference::from_tensor(k),
+                                                        reference::from_tensor(v), causal, scale);
+        double naive_error = 0;
+        for (AttentionPath path : kAllPaths) {
+          SCOPED_TRACE(ops::path_name(path));
+          Tensor out = bt::poisoned_tensor(ctx, q.shape(), dtype);
+          ops::attention(ctx, q, k, v, out, path, causal, scale);
+          const std::vector<float> actual = to_floats(out);
+          ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
+          const double error = bt::max_relative_error(actual, expected.data);
+          if (path == AttentionPath::naive) {
+            naive_error = error;
+            EXPECT_LE(error, naive_bound(dtype));
+          } else {
+            EXPECT_TRUE(bt::within_accuracy_rule(error, naive_error, dtype))
+                << "error " << error << " vs naive " << naive_error << " (floor " << bt::accuracy_floor(dtype) << ")";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Attention, FullyMaskedRowsAreZeros) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  // Causal with Sq = 5 > Sk = 2: queries 0..2 see no key (bottom-right alignment).
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Tensor q = bt::random_tensor(ctx, {1, 2, 5, 64}, DType::f32, seed);
+  Tensor k = bt::random_tensor(ctx, {1, 1, 2, 64}, DType::f32, seed + 1);
+  Tensor v = bt::random_tensor(ctx, {1, 1, 2, 64}, DType::f32, seed + 2);
+  for (AttentionPath path : kAllPaths) {
+    SCOPED_TRACE(ops::path_name(path));
+    Tensor out = bt::poisoned_tensor(ctx, q.shape(), DType::f32);
+    ops::attention(ctx, q, k, v, out, path, true, 0.125f);
+    const std::vector<float> values = to_floats(out);
+    for (int64_t head = 0; head < 2; ++head) {
+      for (int64_t i = 0; i < 5; ++i) {
+        for (int64_t p = 0; p < 64; ++p) {
+          const float value = values[(head * 5 + i) * 64 + p];
+          if (i < 3) {
+            ASSERT_EQ(value, 0.0f) << "head " << head << " query " << i;
+          } else {
+            ASSERT_TRUE(std::isfinite(value)) << "head " << head << " query " << i;
+          }
+        }
+      }
+    }
+    // Query 3 sees key 0 only: its output is exactly v[0].
+    const std::vector<float> v_values = to_floats(v);
+    for (int64_t p = 0; p < 64; ++p) EXPECT_NEAR(values[3 * 64 + p], v_values[p], 1e-6);
+  }
+}
+
+TEST_P(Attention, KernelsPerPath) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Tensor q = bt::random_tensor(ctx, {2, 4, 9, 64}, DType::bf16, seed);
+  Tensor k = bt::random_tensor(ctx, {2, 2, 9, 64}, DType::bf16, seed + 1);
+  Tensor v = bt::random_tensor(ctx, {2, 2, 9, 64}, DType::bf16, seed + 2);
+  Tensor out = ctx.empty(q.shape(), DType::bf16);
+  using Names = std::vector<std::string>;
+  struct Expected {
+    AttentionPath path;
+    bool causal;
+    Names kernels;
+  };
+  const std::vector<Expected> expectations = {
+      {AttentionPath::naive, true,
+       {"gemm_qk", "scale_kernel", "Memcpy DtoD", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
+      {AttentionPath::inplace, true, {"gemm_qk", "scale_kernel", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
+      {AttentionPath::fused_softmax, true, {"gemm_qk", "softmax_causal_scale_kernel", "gemm_pv"}},
+      {AttentionPath::flash, true, {"flash_attention_kernel"}},
+      {AttentionPath::naive, false, {"gemm_qk", "scale_kernel", "softmax_kernel", "gemm_pv"}},
+      {AttentionPath::inplace, false, {"gemm_qk", "scale_kernel", "softmax_kernel", "gemm_pv"}},
+      {AttentionPath::fused_softmax, false, {"gemm_qk", "softmax_causal_scale_kernel", "gemm_pv"}},
+      {AttentionPath::flash, false, {"flash_attention_kernel"}},
+  };
+  for (const Expected& e : expectations) {
+    SCOPED_TRACE(::testing::Message() << ops::path_name(e.path) << (e.causal ? " causal" : " full"));
+    profiler::Recorder recorder(ctx);
+    ctx.set_recorder(&recorder);
+    ops::attention(ctx, q, k, v, out, e.path, e.causal, 0.125f);
+    ctx.set_recorder(nullptr);
+    EXPECT_EQ(kernel_names(recorder), e.kernels);
+    ASSERT_FALSE(recorder.ops().empty());
+    const auto& op = recorder.ops()[0];
+    EXPECT_EQ(op.name, "attention");
+    EXPECT_EQ(op.path, ops::path_name(e.path));
+    EXPECT_DOUBLE_EQ(op.flops, ops::attention_flops(2, 4, 9, 9, 64, e.causal));
+    for (const auto& kernel : recorder.kernels()) EXPECT_GE(kernel.op, 0) << kernel.name << " outside any op";
+  }
+}
+
+TEST_P(Attention, FlashNeverHoldsTheScoreMatrix) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    const uint64_t seed = bt::fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype));
+    const int64_t batch = 1, heads = 4, seq = 1024, head_dim = 64;
+    Tensor q = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, dtype, seed);
+    Tensor k = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, dtype, seed + 1);
+    Tensor v = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, dtype, seed + 2);
+    Tensor out = ctx.empty(q.shape(), dtype);
+    const double scores_bytes = ops::attention_scores_bytes(batch, heads, seq, seq, dtype);
+    EXPECT_DOUBLE_EQ(scores_bytes, static_cast<double>(batch * heads * seq * seq * dtype_size(dtype)));
+
+    auto peak_extra = [&](AttentionPath path) {
+      ctx.synchronize();
+      const size_t before = ctx.backend().memory_stats().in_use;
+      ctx.backend().reset_peak_memory();
+      ops::attention(ctx, q, k, v, out, path, true, 0.125f);
+      ctx.synchronize();
+      return static_cast<double>(ctx.backend().memory_stats().peak_in_use - before);
+    };
+    const double naive = peak_extra(AttentionPath::naive);
+    const double flash = peak_extra(AttentionPath::flash);
+    EXPECT_GE(naive, scores_bytes) << "naive materialises [B, H, S, S]";
+    EXPECT_LT(flash, scores_bytes / 16) << "flash peak extra " << flash << " bytes";
+  }
+}
+
+TEST_P(Attention, ErrorsNameTheShapes) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor q = ctx.empty({1, 6, 8, 64}, DType::f32);
+  Tensor kv = ctx.empty({1, 2, 8, 64}, DType::f32);
+  Tensor kv_4 = ctx.empty({1, 4, 8, 64}, DType::f32);
+  Tensor kv_d = ctx.empty({1, 2, 8, 32}, DType::f32);
+  Tensor kv_other_len = ctx.empty({1, 2, 9, 64}, DType::f32);
+  Tensor out = ctx.empty({1, 6, 8, 64}, DType::f32);
+  Tensor out_bad = ctx.empty({1, 6, 8, 32}, DType::f32);
+  Tensor out_bf16 = ctx.empty({1, 6, 8, 64}, DType::bf16);
+  Tensor q3 = ctx.empty({6, 8, 64}, DType::f32);
+  for (AttentionPath path : kAllPaths) {
+    SCOPED_TRACE(ops::path_name(path));
+    expect_input_error([&] { ops::attention(ctx, q, kv_4, kv_4, out, path, true, 1.0f); },
+                       {"H = 6", "Hkv = 4", "f32[1, 6, 8, 64]", "f32[1, 4, 8, 64]"});
+    expect_input_error([&] { ops::attention(ctx, q, kv_d, kv_d, out, path, true, 1.0f); },
+                       {"head dim", "f32[1, 2, 8, 32]", "f32[1, 6, 8, 64]"});
+    expect_input_error([&] { ops::attention(ctx, q, kv, kv_other_len, out, path, true, 1.0f); },
+                       {"f32[1, 2, 8, 64]", "f32[1, 2, 9, 64]"});
+    expect_input_error([&] { ops::attention(ctx, q, kv, kv, out_bad, path, true, 1.0f); },
+                       {"out", "f32[1, 6, 8, 32]"});
+    expect_input_error([&] { ops::attention(ctx, q, kv, kv, out_bf16, path, true, 1.0f); },
+                       {"bf16[1, 6, 8, 64]", "dtype"});
+    expect_input_error([&] { ops::attention(ctx, q3, kv, kv, out, path, true, 1.0f); }, {"f32[6, 8, 64]", "4-D"});
+  }
+}
+
+// The measurement of bench/NOTES.md (not part of the suite: seconds of work and ~1 GB):
+//   build/opsB/test/attention_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_MeasureNaiveVsFlash*'
+TEST_P(Attention, DISABLED_MeasureNaiveVsFlash) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const int64_t batch = 1, heads = 8, seq = 4096, head_dim = 64;
+  const uint64_t seed = bt::fresh_seed();
+  Tensor q = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, DType::f32, seed);
+  Tensor k = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, DType::f32, seed + 1);
+  Tensor v = bt::random_tensor(ctx, {batch, heads, seq, head_dim}, DType::f32, seed + 2);
+  Tensor out = ctx.empty(q.shape(), DType::f32);
+  const float scale = 0.125f;
+  for (AttentionPath path : kAllPaths) {
+    ops::attention(ctx, q, k, v, out, path, true, scale);  // warm-up (page faults, thread pool)
+    std::vector<double> times;
+    double peak_extra = 0;
+    for (int run = 0; run < 3; ++run) {
+      ctx.synchronize();
+      const size_t before = ctx.backend().memory_stats().in_use;
+      ctx.backend().reset_peak_memory();
+      const auto start = std::chrono::steady_clock::now();
+      ops::attention(ctx, q, k, v, out, path, true, scale);
+      ctx.synchronize();
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      peak_extra = static_cast<double>(ctx.backend().memory_stats().peak_in_use - before);
+    }
+    std::sort(times.begin(), times.end());
+    std::printf("%-14s B=%lld H=%lld S=%lld D=%lld f32 causal: median %.1f ms (min %.1f), peak extra %.2f MiB\n",
+                ops::path_name(path), static_cast<long long>(batch), static_cast<long long>(heads),
+                static_cast<long long>(seq), static_cast<long long>(head_dim), times[1], times[0],
+                peak_extra / (1024.0 * 1024.0));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, Attention, ::testing::ValuesIn(bt::test_devices()), device_name);
+
+}  // namespace
+}  // namespace blockscope
