@@ -13,6 +13,8 @@
 #include "ops/attention/attention.h"
 #include "profiler/scope.h"
 #include "profiler/session.h"
+#include "runtime/config.h"
+#include "runtime/workload.h"
 #include "test/support/test_support.h"
 
 #ifdef BLOCKSCOPE_NVTX_INJECTION_PATH
@@ -165,6 +167,38 @@ TEST(Nvtx, AttentionStepsNestAsTheProfilerSeesThem) {
   EXPECT_EQ(pushes["masked_fill"], 2);
   EXPECT_EQ(pushes["scale"], 2);
   EXPECT_GE(max_depth, 3);
+}
+
+// A whole GPT-2 block (the default config, made tiny): during a recorded step the NVTX pushes
+// are exactly the profiler's events, in the same order and at the same depths.
+TEST(Nvtx, BlockForwardRangesMatchTheRecordedEvents) {
+  GET_NVTX_LOG(log);
+  const WorkloadConfig config =
+      load_default_config({"device=cpu", "input.batch=1", "input.seq_len=9", "paths.attention=naive"});
+  Context ctx(Device::cpu());
+  Workload workload(ctx, config, {config.paths});
+  log->clear();
+  const Profile profile = profile_steps(ctx, "block", Schedule{0, 0, 1, false}, [&](int) { workload.forward(); });
+  std::vector<std::string> pushed;
+  std::vector<int> depths;
+  for (const std::string& line : log->lines()) {
+    if (line.rfind("push|", 0) != 0) continue;
+    std::vector<std::string> fields;
+    std::istringstream in(line);
+    for (std::string field; std::getline(in, field, '|');) fields.push_back(field);
+    pushed.push_back(fields[2]);
+    depths.push_back(std::stoi(fields[3]));
+  }
+  ASSERT_EQ(pushed.size(), profile.ops.size());
+  bool saw_block_attn = false, saw_block_mlp = false;
+  for (size_t i = 0; i < pushed.size(); ++i) {
+    EXPECT_EQ(pushed[i], profile.ops[i].name) << i;
+    EXPECT_EQ(depths[i], profile.ops[i].depth) << i;
+    saw_block_attn |= profile.ops[i].scope == "step 0/block.0/attn/attention";
+    saw_block_mlp |= profile.ops[i].scope == "step 0/block.0/mlp";
+  }
+  EXPECT_TRUE(saw_block_attn);
+  EXPECT_TRUE(saw_block_mlp);
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 #include "profiler/scope.h"
 #include "profiler/session.h"
 #include "profiler/table.h"
+#include "runtime/config.h"
 #include "runtime/error.h"
+#include "runtime/workload.h"
 #include "test/support/test_support.h"
 
 namespace blockscope::profiler {
@@ -234,6 +236,44 @@ TEST(AttentionDiff, InplaceRemovesOneKernelPerForward) {
   int removed = 0;
   for (const json& row : diff["kernels"]) removed += row["status"] == "removed";
   EXPECT_EQ(removed, 1) << diff.dump(1);
+}
+
+// A whole block: every kept step records the same ops in the same order, nested as
+// step N / block.0 / attn|mlp / op, and the tables count them per step.
+TEST(ProfileSteps, BlockOpOrderAndCountsAreTheSameEveryStep) {
+  const WorkloadConfig config =
+      load_default_config({"device=cpu", "input.batch=1", "input.seq_len=7", "paths.attention=inplace"});
+  Context ctx(Device::cpu());
+  Workload workload(ctx, config, {config.paths});
+  const Profile profile = profile_steps(ctx, "block", Schedule{1, 1, 2, false}, [&](int) { workload.forward(); });
+  ASSERT_EQ(profile.active_steps, 2);
+  std::map<int, std::vector<std::string>> scopes;  // step -> scope paths without the step prefix
+  for (const OpEvent& op : profile.ops) {
+    const std::string prefix = "step " + std::to_string(op.step);
+    ASSERT_EQ(op.scope.rfind(prefix, 0), 0u) << op.scope;
+    scopes[op.step].push_back(op.scope.substr(prefix.size()));
+  }
+  ASSERT_EQ(scopes.size(), 2u);
+  EXPECT_EQ(scopes[2], scopes[3]);
+  const std::vector<std::string>& order = scopes[2];
+  const auto position = [&](const std::string& scope) {
+    return std::find(order.begin(), order.end(), scope) - order.begin();
+  };
+  ASSERT_LT(position("/block.0"), static_cast<long>(order.size()));
+  EXPECT_LT(position("/block.0/attn"), position("/block.0/attn/attention"));
+  EXPECT_LT(position("/block.0/attn/attention"), position("/block.0/mlp"));
+  ASSERT_LT(position("/block.0/mlp"), static_cast<long>(order.size()));
+  // Whole work items per step, the attention's 5 (inplace) among them.
+  const json kernels = json::parse(kernel_table(profile, Format::json));
+  const double per_step = kernels["kernels_per_step"].get<double>();
+  EXPECT_EQ(per_step, std::floor(per_step));
+  EXPECT_GT(per_step, 5.0);
+  const json ops_table = json::parse(op_table(profile, TableOptions{"name", 0, false}, Format::json));
+  for (const json& row : ops_table["rows"]) {
+    if (row["name"] == "attention" || row["name"] == "block.0") {
+      EXPECT_EQ(row["calls"], 2) << row["name"];
+    }
+  }
 }
 
 }  // namespace
