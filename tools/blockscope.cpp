@@ -37,6 +37,11 @@
 #include "runtime/workload.h"
 #include "test/reference/block_reference.h"
 
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cuda_graph.h"
+#endif
+
 namespace bs = blockscope;
 using nlohmann::json;
 
@@ -152,10 +157,34 @@ void write_dump(bs::Context& ctx, bs::Workload& workload, const std::string& pat
             << " weights under their Hugging Face names)\n";
 }
 
+// Device settings from the config's run: section (TF32 for f32 GEMMs on CUDA).
+void apply_run_settings(bs::Context& ctx, const bs::WorkloadConfig& config) {
+#ifdef BLOCKSCOPE_WITH_CUDA
+  if (ctx.device().is_cuda()) bs::cuda_backend(ctx).gemm_settings().allow_tf32 = config.run.allow_tf32;
+#else
+  (void)ctx;
+  (void)config;
+#endif
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// The paths a workload actually uses, e.g. "mlp=fused" for an MLP.
+std::string applicable_paths_str(const bs::WorkloadConfig& config, const bs::PathConfig& p) {
+  switch (config.kind) {
+    case bs::WorkloadKind::block:
+    case bs::WorkloadKind::stack: return bs::paths_str(p);
+    case bs::WorkloadKind::matmul_add:
+    case bs::WorkloadKind::linear: return std::string("linear=") + bs::ops::path_name(p.linear);
+    case bs::WorkloadKind::mlp: return std::string("mlp=") + bs::ops::path_name(p.mlp);
+    case bs::WorkloadKind::attention: return std::string("attention=") + bs::ops::path_name(p.attention);
+    case bs::WorkloadKind::softmax: return "softmax";
+  }
+  return "";
 }
 
 // ---- run -----------------------------------------------------------------------------------
@@ -164,6 +193,7 @@ int cmd_run(const CommonOptions& options) {
   const bs::profiler::Format format = parse_format_flag(options.format);
   const bs::WorkloadConfig config = load_config(options);
   bs::Context ctx(bs::resolve_device(config.device));
+  apply_run_settings(ctx, config);
   bs::Workload workload(ctx, config, all_variant_paths(config));
 
   struct Row {
@@ -174,15 +204,25 @@ int cmd_run(const CommonOptions& options) {
   std::vector<Row> rows;
   std::vector<std::pair<std::string, bs::PathConfig>> variants{{"base", config.paths}};
   for (const bs::Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
+  const bool use_graph = config.run.cuda_graph && ctx.device().is_cuda();
   for (const auto& [label, paths] : variants) {
     workload.set_paths(paths);
     for (int i = 0; i < config.run.warmup; ++i) workload.forward();
     ctx.synchronize();
+    // One forward: eager, or (run.cuda_graph on CUDA) one launch of the captured forward.
+    std::function<void()> step = [&] { workload.forward(); };
+#ifdef BLOCKSCOPE_WITH_CUDA
+    bs::CudaGraph graph;
+    if (use_graph) {
+      graph.capture(ctx, [&] { workload.forward(); });
+      step = [&] { graph.replay(); };
+    }
+#endif
     // Device-side marks around each forward; resolved after one synchronise at the end.
     std::vector<std::pair<bs::TimeMark, bs::TimeMark>> marks;
     for (int i = 0; i < config.run.iters; ++i) {
       const bs::TimeMark start = ctx.backend().mark();
-      workload.forward();
+      step();
       marks.emplace_back(start, ctx.backend().mark());
     }
     ctx.synchronize();
@@ -191,7 +231,7 @@ int cmd_run(const CommonOptions& options) {
     ctx.backend().release_marks();
     double sum = 0;
     for (double t : times) sum += t;
-    rows.push_back({label, bs::paths_str(paths), median(times), *std::min_element(times.begin(), times.end()),
+    rows.push_back({label, applicable_paths_str(config, paths), median(times), *std::min_element(times.begin(), times.end()),
                     *std::max_element(times.begin(), times.end()), sum / static_cast<double>(times.size())});
   }
 
@@ -230,8 +270,11 @@ int cmd_run(const CommonOptions& options) {
       std::printf("%-32s %-48s %12.4f %12.4f %12.4f %10.3f\n", r.label.c_str(), r.paths.c_str(), r.median_ms,
                   r.min_ms, r.max_ms, flops > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0);
     }
-    if (config.run.cuda_graph) {
-      std::printf("\nnote: run.cuda_graph is accepted but graph capture is not wired into the CLI yet; forwards ran eagerly\n");
+    if (use_graph) {
+      std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
+    } else if (config.run.cuda_graph) {
+      std::printf("\nnote: run.cuda_graph applies to CUDA devices; on %s the forwards ran eagerly\n",
+                  ctx.device().str().c_str());
     }
   }
   std::fflush(stdout);
@@ -245,6 +288,7 @@ int cmd_profile(const CommonOptions& options) {
   const bs::profiler::Format format = parse_format_flag(options.format);
   const bs::WorkloadConfig config = load_config(options);
   bs::Context ctx(bs::resolve_device(config.device));
+  apply_run_settings(ctx, config);
   bs::Workload workload(ctx, config, all_variant_paths(config));
 
   bs::profiler::Schedule schedule;
@@ -387,19 +431,6 @@ std::vector<bs::PathConfig> path_mixes(const bs::WorkloadConfig& config) {
   return mixes;
 }
 
-std::string applicable_paths_str(const bs::WorkloadConfig& config, const bs::PathConfig& p) {
-  switch (config.kind) {
-    case bs::WorkloadKind::block:
-    case bs::WorkloadKind::stack: return bs::paths_str(p);
-    case bs::WorkloadKind::matmul_add:
-    case bs::WorkloadKind::linear: return std::string("linear=") + bs::ops::path_name(p.linear);
-    case bs::WorkloadKind::mlp: return std::string("mlp=") + bs::ops::path_name(p.mlp);
-    case bs::WorkloadKind::attention: return std::string("attention=") + bs::ops::path_name(p.attention);
-    case bs::WorkloadKind::softmax: return "softmax";
-  }
-  return "";
-}
-
 int cmd_check(const CommonOptions& options) {
   const bs::profiler::Format format = parse_format_flag(options.format);
   const bs::WorkloadConfig config = load_config(options);
@@ -423,6 +454,7 @@ int cmd_check(const CommonOptions& options) {
   std::vector<double> reference;
   for (const bs::Device& device : devices) {
     bs::Context ctx(device);
+    apply_run_settings(ctx, config);
     bs::Workload workload(ctx, config, mixes);
     if (reference.empty()) {
       // Inputs and weights are identical on every device (seeded init), so one reference serves all.
