@@ -272,5 +272,17 @@ TEST(KernelTable, LaunchConfigShownWhenKnown) {
       << csv;
 }
 
+TEST(Tables, EmptyProfileRendersInEveryFormat) {
+  const Profile empty;
+  for (Format format : {Format::table, Format::csv, Format::json}) {
+    EXPECT_NO_THROW(op_table(empty, TableOptions{}, format));
+    EXPECT_NO_THROW(kernel_table(empty, format));
+  }
+  const json table = json::parse(op_table(empty, TableOptions{}, Format::json));
+  EXPECT_TRUE(table["rows"].empty());
+  EXPECT_EQ(table["self_cpu_time_total_us"], 0.0);
+  EXPECT_NE(op_table(empty, TableOptions{}, Format::table).find("Self device time total: 0.000us"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace blockscope::profiler
