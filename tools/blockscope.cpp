@@ -60,6 +60,7 @@ struct CommonOptions {
   std::string save;
   std::string format = "table";
   bool cold_step = false;
+  bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
 };
 
 // Files this invocation wrote; removed again if a later step fails, so a failed command
@@ -77,6 +78,9 @@ class OutputFiles {
 };
 
 OutputFiles g_outputs;
+
+// What the command is doing, for runtime failure messages ("profiling attention=naive on cpu").
+std::string g_activity;
 
 bs::profiler::Format parse_format_flag(const std::string& text) {
   bs::profiler::Format format;
@@ -158,7 +162,10 @@ void write_dump(bs::Context& ctx, bs::Workload& workload, const std::string& pat
 }
 
 // Device settings from the config's run: section (TF32 for f32 GEMMs on CUDA).
+bool g_sync_each_op = false;
+
 void apply_run_settings(bs::Context& ctx, const bs::WorkloadConfig& config) {
+  ctx.set_sync_after_each_op(g_sync_each_op);
 #ifdef BLOCKSCOPE_WITH_CUDA
   if (ctx.device().is_cuda()) bs::cuda_backend(ctx).gemm_settings().allow_tf32 = config.run.allow_tf32;
 #else
@@ -206,6 +213,7 @@ int cmd_run(const CommonOptions& options) {
   for (const bs::Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   const bool use_graph = config.run.cuda_graph && ctx.device().is_cuda();
   for (const auto& [label, paths] : variants) {
+    g_activity = "running " + applicable_paths_str(config, paths) + " on " + ctx.device().str();
     workload.set_paths(paths);
     for (int i = 0; i < config.run.warmup; ++i) workload.forward();
     ctx.synchronize();
@@ -304,6 +312,7 @@ int cmd_profile(const CommonOptions& options) {
   for (const bs::Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   std::vector<bs::profiler::Profile> profiles;
   for (const auto& [label, paths] : variants) {
+    g_activity = "profiling " + applicable_paths_str(config, paths) + " on " + ctx.device().str();
     workload.set_paths(paths);
     profiles.push_back(bs::profiler::profile_steps(ctx, label, schedule, [&](int) { workload.forward(); }));
   }
@@ -464,6 +473,7 @@ int cmd_check(const CommonOptions& options) {
     }
     double naive_error = 0;
     for (size_t i = 0; i < mixes.size(); ++i) {
+      g_activity = "checking " + applicable_paths_str(config, mixes[i]) + " on " + device.str();
       workload.set_paths(mixes[i]);
       bs::Tensor out = workload.output();
       bs::fill_nan(out);  // an element the path forgets to write shows up as NaN
@@ -601,6 +611,8 @@ void add_common(CLI::App* app, CommonOptions& options, bool with_dump, bool with
     app->add_option("--save", options.save, "Save each profile as JSON for `blockscope diff` (variants: FILE.<variant>.json)");
     app->add_flag("--cold", options.cold_step, "Also keep the cold first step in the profile");
   }
+  app->add_flag("--sync-each-op", options.sync_each_op,
+                "Debug: synchronise after every op, so an asynchronous device failure names the op");
 }
 
 int run_cli(int argc, char** argv) {
@@ -666,6 +678,7 @@ int run_cli(int argc, char** argv) {
     return code == 0 ? 0 : 2;  // --help / --version print and succeed; any usage error is 2
   }
 
+  g_sync_each_op = options.sync_each_op;
   if (run->parsed()) return cmd_run(options);
   if (profile->parsed()) return cmd_profile(options);
   if (check->parsed()) return cmd_check(options);
@@ -685,15 +698,18 @@ int main(int argc, char** argv) {
       std::cerr << "blockscope: error: " << error.message() << "\n";
       return 2;
     }
-    std::cerr << "blockscope: runtime failure: " << error.what() << "\n";
+    std::cerr << "blockscope: runtime failure" << (g_activity.empty() ? "" : " while " + g_activity) << ": "
+              << error.what() << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
     g_outputs.remove_all();
-    std::cerr << "blockscope: runtime failure: out of host memory\n";
+    std::cerr << "blockscope: runtime failure" << (g_activity.empty() ? "" : " while " + g_activity)
+              << ": out of host memory\n";
     return 3;
   } catch (const std::exception& error) {
     g_outputs.remove_all();
-    std::cerr << "blockscope: runtime failure: " << error.what() << "\n";
+    std::cerr << "blockscope: runtime failure" << (g_activity.empty() ? "" : " while " + g_activity) << ": "
+              << error.what() << "\n";
     return 3;
   }
 }
