@@ -6,13 +6,12 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
-
-#include "runtime/error.h"
 
 namespace blockscope::profiler {
 
@@ -52,11 +51,15 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::free(buffer);
 }
 
-void check(CUptiResult result, const char* what) {
-  if (result == CUPTI_SUCCESS) return;
+// CUPTI can be unavailable (another tool such as nsys holds it, an old driver): kernel names
+// are a nicety, so a failure leaves the scope names in place instead of failing the profile.
+bool ok(CUptiResult result, const char* what) {
+  if (result == CUPTI_SUCCESS) return true;
   const char* text = nullptr;
   cuptiGetResultString(result, &text);
-  throw Error(ErrorKind::runtime, std::string("CUPTI: ") + what + " failed: " + (text ? text : "unknown error"));
+  std::fprintf(stderr, "blockscope: CUPTI %s failed (%s); library kernels keep their scope names\n", what,
+               text ? text : "unknown error");
+  return false;
 }
 
 }  // namespace
@@ -76,9 +79,12 @@ void cupti_kernel_end() {
 
 CuptiKernelNames::CuptiKernelNames(Context& ctx) {
   if (!ctx.device().is_cuda() || g_collecting.load()) return;  // one collector at a time
-  check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
-  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling CONCURRENT_KERNEL records");
-  check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "enabling EXTERNAL_CORRELATION records");
+  if (!ok(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") ||
+      !ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "enabling CONCURRENT_KERNEL records") ||
+      !ok(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "enabling EXTERNAL_CORRELATION records")) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    return;
+  }
   active_ = true;
   g_collecting.store(true);
 }
@@ -96,7 +102,7 @@ CuptiKernelNames::~CuptiKernelNames() {
 
 void CuptiKernelNames::attach(Recorder& recorder) {
   if (!active_) return;
-  check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+  if (!ok(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll")) return;
   std::lock_guard<std::mutex> lock(g_mutex);
   std::vector<KernelEvent>& kernels = recorder.mutable_kernels();
   std::vector<std::string> names(kernels.size());
