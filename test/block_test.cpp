@@ -245,6 +245,29 @@ TEST(Weights, FromSafetensorsWithLayerShiftGiveTheSameOutput) {
   std::filesystem::remove(file);
 }
 
+TEST(Weights, Gpt2CheckpointNamesUnderTransformerPrefixAreFound) {
+  const uint64_t seed = bs::testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const std::string model = "  d_model: 32\n  n_heads: 2\n";
+  const bs::WorkloadConfig config = bs::load_config_text(block_yaml("gpt2", seed, model, "stack") + "", "t",
+                                                         {"model.n_layers=2"});
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload original(ctx, config, {config.paths});
+  original.forward();
+  // GPT2LMHeadModel checkpoints prefix every name with "transformer.".
+  std::vector<std::pair<std::string, bs::Tensor>> tensors;
+  for (const auto& [name, tensor] : original.inputs_and_weights())
+    if (name != "input") tensors.emplace_back("transformer." + name, tensor);
+  const std::string file = ::testing::TempDir() + "/block_test_gpt2.safetensors";
+  bs::write_safetensors(file, tensors);
+  const bs::WorkloadConfig from_file =
+      bs::load_config_text(block_yaml("gpt2", seed, model, "stack"), "t", {"model.n_layers=2", "weights={file: " + file + "}"});
+  bs::Workload loaded(ctx, from_file, {from_file.paths});
+  loaded.forward();
+  EXPECT_EQ(bs::to_floats(loaded.output()), bs::to_floats(original.output()));
+  std::filesystem::remove(file);
+}
+
 TEST(Workload, RefusesWhatDoesNotFitAndSuggestsFlash) {
   const bs::WorkloadConfig config = bs::load_config_text(
       "workload: attention\nmodel: {n_heads: 16, head_dim: 64}\ninput: {batch: 64, seq_len: 1048576}\n"

@@ -308,7 +308,7 @@ int cmd_profile(const CommonOptions& options) {
   table.sort_by = config.profile.sort_by;
   table.row_limit = config.profile.row_limit;
 
-  std::vector<std::pair<std::string, bs::PathConfig>> variants{{"base " + bs::paths_str(config.paths), config.paths}};
+  std::vector<std::pair<std::string, bs::PathConfig>> variants{{"base " + applicable_paths_str(config, config.paths), config.paths}};
   for (const bs::Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   std::vector<bs::profiler::Profile> profiles;
   for (const auto& [label, paths] : variants) {
@@ -338,13 +338,16 @@ int cmd_profile(const CommonOptions& options) {
     std::cout << out.dump(2) << "\n";
   } else {
     if (format == bs::profiler::Format::table) std::cout << workload_title(config, ctx) << "\n";
+    // CSV: section headers as comment lines, so each table stays parseable.
+    const char* open = format == bs::profiler::Format::csv ? "# " : "\n== ";
+    const char* close = format == bs::profiler::Format::csv ? "" : " ==";
     for (const bs::profiler::Profile& p : profiles) {
-      std::cout << "\n== " << p.label << " ==\n";
+      std::cout << open << p.label << close << "\n";
       std::cout << bs::profiler::op_table(p, table, format) << "\n";
       std::cout << bs::profiler::kernel_table(p, format) << "\n";
     }
     for (size_t i = 1; i < profiles.size(); ++i) {
-      std::cout << "\n== diff: " << profiles[0].label << "  ->  " << profiles[i].label << " ==\n";
+      std::cout << open << "diff: " << profiles[0].label << "  ->  " << profiles[i].label << close << "\n";
       std::cout << bs::profiler::diff_profiles(profiles[0], profiles[i], format) << "\n";
     }
   }
