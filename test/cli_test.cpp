@@ -215,6 +215,16 @@ TEST(Cli, TooLargeForMemoryIsRefusedWithAdvice) {
   EXPECT_FALSE(fs::exists(dump));
 }
 
+TEST(Cli, RunTraceWritesAChromeTrace) {
+  const fs::path trace = temp_dir() / "run_trace.json";
+  const Result r = run_cli({"run", source("configs/blocks/tiny-custom.yaml"), "--device", "cpu", "--trace", trace.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(read_file(trace), nullptr, false);
+  ASSERT_FALSE(json.is_discarded());
+  EXPECT_NE(read_file(trace).find("block.0"), std::string::npos);
+  fs::remove(trace);
+}
+
 TEST(Cli, DumpWritesInputOutputWeightsAndMetadata) {
   const fs::path dump = temp_dir() / "tiny_llama.safetensors";
   const Result r = run_cli({"run", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--dump", dump.string()});

@@ -286,6 +286,19 @@ int cmd_run(const CommonOptions& options) {
     }
   }
   std::fflush(stdout);
+  if (!options.trace.empty()) {
+    g_activity = "profiling " + applicable_paths_str(config, config.paths) + " for --trace on " + ctx.device().str();
+    workload.set_paths(config.paths);
+    bs::profiler::Schedule schedule;
+    schedule.wait = config.profile.wait;
+    schedule.warmup = config.profile.warmup;
+    schedule.active = config.profile.active;
+    const bs::profiler::Profile profile = bs::profiler::profile_steps(
+        ctx, "base " + applicable_paths_str(config, config.paths), schedule, [&](int) { workload.forward(); });
+    bs::profiler::write_chrome_trace(profile, options.trace);
+    g_outputs.written(options.trace);
+    std::cerr << "wrote trace " << options.trace << "\n";
+  }
   if (!options.dump.empty()) write_dump(ctx, workload, options.dump);
   return 0;
 }
@@ -637,6 +650,8 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* run = app.add_subcommand("run", "Run the workload and print a timing summary (median/min per forward)");
   add_common(run, options, true, false);
+  run->add_option("--trace", options.trace,
+                  "After timing, profile the base variant (profile.schedule) and write its Chrome trace JSON");
   run->footer(
       "Warm-up forwards first (run.warmup), then run.iters timed forwards per variant (base and compare:).\n"
       "Examples:\n"
