@@ -245,7 +245,8 @@ TEST_P(Attention, KernelsPerPath) {
   const std::vector<Expected> expectations = {
       {AttentionPath::naive, true,
        {"gemm_qk", "scale_kernel", "Memcpy DtoD", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
-      {AttentionPath::inplace, true, {"gemm_qk", "scale_kernel", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
+      {AttentionPath::inplace, true,
+       {"gemm_qk", "scale_kernel", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
       {AttentionPath::fused_softmax, true, {"gemm_qk", "softmax_causal_scale_kernel", "gemm_pv"}},
       {AttentionPath::flash, true, {"flash_attention_kernel"}},
       {AttentionPath::naive, false, {"gemm_qk", "scale_kernel", "softmax_kernel", "gemm_pv"}},
@@ -358,8 +359,8 @@ TEST_P(Attention, DISABLED_MeasureNaiveVsFlash) {
     }
     std::sort(wall_ms.begin(), wall_ms.end());
     std::sort(cpu_ms.begin(), cpu_ms.end());
-    std::printf("%-14s B=%lld H=%lld S=%lld D=%lld f32 causal: wall median %.0f ms (min %.0f), CPU time median %.0f ms, "
-                "peak extra %.2f MiB\n",
+    std::printf("%-14s B=%lld H=%lld S=%lld D=%lld f32 causal: wall median %.0f ms (min %.0f), "
+                "CPU time median %.0f ms, peak extra %.2f MiB\n",
                 ops::path_name(path), static_cast<long long>(batch), static_cast<long long>(heads),
                 static_cast<long long>(seq), static_cast<long long>(head_dim), wall_ms[1], wall_ms[0], cpu_ms[1],
                 peak_extra / (1024.0 * 1024.0));

@@ -144,8 +144,7 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   // Small problems stay on one thread: a parallel region costs more than a few tiles.
   const double work = static_cast<double>(batch * g.heads) * static_cast<double>(g.sq) * static_cast<double>(g.sk) *
                       static_cast<double>(g.d);
-  const int threads =
-      work < (1 << 20) ? 1 : static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), work_items)));
+  const int threads = work < (1 << 20) ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), work_items));
   const int64_t per_thread = TileBuffers::floats(g.d);
   Tensor scratch = ctx.empty({threads, per_thread}, DType::f32);  // O(threads · tile · D), never O(S²)
   float* scratch_base = scratch.data_as<float>();

@@ -120,7 +120,8 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
     }
     char* out_row = dst_base + r * row_length * element;
     for (int64_t j = 0; j < row_length; ++j) {
-      std::memcpy(out_row + j * element, src_base + (offset + j * inner_stride) * element, static_cast<size_t>(element));
+      const char* src_element = src_base + (offset + j * inner_stride) * element;
+      std::memcpy(out_row + j * element, src_element, static_cast<size_t>(element));
     }
   }
 }

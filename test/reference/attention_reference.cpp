@@ -100,7 +100,9 @@ RefTensor batched_matmul(const RefTensor& a, const RefTensor& b, bool trans_b, d
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0.0;
-        for (int64_t p = 0; p < k; ++p) sum += a_matrix[i * k + p] * (trans_b ? b_matrix[j * k + p] : b_matrix[p * n + j]);
+        for (int64_t p = 0; p < k; ++p) {
+          sum += a_matrix[i * k + p] * (trans_b ? b_matrix[j * k + p] : b_matrix[p * n + j]);
+        }
         c_matrix[i * n + j] = alpha * sum;
       }
     }
