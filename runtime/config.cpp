@@ -655,11 +655,16 @@ class ConfigParser {
       return;
     }
     top.require("input", "batch and seq_len");
-    Section s(r_, top.value("input"), "input", {"batch", "seq_len"});
+    Section s(r_, top.value("input"), "input", {"batch", "seq_len", "file"});
     s.require("batch");
     s.require("seq_len");
     config.input.batch = s.get_int("batch", 0, 1);
     config.input.seq_len = s.get_int("seq_len", 0, 1);
+    config.input.file = s.get_string("file", "");
+    if (config.kind == WorkloadKind::attention) s.reject("file", "attention takes seeded q, k, v only");
+    if (!config.input.file.empty() && !std::ifstream(config.input.file).good()) {
+      s.fail("file", "cannot open '" + config.input.file + "' (relative paths are from the current directory)");
+    }
   }
 
   void read_shape(const Section& top, WorkloadConfig& config) {

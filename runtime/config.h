@@ -59,6 +59,9 @@ struct ModelConfig {
 struct InputConfig {
   int64_t batch = 0;
   int64_t seq_len = 0;
+  // Optional safetensors file whose tensor "input" replaces the seeded input (block, stack,
+  // mlp); a --dump file works, so a dumped run can be replayed exactly.
+  std::string file;
 };
 
 // matmul_add: a [m, k] · b [k, n] + c [n]; linear: x [m, k] · W[n, k]ᵀ + b; softmax: x [m, n].

@@ -12,6 +12,7 @@
 #include "ops/softmax/softmax.h"
 #include "runtime/error.h"
 #include "runtime/init.h"
+#include "runtime/safetensors.h"
 
 namespace blockscope {
 
@@ -102,6 +103,23 @@ MemoryEstimate estimate_memory(const WorkloadConfig& config, const std::vector<P
   estimate.scores = static_cast<size_t>(scores * es);
   return estimate;
 }
+
+namespace {
+
+// Replaces the seeded input with the tensor "input" of a safetensors file (same shape).
+void load_input(Tensor& input, const std::string& path) {
+  const SafetensorsFile file = read_safetensors(path);
+  const SafetensorsEntry* entry = file.find("input");
+  if (entry == nullptr) throw InputError(path + ": input.file has no tensor named 'input'");
+  if (entry->shape != input.shape()) {
+    throw InputError(path + ": tensor 'input' has shape " + shape_str(entry->shape) + ", but the workload's input is " +
+                     shape_str(input.shape()) + " (check input.batch, input.seq_len and model.d_model)");
+  }
+  Context host(Device::cpu());
+  from_floats(input, to_floats(tensor_from_entry(host, *entry)));
+}
+
+}  // namespace
 
 Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector<PathConfig>& paths)
     : ctx_(ctx), config_(config), paths_(config.paths) {
@@ -208,6 +226,7 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
       break;
     }
   }
+  if (!config.input.file.empty()) load_input(input_, config.input.file);
 }
 
 void Workload::set_paths(const PathConfig& paths) {

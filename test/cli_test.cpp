@@ -242,7 +242,18 @@ TEST(Cli, DumpWritesInputOutputWeightsAndMetadata) {
   EXPECT_EQ(meta["n_kv_heads"], 2);
   EXPECT_EQ(meta["seq_len"], 19);
   EXPECT_EQ(meta["rope"], true);
+
+  // The dump replays: its weights and input reproduce its output bit for bit.
+  const fs::path replay = temp_dir() / "replay.safetensors";
+  const Result again = run_cli({"run", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--set", "seed=12345",
+                                "--set", "weights={file: " + dump.string() + "}", "--set", "input.file=" + dump.string(),
+                                "--dump", replay.string()});
+  ASSERT_EQ(again.code, 0) << again.err;
+  const blockscope::SafetensorsFile replayed = blockscope::read_safetensors(replay.string());
+  ASSERT_NE(replayed.find("output"), nullptr);
+  EXPECT_EQ(replayed.find("output")->bytes, file.find("output")->bytes);
   fs::remove(dump);
+  fs::remove(replay);
 }
 
 TEST(Cli, ProfileTraceSaveAndDiff) {
