@@ -256,6 +256,14 @@ struct Malformed {
   std::string expected;  // substring of the message
 };
 
+// {"a":{"a":...{}...}} nested `depth` deep.
+std::string nested_objects(size_t depth) {
+  std::string text;
+  for (size_t i = 0; i < depth; ++i) text += "{\"a\":";
+  text += "{}";
+  return text + std::string(depth, '}');
+}
+
 std::vector<Malformed> malformed_files() {
   const std::string good_entry = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
   const std::string data8(8, '\x01');
@@ -274,6 +282,11 @@ std::vector<Malformed> malformed_files() {
       {"NUL padding", file_with_header(std::string("{}\0\0", 4)), "header contains a NUL byte at byte 2"},
       {"NUL inside a string", file_with_header(std::string("{\"a\0b\": 1}", 10)), "header contains a NUL byte at byte 3"},
       {"not an object", file_with_header("[1, 2]"), "header must be a JSON object, got array"},
+      {"a bare number", file_with_header("8"), "header must be a JSON object, got non-negative integer"},
+      {"deeply nested arrays", file_with_header(std::string(200000, '[') + std::string(200000, ']')),
+       "header must be a JSON object, got array"},
+      {"deeply nested objects", file_with_header(nested_objects(100000)), "tensor 'a': missing \"dtype\""},
+      {"comment", file_with_header("{/* c */}"), "header is not valid JSON"},
       {"entry not an object", file_with_header(R"({"w": [1]})"), "tensor 'w': entry must be an object, got array"},
       {"missing dtype", one(R"("shape":[2],"data_offsets":[0,8])"), "tensor 'w': missing \"dtype\""},
       {"missing shape", one(R"("dtype":"F32","data_offsets":[0,8])"), "tensor 'w': missing \"shape\""},
