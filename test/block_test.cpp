@@ -290,6 +290,25 @@ TEST(Workload, RefusesWhatDoesNotFitAndSuggestsFlash) {
   EXPECT_GT(bs::estimate_memory(config, {config.paths}).scores, bs::estimate_memory(config, {flash}).total());
 }
 
+TEST(Workload, MemoryEstimateCoversThePeakOfEveryPath) {
+  for (const char* family : {"gpt2", "llama"}) {
+    SCOPED_TRACE(family);
+    const std::string model = std::string(family) == "gpt2" ? "  d_model: 64\n  n_heads: 4\n"
+                                                            : "  d_model: 64\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 96\n";
+    const bs::WorkloadConfig config = bs::load_config_text(block_yaml(family, 1, model), "t", {"input.seq_len=64"});
+    for (const bs::PathConfig& paths : every_mix(config.model.gated)) {
+      SCOPED_TRACE(bs::paths_str(paths));
+      bs::Context ctx(bs::Device::cpu());
+      bs::Workload workload(ctx, config, {paths});
+      workload.set_paths(paths);
+      workload.forward();
+      const size_t peak = ctx.backend().memory_stats().peak_in_use;
+      EXPECT_GE(workload.memory().total(), peak);
+      EXPECT_LE(workload.memory().total(), 4 * peak) << "the estimate should stay close to what runs";
+    }
+  }
+}
+
 TEST(Workload, ProfilerRegionsNameBlockAttnMlp) {
   const bs::WorkloadConfig config = bs::load_config_text(block_yaml("gpt2", 1, "  d_model: 32\n  n_heads: 2\n  n_layers: 2\n", "stack"), "t");
   bs::Context ctx(bs::Device::cpu());
