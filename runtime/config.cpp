@@ -265,7 +265,7 @@ class Section {
     fail(key, "expected true or false, got " + describe_node(node));
   }
 
-  // A string; `nullable` lets `key: null` mean "not set" (returns fallback).
+  // A string; `key: null` (or an empty value) means "not set" and gives the fallback.
   std::string get_string(const std::string& key, const std::string& fallback) const {
     if (!has(key)) return fallback;
     const YAML::Node node = value(key);
@@ -401,7 +401,6 @@ class ConfigParser {
     config.source = source;
     if (!root_.IsDefined() || root_.IsNull()) r_.fail(root_, "", "the config is empty (expected a map with at least 'workload')");
     Section top(r_, root_, "", kTopKeys);
-    if (!root_.IsMap()) r_.fail(root_, "", "expected a map of keys at the top level, got " + describe_node(root_));
 
     config.name = top.get_string("name", "");
     top.require("workload", "one of " + join_list(kWorkloads));
@@ -554,7 +553,7 @@ class ConfigParser {
       for (const char* key : {"family", "d_ff", "n_layers", "norm_eps", "rope_theta", "norm", "activation", "gated",
                               "bias", "rope"})
         s.reject(key, "does not apply to workload attention (it takes n_heads, n_kv_heads, head_dim, d_model, causal)");
-      read_heads(s, m, /*head_dim_required=*/false);
+      read_heads(s, m);
       m.causal = s.get_bool("causal", true);
       return m;
     }
@@ -565,7 +564,7 @@ class ConfigParser {
     m.family = family == "gpt2" ? ModelFamily::gpt2 : family == "llama" ? ModelFamily::llama : ModelFamily::custom;
     s.require("d_model", "Hugging Face: hidden_size");
     m.d_model = s.get_int("d_model", 0, 1);
-    read_heads(s, m, false);
+    read_heads(s, m);
     m.n_layers = s.get_int("n_layers", 1, 1);
     m.norm_eps = s.get_double("norm_eps", 1e-5, true);
     m.rope_theta = s.get_double("rope_theta", 10000.0, true);
@@ -625,7 +624,7 @@ class ConfigParser {
   }
 
   // n_heads, n_kv_heads, head_dim with their divisibility rules.
-  void read_heads(const Section& s, ModelConfig& m, bool head_dim_required) {
+  void read_heads(const Section& s, ModelConfig& m) {
     s.require("n_heads", "Hugging Face: num_attention_heads");
     m.n_heads = s.get_int("n_heads", 0, 1);
     m.n_kv_heads = s.get_int("n_kv_heads", m.n_heads, 1);
@@ -636,7 +635,7 @@ class ConfigParser {
       m.head_dim = s.get_int("head_dim", 0, 1);
       if (s.has("d_model")) m.d_model = s.get_int("d_model", 0, 1);
     } else {
-      if (!s.has("d_model") || head_dim_required) s.require("head_dim", "or d_model, from which head_dim = d_model / n_heads");
+      if (!s.has("d_model")) s.require("head_dim", "or d_model, from which head_dim = d_model / n_heads");
       m.d_model = s.get_int("d_model", 0, 1);
       if (m.d_model % m.n_heads != 0) {
         s.fail("n_heads", std::to_string(m.n_heads) + " does not divide d_model = " + std::to_string(m.d_model) +
