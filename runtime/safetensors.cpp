@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -305,6 +306,8 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 
 SafetensorsFile read_safetensors(const std::string& path) {
   const Reporter report{path};
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) report.fail("is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(detail::concat("cannot open safetensors file '", path, "': ", std::strerror(errno)));
   in.seekg(0, std::ios::end);

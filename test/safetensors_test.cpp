@@ -364,8 +364,10 @@ TEST_F(Safetensors, EveryMalformedFileHasItsOwnMessage) {
   }
 }
 
-TEST_F(Safetensors, MissingFileIsNamed) {
+TEST_F(Safetensors, MissingFileOrDirectoryIsNamed) {
   expect_read_error(path("absent.safetensors"), "cannot open safetensors file");
+  fs::create_directory(path("a_directory"));
+  expect_read_error(path("a_directory"), "is a directory, not a file");
 }
 
 // A header length over the 100 MB cap (in a sparse file big enough that the length alone fits)
