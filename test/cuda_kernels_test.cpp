@@ -11,6 +11,7 @@
 #include "ops/attention/attention.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/linear.h"
+#include "ops/mlp/mlp.h"
 #include "ops/softmax/softmax.h"
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
@@ -81,6 +82,57 @@ TEST_P(CudaKernels, LinearPathsLaunchOneTwoOrThreeKernels) {
   EXPECT_EQ(run(ops::LinearPath::epilogue, none), (Names{"gemm_bias"}));
   EXPECT_EQ(run(ops::LinearPath::epilogue, gelu), (Names{"gemm_bias_gelu"}));
   EXPECT_EQ(run(ops::LinearPath::addmm, none), (Names{"bias_broadcast_copy_kernel", "gemm"}));
+}
+
+// The series' Part 2: a GeGLU MLP is 5 kernels eager and 3 with the fused gate|up GEMM and
+// act·mul kernel; GPT-2's plain MLP is 5 kernels naive and 2 with epilogues. CUDA and CPU agree.
+TEST_P(CudaKernels, MlpPathsLaunchTheSeriesKernelCountsAndMatchTheCpu) {
+  Context ctx(Device::cuda(0));
+  Context cpu(Device::cpu());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 19, d_model = 48, d_ff = 136;
+  Tensor x_cpu = testing::random_tensor(cpu, {rows, d_model}, dtype(), seed);
+  Tensor x = ctx.copy_from(x_cpu);
+  auto weight = [&](Context& on, const Shape& shape, uint64_t s) {
+    return on.copy_from(testing::random_tensor(cpu, shape, dtype(), s, -0.15f, 0.15f));
+  };
+  auto make = [&](Context& on, bool gated) {
+    ops::MlpWeights w;
+    w.gated = gated;
+    w.activation = ops::Activation::gelu_tanh;  // GeGLU, and GPT-2's gelu_new
+    if (gated) {
+      w.gate_weight = weight(on, {d_ff, d_model}, seed + 1);
+      w.up_weight = weight(on, {d_ff, d_model}, seed + 2);
+      w.down_weight = weight(on, {d_model, d_ff}, seed + 3);
+      ops::pack_gate_up(on, w);
+    } else {
+      w.fc_weight = weight(on, {d_ff, d_model}, seed + 4);
+      w.fc_bias = weight(on, {d_ff}, seed + 5);
+      w.proj_weight = weight(on, {d_model, d_ff}, seed + 6);
+      w.proj_bias = weight(on, {d_model}, seed + 7);
+    }
+    return w;
+  };
+  struct Case {
+    bool gated;
+    ops::MlpPath path;
+    size_t kernels;
+  };
+  for (Case c : {Case{true, ops::MlpPath::naive, 5}, Case{true, ops::MlpPath::fused, 3},
+                 Case{false, ops::MlpPath::naive, 5}, Case{false, ops::MlpPath::epilogue, 2}}) {
+    const std::string what = std::string(c.gated ? "gated " : "plain ") + ops::path_name(c.path);
+    const ops::MlpWeights w_gpu = make(ctx, c.gated), w_cpu = make(cpu, c.gated);
+    Tensor y = testing::poisoned_tensor(ctx, {rows, d_model}, dtype());
+    Tensor y_cpu = testing::poisoned_tensor(cpu, {rows, d_model}, dtype());
+    const Names names = kernels_of(ctx, [&] { ops::mlp(ctx, x, w_gpu, y, c.path); });
+    EXPECT_EQ(names.size(), c.kernels) << what << ": " << ::testing::PrintToString(names);
+    ops::mlp(cpu, x_cpu, w_cpu, y_cpu, c.path);
+    const std::vector<float> got = to_floats(y), want = to_floats(y_cpu);
+    ASSERT_EQ(testing::first_nan(got), -1) << what << ": unwritten output";
+    const double tol = dtype() == DType::f32 ? 2e-5 : 8.0 * dtype_epsilon(dtype());
+    EXPECT_LE(testing::max_relative_error(got, std::vector<double>(want.begin(), want.end())), tol) << what;
+  }
 }
 
 TEST_P(CudaKernels, GatedActivationIsOneKernelAndElementwiseOpsOneEach) {

@@ -78,6 +78,8 @@ prepare() {
   done
   cp -L /lib64/ld-linux-x86-64.so.2 "$kit/loader/"
   git -C "$ROOT" rev-parse HEAD > "$kit/COMMIT" 2>/dev/null || echo unknown > "$kit/COMMIT"
+  # Tests and benchmarks have this checkout's path compiled in (BLOCKSCOPE_SOURCE_DIR).
+  echo "$ROOT" > "$kit/SOURCE_DIR"
   git -C "$ROOT" status --porcelain --untracked-files=no | head -20 > "$kit/DIRTY" || true
 
   rm -f "$KIT_ARCHIVE"
@@ -198,8 +200,18 @@ main_run() {
   KIT="$WORK/kit"
   CUDA_LIBS=$(find_cuda_libs)
   SYSTEM_LIBS=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64
-  local commit
+  local commit compiled_root
   commit=$(cat "$KIT/COMMIT")
+  # Binaries read configs and test data under the checkout path they were built in: point
+  # that path at this checkout when it does not exist here.
+  compiled_root=$(cat "$KIT/SOURCE_DIR" 2>/dev/null || true)
+  if [[ -n "$compiled_root" && "$compiled_root" != "$ROOT" && ! -e "$compiled_root" ]]; then
+    if mkdir -p "$(dirname "$compiled_root")" 2>/dev/null && ln -s "$ROOT" "$compiled_root" 2>/dev/null; then
+      echo "device_check: linked $compiled_root -> $ROOT (the path compiled into the binaries)"
+    else
+      echo "device_check: warning: cannot link $compiled_root to $ROOT; tests reading configs may fail" >&2
+    fi
+  fi
 
   # Direct start first; the carried loader if the GPU machine's C runtime is too old for us.
   RUNNER=direct
