@@ -234,8 +234,8 @@ main_run() {
 
   # ---- tests ------------------------------------------------------------------------------------
   local tests=() t
-  for t in cuda_ops_test cuda_kernels_test cuda_graph_test linear_test batched_matmul_test activation_test \
-           elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test; do
+  for t in cuda_ops_test cuda_kernels_test cuda_graph_test core_test linear_test batched_matmul_test activation_test \
+           elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test profiler_session_test; do
     [[ -x "$KIT/bin/$t" ]] && tests+=("$t")
   done
   for t in "${tests[@]}"; do
