@@ -2,6 +2,7 @@
 // GeGLU / SwiGLU MLPs (one kernel instead of activation + mul: the intermediate never makes
 // an extra trip through memory).
 #include "ops/common/backends.h"
+#include "ops/common/rows.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/elementwise_map.cuh"
 #include "runtime/cuda/launch.cuh"
@@ -91,8 +92,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// [rows, cols] view of a tensor whose rows are contiguous: the row stride (ld).
-int64_t row_stride(const Tensor& t) { return t.dim() >= 2 ? t.stride(-2) : t.size(-1); }
+// [rows, cols] view of a tensor whose rows are contiguous (ops/common/rows.h): the row stride.
+int64_t row_stride(const Tensor& t) {
+  RowLayout layout;
+  BS_CHECK(row_layout(t, &layout), "gated_activation: ", t.str(), " cannot be read as evenly spaced rows");
+  return layout.rows <= 1 ? layout.cols : layout.row_stride;
+}
 
 }  // namespace
 
@@ -125,8 +130,6 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   const int64_t cols = gate.size(-1);
   const int64_t rows = cols == 0 ? 0 : gate.numel() / cols;
   if (rows == 0 || cols == 0) return;
-  BS_CHECK(gate.stride(-1) == 1 && up.stride(-1) == 1 && y.stride(-1) == 1,
-           "gated_activation: rows of gate, up and y must be contiguous");
   const int64_t gate_ld = row_stride(gate), up_ld = row_stride(up), y_ld = row_stride(y);
   const int64_t pack = pack_elems(gate.dtype());
   const bool vectorized = aligned16(gate.data()) && aligned16(up.data()) && aligned16(y.data()) && cols % pack == 0 &&

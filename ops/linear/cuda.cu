@@ -6,6 +6,7 @@
 //   addmm     bias_broadcast_copy_kernel into y, then GEMM with beta = 1 [, gelu_tanh_kernel]
 //             (what torch.compile makes of matmul + add)
 #include "ops/common/backends.h"
+#include "ops/common/rows.h"
 #include "runtime/cuda/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/elementwise_map.cuh"
@@ -50,15 +51,15 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Row stride of x viewed as [rows, in]: every row contiguous, rows evenly spaced.
+// Row stride of x viewed as [rows, in] (ops/common/rows.h): every row contiguous, rows
+// evenly spaced; a single row may use any leading dimension >= in.
 int64_t rows_stride(const Tensor& x) {
-  BS_CHECK(x.stride(-1) == 1 || x.size(-1) == 1, "linear: rows of x ", x.str(), " must be contiguous");
-  if (x.dim() < 2) return x.size(-1);
-  for (int64_t d = 0; d + 2 < x.dim(); ++d) {
-    BS_CHECK(x.size(d) == 1 || x.stride(d) == x.stride(d + 1) * x.size(d + 1), "linear: x ", x.str(),
-             " cannot be read as evenly spaced rows; make it contiguous");
-  }
-  return x.stride(-2);
+  RowLayout layout;
+  BS_CHECK(row_layout(x, &layout), "linear: x ", x.str(), " cannot be read as evenly spaced contiguous rows");
+  if (layout.rows <= 1) return layout.cols;
+  BS_CHECK_INPUT(layout.row_stride >= layout.cols, "linear: rows of x ", x.str(), " overlap (row stride ",
+                 layout.row_stride, " < ", layout.cols, "); cuBLASLt needs distinct rows: make x contiguous");
+  return layout.row_stride;
 }
 
 void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, Tensor& y, int64_t rows, int64_t cols) {
