@@ -64,6 +64,7 @@ Backend& Tensor::backend() const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to misplace (strides of empty tensors are arbitrary)
   int64_t expected = 1;
   for (int64_t i = dim() - 1; i >= 0; --i) {
     if (shape_[i] == 1) continue;  // a size-1 dimension's stride does not matter

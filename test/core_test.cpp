@@ -135,6 +135,15 @@ TEST(Tensor, ViewsShareStorageAndIndexCorrectly) {
   EXPECT_EQ(got[3], 3.0f);
 }
 
+TEST(Tensor, ZeroSizeTensorsAreContiguous) {
+  Context ctx;
+  Tensor t = ctx.empty({3, 0, 2}, DType::f32);
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_TRUE(t.transpose(0, 2).is_contiguous());
+  EXPECT_TRUE(to_floats(t).empty());
+}
+
 TEST(Tensor, BadViewsAreErrors) {
   Context ctx;
   Tensor t = ctx.empty({2, 3}, DType::bf16);
