@@ -17,38 +17,20 @@
 #include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "test/reference/attention_reference.h"
+#include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 
 namespace blockscope {
 namespace {
 
 namespace bt = blockscope::testing;
+using bt::expect_input_error;
+using bt::kernel_names;
 using ops::AttentionPath;
 using reference::RefTensor;
 
 const AttentionPath kAllPaths[] = {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax,
                                    AttentionPath::flash};
-
-std::string device_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
-}
-
-std::vector<std::string> kernel_names(const profiler::Recorder& recorder) {
-  std::vector<std::string> names;
-  for (const auto& kernel : recorder.kernels()) names.push_back(kernel.name);
-  return names;
-}
-
-void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a blockscope::Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
-    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
-        << "message '" << error.what() << "' does not name '" << part << "'";
-  }
-}
 
 // An absolute sanity bound for the naive path itself (the accuracy rule only compares paths
 // with naive, so a broken naive path must fail here): its scores and probabilities are
@@ -131,7 +113,7 @@ TEST_P(BatchedMatmul, ErrorsNameTheShapes) {
   expect_input_error([&] { ops::batched_matmul(ctx, a, b, c, false, 1.0f, 0); }, {"b_group"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, BatchedMatmul, ::testing::ValuesIn(bt::test_devices()), device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, BatchedMatmul, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 // ---------------------------------------------------------------------------------------
 // attention
@@ -367,7 +349,7 @@ TEST_P(Attention, DISABLED_MeasureNaiveVsFlash) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Attention, ::testing::ValuesIn(bt::test_devices()), device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, Attention, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 }  // namespace
 }  // namespace blockscope

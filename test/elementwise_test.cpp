@@ -12,38 +12,19 @@
 #include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "test/reference/attention_reference.h"
+#include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 
 namespace blockscope {
 namespace {
 
 namespace bt = blockscope::testing;
+using bt::expect_input_error;
+using bt::kernel_names;
 using reference::RefTensor;
 
 // Elementwise results are one rounding of an f32 value: a few units of the storage roundoff.
 double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 1e-7; }
-
-std::vector<std::string> kernel_names(const profiler::Recorder& recorder) {
-  std::vector<std::string> names;
-  for (const auto& kernel : recorder.kernels()) names.push_back(kernel.name);
-  return names;
-}
-
-// Expects fn to throw an input Error whose message contains every one of `parts`.
-void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a blockscope::Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
-    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
-        << "message '" << error.what() << "' does not name '" << part << "'";
-  }
-}
-
-std::string dtype_device_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
-}
 
 class Elementwise : public ::testing::TestWithParam<Device> {};
 
@@ -204,7 +185,7 @@ TEST_P(Elementwise, ErrorsNameTheTensors) {
   expect_input_error([&] { ops::masked_fill_causal(ctx, a, 0.0f, a); }, {"masked_fill_causal", "aliases"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Elementwise, ::testing::ValuesIn(bt::test_devices()), dtype_device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, Elementwise, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -1,4 +1,5 @@
-// Small helpers shared by the per-op tests (linear, activation, norm, rope, mlp): parameter
+// Small helpers shared by the per-op tests (linear, activation, norm, rope, mlp, elementwise,
+// softmax, attention, and the CUDA suites): parameter
 // names, reference conversions, error expectations and kernel-name lists from a Recorder.
 #pragma once
 
@@ -20,6 +21,9 @@ namespace blockscope::testing {
 inline std::string device_param_name(Device device) {
   return device.is_cpu() ? std::string("cpu") : "cuda" + std::to_string(device.index);
 }
+
+// Test-name suffix for a device parameter: "cpu", "cuda0".
+inline std::string device_test_name(const ::testing::TestParamInfo<Device>& info) { return device_param_name(info.param); }
 
 // Test-name suffix for a (device, dtype) parameter: "cpu_bf16".
 inline std::string device_dtype_name(const ::testing::TestParamInfo<std::tuple<Device, DType>>& info) {

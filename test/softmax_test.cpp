@@ -12,32 +12,20 @@
 #include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "test/reference/attention_reference.h"
+#include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 
 namespace blockscope {
 namespace {
 
 namespace bt = blockscope::testing;
+using bt::expect_input_error;
+using bt::kernel_names;
 using reference::RefTensor;
 
 // Probabilities are at most 1: the f32 exp and sum cost a few f32 ulps, the final store one
 // rounding of the storage type. Errors are relative to the largest probability.
 double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 2e-6; }
-
-std::string device_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cpu() ? "cpu" : "cuda" + std::to_string(info.param.index);
-}
-
-void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a blockscope::Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), ErrorKind::invalid_input) << error.what();
-    for (const auto& part : parts) EXPECT_NE(std::string(error.what()).find(part), std::string::npos)
-        << "message '" << error.what() << "' does not name '" << part << "'";
-  }
-}
 
 class Softmax : public ::testing::TestWithParam<Device> {};
 
@@ -160,7 +148,7 @@ TEST_P(Softmax, ErrorsNameTheTensors) {
   expect_input_error([&] { ops::softmax(ctx, transposed, x); }, {"softmax", "contiguous"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Softmax, ::testing::ValuesIn(bt::test_devices()), device_name);
+INSTANTIATE_TEST_SUITE_P(Devices, Softmax, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 }  // namespace
 }  // namespace blockscope
