@@ -11,7 +11,8 @@
 namespace blockscope::cuda_kernels {
 
 // x, y: [rows, n]; weight, bias: [n] (bias may be null).
-// `vectorized`: x, y, weight (and bias) 16-byte aligned and n a whole number of packs.
+// `vectorized`: x and y 16-byte aligned and n a whole number of packs (weight and bias are
+// read element by element, so their alignment does not matter).
 template <typename T>
 __global__ void layer_norm_kernel(const T* x, const T* weight, const T* bias, T* y, int64_t rows, int64_t n,
                                   float eps, bool vectorized) {
@@ -52,35 +53,20 @@ __global__ void rms_norm_kernel(const T* x, const T* weight, T* y, int64_t rows,
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
 using cuda_detail::dispatch_dtype;
 using cuda_detail::launch;
-using cuda_detail::pack_elems;
+using cuda_detail::RowLaunch;
 
 namespace {
 
-struct NormLaunch {
-  int64_t rows = 0, n = 0;
-  bool vectorized = false;
-  unsigned blocks = 1, threads = 32;
-};
-
-NormLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor& y) {
-  BS_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": x ", x.str(), " and y ", y.str(), " must be contiguous");
-  NormLaunch plan;
-  plan.n = x.size(-1);
-  plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
-  const int64_t pack = pack_elems(x.dtype());
-  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
-  plan.threads = cuda_detail::row_block_threads(plan.n, plan.vectorized ? pack : 1);
-  plan.blocks = cuda_detail::row_grid(plan.rows, plan.threads, cuda_backend(ctx).properties().multiProcessorCount);
-  return plan;
+RowLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor& y) {
+  return cuda_detail::plan_row_launch(op, x, y, cuda_backend(ctx).properties().multiProcessorCount);
 }
 
 }  // namespace
 
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y) {
-  const NormLaunch plan = plan_norm(ctx, "layer_norm", x, y);
+  const RowLaunch plan = plan_norm(ctx, "layer_norm", x, y);
   if (plan.rows == 0) return;
   const void* bias_data = bias.defined() ? bias.data() : nullptr;
   dispatch_dtype(x.dtype(), [&](auto zero) {
@@ -92,7 +78,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
 }
 
 void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
-  const NormLaunch plan = plan_norm(ctx, "rms_norm", x, y);
+  const RowLaunch plan = plan_norm(ctx, "rms_norm", x, y);
   if (plan.rows == 0) return;
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);

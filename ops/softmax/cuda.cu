@@ -63,30 +63,14 @@ __global__ void softmax_causal_scale_kernel(const T* x, T* y, int64_t rows, int6
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
 using cuda_detail::dispatch_dtype;
 using cuda_detail::launch;
-using cuda_detail::pack_elems;
+using cuda_detail::RowLaunch;
 
 namespace {
 
-struct RowLaunch {
-  int64_t rows = 0, n = 0;
-  bool vectorized = false;
-  unsigned blocks = 1, threads = 32;
-};
-
 RowLaunch plan_rows(Context& ctx, const Tensor& x, const Tensor& y) {
-  BS_CHECK(x.is_contiguous() && y.is_contiguous(), "softmax: x ", x.str(), " and y ", y.str(),
-           " must be contiguous");
-  RowLaunch plan;
-  plan.n = x.size(-1);
-  plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
-  const int64_t pack = pack_elems(x.dtype());
-  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
-  plan.threads = cuda_detail::row_block_threads(plan.n, plan.vectorized ? pack : 1);
-  plan.blocks = cuda_detail::row_grid(plan.rows, plan.threads, cuda_backend(ctx).properties().multiProcessorCount);
-  return plan;
+  return cuda_detail::plan_row_launch("softmax", x, y, cuda_backend(ctx).properties().multiProcessorCount);
 }
 
 }  // namespace

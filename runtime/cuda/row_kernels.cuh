@@ -7,6 +7,8 @@
 #include <cstdint>
 
 #include "runtime/cuda/vector_io.cuh"
+#include "runtime/error.h"
+#include "runtime/tensor.h"
 
 namespace blockscope::cuda_kernels {
 
@@ -61,6 +63,25 @@ inline unsigned row_grid(int64_t rows, unsigned threads, int sm_count) {
   const int64_t cap = static_cast<int64_t>(sm_count) * per_sm * 4;
   const int64_t blocks = rows < cap ? rows : cap;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// Launch shape of a one-block-per-row kernel over x, y: [rows, n] (both contiguous).
+struct RowLaunch {
+  int64_t rows = 0, n = 0;
+  bool vectorized = false;  // x and y 16-byte aligned and n a whole number of packs
+  unsigned blocks = 1, threads = 32;
+};
+
+inline RowLaunch plan_row_launch(const char* op, const Tensor& x, const Tensor& y, int sm_count) {
+  BS_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": x ", x.str(), " and y ", y.str(), " must be contiguous");
+  RowLaunch plan;
+  plan.n = x.size(-1);
+  plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
+  const int64_t pack = pack_elems(x.dtype());
+  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
+  plan.threads = row_block_threads(plan.n, plan.vectorized ? pack : 1);
+  plan.blocks = row_grid(plan.rows, plan.threads, sm_count);
+  return plan;
 }
 
 }  // namespace blockscope::cuda_detail
