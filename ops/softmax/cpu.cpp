@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ops/common/backends.h"
+#include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"
 
@@ -14,27 +15,18 @@ namespace {
 
 // Softmax of row[0, n) in place. A row with no finite maximum (every entry -inf: fully
 // masked) becomes zeros rather than 0/0 = NaN: the behaviour softmax.h documents.
+// The three passes are the vectorised row kernels of cpu_math.h (AVX2 clone where available;
+// exp_f32 is within 2 ulp of std::exp). The sum is blocked: rounding grows with the block
+// length plus the number of blocks rather than with n, so rows of thousands stay within a few
+// f32 ulps of the float64 reference. exp(x - max) <= 1: no overflow however large the logits.
 void softmax_in_place(float* row, int64_t n) {
-  float max_value = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, row[j]);
+  const float max_value = row_max(row, n);
   if (max_value == -std::numeric_limits<float>::infinity()) {
     std::fill(row, row + n, 0.0f);
     return;
   }
-  // Blocked f32 sum: rounding grows with the block length plus the number of blocks rather
-  // than with n, so rows of thousands stay within a few f32 ulps of the float64 reference.
-  constexpr int64_t kSumBlock = 64;
-  float sum = 0.0f;
-  for (int64_t j0 = 0; j0 < n; j0 += kSumBlock) {
-    float block_sum = 0.0f;
-    for (int64_t j = j0; j < std::min(n, j0 + kSumBlock); ++j) {
-      row[j] = std::exp(row[j] - max_value);  // <= 1: no overflow however large the logits
-      block_sum += row[j];
-    }
-    sum += block_sum;
-  }
-  const float inverse = 1.0f / sum;
-  for (int64_t j = 0; j < n; ++j) row[j] *= inverse;
+  const float sum = exp_shifted_sum(row, n, max_value);
+  scale_row(row, n, 1.0f / sum);
 }
 
 // Calls fn(row_index, f32 row buffer) for every row of x [rows, n] with the row loaded, then
@@ -80,7 +72,7 @@ void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causa
     // logits, i.e. probability 0. No visible key at all: a zero row (as softmax defines it).
     const int64_t i = r % sq;
     const int64_t visible = causal ? std::clamp<int64_t>(i + sk - sq + 1, 0, sk) : sk;
-    for (int64_t j = 0; j < visible; ++j) row[j] *= scale;
+    scale_row(row, visible, scale);
     softmax_in_place(row, visible);
     std::fill(row + visible, row + sk, 0.0f);
   });

@@ -1,0 +1,109 @@
+// ops/common/cpu_math.h: the vectorisable exp_f32 against double-precision std::exp over a
+// wide range of inputs (≤ 2 ulp for normal results, the documented bound), its edge cases, and
+// the row kernels (which run the AVX2 clone on machines that have it) against plain loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ops/common/cpu_math.h"
+
+namespace blockscope {
+namespace {
+
+using ops::cpu::exp_f32;
+
+float from_bits(uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+// Error of `got` in units of the last place of the float nearest to `exact`.
+double ulp_error(float got, double exact) {
+  const double magnitude = std::fabs(exact);
+  const double ulp = magnitude < std::numeric_limits<float>::min()
+                         ? std::numeric_limits<float>::denorm_min()
+                         : std::ldexp(1.0, std::ilogb(static_cast<float>(magnitude)) - 23);
+  return std::fabs(static_cast<double>(got) - exact) / ulp;
+}
+
+TEST(CpuMath, ExpWithinTwoUlpOverTheNormalRange) {
+  // Every 61st float bit pattern (both signs) whose exp is a normal float: ~1e7 inputs from
+  // 1e-38 in magnitude up to the overflow threshold, through the whole softmax range (x ≤ 0).
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  int64_t checked = 0;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 61) {
+    const float x = from_bits(static_cast<uint32_t>(bits));
+    if (!(x >= -87.33f && x <= 88.72f)) continue;
+    const double error = ulp_error(exp_f32(x), std::exp(static_cast<double>(x)));
+    if (error > worst) {
+      worst = error;
+      worst_x = x;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 10'000'000);
+  EXPECT_LE(worst, 2.0) << "worst input " << worst_x;
+  std::printf("exp_f32: max error %.3f ulp (at x = %.9g) over %lld inputs\n", worst, worst_x,
+              static_cast<long long>(checked));
+}
+
+TEST(CpuMath, ExpEdgesAndSubnormals) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-inf), 0.0f);
+  EXPECT_EQ(exp_f32(-1000.0f), 0.0f);
+  EXPECT_EQ(exp_f32(inf), inf);
+  EXPECT_EQ(exp_f32(89.0f), inf);
+  EXPECT_EQ(exp_f32(1000.0f), inf);
+  EXPECT_TRUE(std::isnan(exp_f32(std::numeric_limits<float>::quiet_NaN())));
+  // Largest finite result: exp(88.7228) just below FLT_MAX.
+  EXPECT_TRUE(std::isfinite(exp_f32(88.7228f)));
+  EXPECT_LE(ulp_error(exp_f32(88.7228f), std::exp(static_cast<double>(88.7228f))), 2.0);
+  // Subnormal results: within two subnormal steps of the exact value.
+  for (float x = -103.9f; x < -87.4f; x += 0.37f) {
+    const double exact = std::exp(static_cast<double>(x));
+    EXPECT_LE(std::fabs(static_cast<double>(exp_f32(x)) - exact), 2.0 * std::numeric_limits<float>::denorm_min())
+        << "x = " << x;
+  }
+}
+
+TEST(CpuMath, RowKernelsMatchPlainLoops) {
+  std::mt19937 rng(12345);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (int64_t n : {0, 1, 3, 7, 8, 15, 63, 64, 65, 129, 1000, 4099}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = normal(rng);
+    float expected_max = -std::numeric_limits<float>::infinity();
+    for (float v : x) expected_max = std::max(expected_max, v);
+    EXPECT_EQ(ops::cpu::row_max(x.data(), n), expected_max) << "n = " << n;
+
+    std::vector<float> y = x;
+    const float sum = ops::cpu::exp_shifted_sum(y.data(), n, expected_max);
+    double expected_sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      // The kernel's argument is the f32 difference (as any f32 softmax's is).
+      const double exact = std::exp(static_cast<double>(x[j] - expected_max));
+      expected_sum += exact;
+      EXPECT_LE(ulp_error(y[j], exact), 2.0) << "n = " << n << ", j = " << j;
+    }
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * (1.0 + expected_sum)) << "n = " << n;
+
+    const std::vector<float> before = y;
+    ops::cpu::scale_row(y.data(), n, 0.375f);
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(y[j], before[j] * 0.375f) << "n = " << n << ", j = " << j;
+  }
+  // A row of -inf: the maximum is -inf (callers turn such rows into zeros).
+  std::vector<float> masked(5, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(ops::cpu::row_max(masked.data(), 5), -std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+}  // namespace blockscope
