@@ -235,9 +235,16 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
                                                            &align_d, sizeof align_d));
       BS_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                            &align_d, sizeof align_d));
-      BS_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(backend.cublaslt(), plan.desc, plan.layout_b, plan.layout_a,
-                                                     plan.layout_d, plan.layout_d, preference,
-                                                     static_cast<int>(results.size()), results.data(), &found_count));
+      // cuBLASLt says "no algorithm" in two ways: success with a count of 0, or (documented as
+      // "no heuristic function available for current configuration", and what it returns in
+      // practice for e.g. alignments or epilogues no kernel accepts) CUBLAS_STATUS_NOT_SUPPORTED.
+      // Both must reach the explicit error below, which names the shape and the alignments;
+      // BS_CUBLAS_CHECK alone turned the second into a bare status name.
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+          backend.cublaslt(), plan.desc, plan.layout_b, plan.layout_a, plan.layout_d, plan.layout_d, preference,
+          static_cast<int>(results.size()), results.data(), &found_count);
+      if (status == CUBLAS_STATUS_NOT_SUPPORTED) found_count = 0;
+      else BS_CUBLAS_CHECK(status);
     } catch (...) {
       cublasLtMatmulPreferenceDestroy(preference);
       throw;
@@ -246,7 +253,10 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
     if (found_count <= 0) {
       throw Error(ErrorKind::runtime, "cuBLASLt has no algorithm for GEMM " + describe(g) + " with alignments A " +
                                           std::to_string(align_a) + ", B " + std::to_string(align_b) + ", D " +
-                                          std::to_string(align_d) + " bytes");
+                                          std::to_string(align_d) + " bytes (leading dimensions lda " +
+                                          std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) + ", ldd " +
+                                          std::to_string(g.ldd) + " elements; rows that are a multiple of 16 bytes " +
+                                          "give 16-byte alignment)");
     }
     results.resize(static_cast<size_t>(found_count));
     size_t chosen = 0;
@@ -276,8 +286,11 @@ void gemm(Context& ctx, const RowMajorGemm& g) {
   check_aligned(g, "D", g.d);
   if (uses_bias(g.epilogue)) check_aligned(g, "bias", g.bias);
 
-  profiler::KernelScope scope(ctx, g.name);
+  // The plan (heuristic query, and with GemmSettings::autotune the timed candidate runs) is
+  // made before the kernel scope opens: inside it, the first call's kernel event would span
+  // every autotune launch (device time, and the CUPTI name joined from all of their kernels).
   Plan& plan = plan_for(backend, g);
+  profiler::KernelScope scope(ctx, g.name);
   if (uses_bias(g.epilogue)) {
     // The descriptor is shared by every call of this shape; the bias pointer is per call.
     BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
