@@ -18,9 +18,15 @@
 #include "ops/norm/norm.h"
 #include "ops/rope/rope.h"
 #include "ops/softmax/softmax.h"
+#include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "runtime/cuda/cublaslt_gemm.h"
+#include "runtime/cuda/cuda_backend.h"
+#endif
 
 namespace blockscope {
 namespace {
@@ -152,6 +158,122 @@ TEST_P(CudaOps, BatchedMatmulWithGqaGroupsAndAlpha) {
                    "group " + std::to_string(group) + (trans_b ? " trans_b" : "") + " m " + std::to_string(c.m));
     }
   }
+}
+
+// A 2-D weight with a size-1 dimension is contiguous whatever that dimension's stride
+// (Tensor::is_contiguous), e.g. the transpose of a [in, 1] or [1, out] tensor. The CUDA linear
+// took ldb from w.stride(0) and required w.stride(1) == 1, so these failed on CUDA only (ldb 1
+// below k, or "must be 2-D with contiguous rows"); the rows are w.size(1) apart.
+TEST_P(CudaOps, LinearWeightWithASizeOneDimensionOfAnyStride) {
+  Devices dev;
+  struct Case {
+    const char* what;
+    Shape stored;  // w is the transpose of a contiguous tensor of this shape
+    ops::WeightLayout layout;
+    int64_t in;
+  };
+  for (const Case& c : {Case{"[1, in] out_in (out 1)", {24, 1}, ops::WeightLayout::out_in, 24},
+                        Case{"[out, 1] out_in (in 1)", {1, 20}, ops::WeightLayout::out_in, 1},
+                        Case{"[1, out] in_out (in 1)", {20, 1}, ops::WeightLayout::in_out, 1}}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    Tensor stored = random_tensor(dev.cpu, c.stored, dtype(), seed + 1, -0.5f, 0.5f);
+    const Tensor w_cpu = stored.transpose(0, 1);
+    const Tensor w_gpu = dev.gpu_copy(stored).transpose(0, 1);
+    ASSERT_TRUE(w_cpu.is_contiguous() && w_gpu.is_contiguous()) << c.what;
+    const int64_t out = c.layout == ops::WeightLayout::out_in ? w_cpu.size(0) : w_cpu.size(1);
+    Tensor x = random_tensor(dev.cpu, {6, c.in}, dtype(), seed);
+    Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+    for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({6, out}, dtype(), &y_gpu);
+      ops::linear(dev.cpu, x, w_cpu, b, y_cpu, path, c.layout);
+      ops::linear(dev.gpu, dev.gpu_copy(x), w_gpu, dev.gpu_copy(b), y_gpu, path, c.layout);
+      expect_close(y_gpu, y_cpu, tolerance(dtype()), std::string(c.what) + " " + ops::path_name(path));
+    }
+  }
+}
+
+// k = 0 (no input features / no keys): an empty sum. The CPU gives y = bias (or 0) then the
+// activation, and c = 0 for batched_matmul; CUDA used to refuse both with a runtime error.
+TEST_P(CudaOps, LinearAndBatchedMatmulWithKZero) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+    for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
+      for (bool with_bias : {false, true}) {
+        for (ops::LinearActivation act : {ops::LinearActivation::none, ops::LinearActivation::gelu_tanh}) {
+          const Shape w_shape = layout == ops::WeightLayout::out_in ? Shape{13, 0} : Shape{0, 13};
+          Tensor b = with_bias ? random_tensor(dev.cpu, {13}, dtype(), seed) : Tensor();
+          Tensor y_gpu;
+          Tensor y_cpu = dev.poisoned_pair({5, 13}, dtype(), &y_gpu);
+          ops::linear(dev.cpu, dev.cpu.empty({5, 0}, dtype()), dev.cpu.empty(w_shape, dtype()), b, y_cpu, path, layout,
+                      act);
+          ops::linear(dev.gpu, dev.gpu.empty({5, 0}, dtype()), dev.gpu.empty(w_shape, dtype()),
+                      with_bias ? dev.gpu_copy(b) : Tensor(), y_gpu, path, layout, act);
+          expect_close(y_gpu, y_cpu, tolerance(dtype()),
+                       std::string("k = 0 ") + ops::path_name(path) + (with_bias ? " bias" : "") +
+                           (act == ops::LinearActivation::gelu_tanh ? " gelu" : ""));
+        }
+      }
+    }
+  }
+  for (bool trans_b : {false, true}) {
+    const Shape b_shape = trans_b ? Shape{2, 1, 7, 0} : Shape{2, 1, 0, 7};
+    Tensor c_gpu;
+    Tensor c_cpu = dev.poisoned_pair({2, 3, 4, 7}, dtype(), &c_gpu);
+    ops::batched_matmul(dev.cpu, dev.cpu.empty({2, 3, 4, 0}, dtype()), dev.cpu.empty(b_shape, dtype()), c_cpu, trans_b,
+                        1.0f, 3, "gemm_test");
+    ops::batched_matmul(dev.gpu, dev.gpu.empty({2, 3, 4, 0}, dtype()), dev.gpu.empty(b_shape, dtype()), c_gpu, trans_b,
+                        1.0f, 3, "gemm_test");
+    const std::vector<float> values = to_floats(c_gpu);
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], 0.0f) << "element " << i << (trans_b ? " trans_b" : "");
+    expect_close(c_gpu, c_cpu, 0.0, "batched k = 0");
+  }
+}
+
+// GemmSettings::autotune (API only, never exercised before): the timed candidates run on a
+// scratch output, so addmm's bias copy in y (beta = 1) must survive, and the plan is made
+// before the kernel scope opens, so each call is still one kernel event with its own name.
+TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  cuda_gemm::GemmSettings& settings = cuda_backend(dev.gpu).gemm_settings();
+  settings.autotune = true;
+  settings.autotune_candidates = 4;
+  settings.autotune_iterations = 2;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 70, in = 96, out = 80;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  struct Case {
+    ops::LinearPath path;
+    ops::LinearActivation act;
+    std::vector<std::string> kernels;
+  };
+  for (const Case& c : {Case{ops::LinearPath::addmm, ops::LinearActivation::none, {"bias_broadcast_copy_kernel", "gemm"}},
+                        Case{ops::LinearPath::epilogue, ops::LinearActivation::gelu_tanh, {"gemm_bias_gelu"}},
+                        Case{ops::LinearPath::epilogue, ops::LinearActivation::none, {"gemm_bias"}}}) {
+    const size_t plans_before = cuda_gemm::cached_plans(dev.gpu);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+    ops::linear(dev.cpu, x, w, b, y_cpu, c.path, ops::WeightLayout::out_in, c.act);
+    profiler::Recorder recorder(dev.gpu);
+    dev.gpu.set_recorder(&recorder);
+    ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, c.path, ops::WeightLayout::out_in, c.act);
+    dev.gpu.set_recorder(nullptr);
+    recorder.resolve();
+    EXPECT_EQ(testing::kernel_names(recorder), c.kernels) << ops::path_name(c.path);
+    EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1) << "one new (autotuned) plan per epilogue";
+    expect_close(y_gpu, y_cpu, tolerance(dtype()), std::string("autotuned ") + ops::path_name(c.path));
+  }
+#endif
 }
 
 // ---- elementwise --------------------------------------------------------------------------
@@ -319,6 +441,38 @@ TEST_P(CudaOps, LayerNormAndRmsNorm) {
     ops::rms_norm(dev.cpu, x, w, 1e-6f, y_cpu);
     ops::rms_norm(dev.gpu, x_gpu, w_gpu, 1e-6f, y_gpu);
     expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "rms_norm" + what);
+  }
+}
+
+// x may be a row-strided view (ops/norm/norm.h), as on the CPU. The row stride decides the
+// vector path too: a column slice out of rows of odd length (ld 129) has aligned data and
+// n % pack == 0 but misaligned row starts, so it must take the element-by-element path; a
+// slice with ld 136 keeps every row start 16-byte aligned (f32 and f16/bf16 packs).
+TEST_P(CudaOps, NormsOnRowStridedViews) {
+  Devices dev;
+  const int64_t rows = 6, n = 64;
+  for (int64_t ld : {int64_t{129}, int64_t{136}}) {
+    for (int64_t first : {int64_t{0}, int64_t{8}, int64_t{3}}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = " ld " + std::to_string(ld) + " first column " + std::to_string(first);
+      Tensor wide = random_tensor(dev.cpu, {rows, ld}, dtype(), seed, 2.0f, 4.0f);
+      Tensor w = random_tensor(dev.cpu, {n}, dtype(), seed + 1, 0.5f, 1.5f);
+      Tensor b = random_tensor(dev.cpu, {n}, dtype(), seed + 2);
+      Tensor wide_gpu = dev.gpu_copy(wide), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+      const Tensor x = wide.slice(1, first, first + n);
+      const Tensor x_gpu = wide_gpu.slice(1, first, first + n);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({rows, n}, dtype(), &y_gpu);
+      ops::layer_norm(dev.cpu, x, w, b, 1e-5f, y_cpu);
+      ops::layer_norm(dev.gpu, x_gpu, w_gpu, b_gpu, 1e-5f, y_gpu);
+      expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "layer_norm strided" + what);
+      fill_nan(y_cpu);
+      fill_nan(y_gpu);
+      ops::rms_norm(dev.cpu, x, w, 1e-6f, y_cpu);
+      ops::rms_norm(dev.gpu, x_gpu, w_gpu, 1e-6f, y_gpu);
+      expect_close(y_gpu, y_cpu, tolerance(dtype(), 2.0), "rms_norm strided" + what);
+    }
   }
 }
 

@@ -2,10 +2,12 @@
 // the accuracy rule between paths, the kernel sequence of each path, and input errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "ops/activation/activation.h"
 #include "ops/linear/linear.h"
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
@@ -185,6 +187,42 @@ TEST_P(LinearTest, KernelSequencePerPath) {
     for (const profiler::KernelEvent& k : recorder.kernels()) EXPECT_EQ(k.op, 0);
   }
   ctx.set_recorder(nullptr);
+}
+
+// k = 0 (x [rows, 0]): the product is an empty sum, so y = bias (or 0), then the activation.
+// The CPU took its row count from x (0 rows when in = 0) and left y unwritten; CUDA refused.
+TEST_P(LinearTest, NoInputFeaturesGiveBiasOrZeros) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 5, out = 13;
+  const Tensor x = ctx.empty({rows, 0}, dtype());
+  const Tensor bias = testing::random_tensor(ctx, {out}, dtype(), seed);
+  const std::vector<float> bias_values = to_floats(bias);
+  for (WeightLayout layout : kLayouts) {
+    const Tensor w = ctx.empty(layout == WeightLayout::out_in ? Shape{out, 0} : Shape{0, out}, dtype());
+    for (bool with_bias : {false, true}) {
+      // Expected: every row is the bias (or zeros), through the same activation op when GELU.
+      Tensor pre = ctx.empty({rows, out}, dtype());
+      std::vector<float> pre_values(static_cast<size_t>(rows * out), 0.0f);
+      if (with_bias)
+        for (int64_t r = 0; r < rows; ++r) std::copy(bias_values.begin(), bias_values.end(), pre_values.begin() + r * out);
+      from_floats(pre, pre_values);
+      Tensor activated = ctx.empty({rows, out}, dtype());
+      ops::activation(ctx, pre, activated, ops::Activation::gelu_tanh);
+      for (LinearActivation act : {LinearActivation::none, LinearActivation::gelu_tanh}) {
+        for (LinearPath path : kPaths) {
+          SCOPED_TRACE(::testing::Message() << ops::path_name(path) << " bias " << with_bias << " gelu "
+                                            << (act != LinearActivation::none) << " layout "
+                                            << (layout == WeightLayout::out_in ? "out_in" : "in_out"));
+          Tensor y = testing::poisoned_tensor(ctx, {rows, out}, dtype());
+          ops::linear(ctx, x, w, with_bias ? bias : Tensor(), y, path, layout, act);
+          EXPECT_EQ(to_floats(y), to_floats(act == LinearActivation::none ? pre : activated));
+        }
+      }
+    }
+  }
 }
 
 TEST_P(LinearTest, BadInputsAreNamedErrors) {

@@ -123,7 +123,11 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
             WeightLayout layout, LinearActivation act) {
   RowLayout xrows;
   row_layout(x, &xrows);  // checked by ops::linear
-  const int64_t rows = xrows.rows, out = y.size(-1);
+  const int64_t out = y.size(-1);
+  // rows from y when in = 0: row_layout counts 0 rows for a [rows, 0] x, which left y unwritten
+  // (k = 0 means an empty sum: y = bias, or 0, then the activation).
+  const int64_t rows = xrows.cols == 0 ? (out == 0 ? 0 : y.numel() / out) : xrows.rows;
+  xrows.rows = rows;
   const bool gelu = act == LinearActivation::gelu_tanh;
   switch (path) {
     case LinearPath::naive: {

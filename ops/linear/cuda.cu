@@ -7,8 +7,10 @@
 //             (what torch.compile makes of matmul + add)
 #include "ops/common/backends.h"
 #include "ops/common/rows.h"
+#include "profiler/scope.h"
 #include "runtime/cuda/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/elementwise_map.cuh"
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/vector_io.cuh"
@@ -79,6 +81,14 @@ void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, T
   });
 }
 
+// t = 0 (all bits zero is 0.0 in f32, f16 and bf16): the product of a k = 0 GEMM, as the CPU's
+// BLAS convention gives it. cuBLASLt is never asked for k = 0 (its kernels are not documented
+// for an empty reduction).
+void zero_fill(Context& ctx, Tensor& t) {
+  profiler::KernelScope scope(ctx, "Memset");
+  BS_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), cuda_backend(ctx).stream()));
+}
+
 }  // namespace
 
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
@@ -86,12 +96,22 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   const int64_t in = x.size(-1);
   const int64_t out = layout == WeightLayout::out_in ? w.size(0) : w.size(1);
   const int64_t rows = in == 0 ? (out == 0 ? 0 : y.numel() / out) : x.numel() / in;
-  BS_CHECK(w.dim() == 2 && w.stride(1) == 1, "linear: weight ", w.str(), " must be 2-D with contiguous rows");
+  // ops::linear has checked w.is_contiguous(), which ignores the stride of a size-1 dimension
+  // ([out, 1] or [1, in] views may carry any): the rows are w.size(1) apart, whatever
+  // w.stride(0) says (as on the CPU), and w.stride(1) is not checked for the same reason.
+  BS_CHECK(w.dim() == 2 && w.is_contiguous(), "linear: weight ", w.str(), " must be 2-D and contiguous");
   BS_CHECK(y.is_contiguous(), "linear: y ", y.str(), " must be contiguous");
   if (rows == 0 || out == 0) return;
   const bool has_bias = bias.defined();
   const bool gelu = act == LinearActivation::gelu_tanh;
-  BS_CHECK(in > 0, "linear: x ", x.str(), " has no input features (k = 0): not supported on CUDA");
+  if (in == 0) {
+    // k = 0: X · W is an empty sum, so y = bias (or 0), then the activation, as on the CPU
+    // (this used to be refused on CUDA only, with a runtime error).
+    if (has_bias) bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
+    else zero_fill(ctx, y);
+    if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
+    return;
+  }
 
   cuda_gemm::RowMajorGemm g;
   g.dtype = x.dtype();
@@ -101,7 +121,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   g.a = x.data();
   g.lda = rows_stride(x);
   g.b = w.data();
-  g.ldb = w.stride(0);
+  g.ldb = w.size(1);  // not w.stride(0): see the weight check above
   g.trans_b = layout == WeightLayout::out_in;  // [out, in]: Y = X · Wᵀ
   g.d = y.data();
   g.ldd = out;
@@ -139,8 +159,11 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   const int64_t n = trans_b ? b.size(-2) : b.size(-1);
   const int64_t batch = m * k == 0 ? (m * n == 0 ? 0 : c.numel() / (m * n)) : a.numel() / (m * k);
   if (batch == 0 || m == 0 || n == 0) return;
-  BS_CHECK(k > 0, "batched_matmul: k = 0 is not supported on CUDA");
   BS_CHECK(batch % b_group == 0, "batched_matmul: batch ", batch, " is not a multiple of b_group ", b_group);
+  if (k == 0) {  // an empty sum: c = 0, as on the CPU (e.g. attention's PV with no keys, Sk = 0)
+    zero_fill(ctx, c);
+    return;
+  }
 
   // GQA: the b_group query heads sharing one kv head are consecutive and contiguous, so A is
   // read as [batch / b_group, b_group · m, k] — one strided-batched GEMM, no copy.
