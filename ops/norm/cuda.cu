@@ -10,16 +10,17 @@
 
 namespace blockscope::cuda_kernels {
 
-// x, y: [rows, n]; weight, bias: [n] (bias may be null).
-// `vectorized`: x and y 16-byte aligned and n a whole number of packs (weight and bias are
-// read element by element, so their alignment does not matter).
+// x, y: [rows, n]; row r of x starts at x + r·x_ld (x may be a row-strided view, y is
+// contiguous); weight, bias: [n] (bias may be null).
+// `vectorized`: x and y 16-byte aligned, n and x_ld whole numbers of packs (weight and bias
+// are read element by element, so their alignment does not matter).
 template <typename T>
-__global__ void layer_norm_kernel(const T* x, const T* weight, const T* bias, T* y, int64_t rows, int64_t n,
-                                  float eps, bool vectorized) {
+__global__ void layer_norm_kernel(const T* x, int64_t x_ld, const T* weight, const T* bias, T* y, int64_t rows,
+                                  int64_t n, float eps, bool vectorized) {
   __shared__ float scratch[32];
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* in = x + r * n;
+    const T* in = x + r * x_ld;
     float sum = 0.0f;
     row_read(in, n, vectorized, [&](int64_t, float v) { sum += v; });
     const float mean = block_sum(sum, scratch) * inv_n;
@@ -35,12 +36,12 @@ __global__ void layer_norm_kernel(const T* x, const T* weight, const T* bias, T*
 
 // y = x / sqrt(mean(x²) + eps) · weight.
 template <typename T>
-__global__ void rms_norm_kernel(const T* x, const T* weight, T* y, int64_t rows, int64_t n, float eps,
-                                bool vectorized) {
+__global__ void rms_norm_kernel(const T* x, int64_t x_ld, const T* weight, T* y, int64_t rows, int64_t n,
+                                float eps, bool vectorized) {
   __shared__ float scratch[32];
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* in = x + r * n;
+    const T* in = x + r * x_ld;
     float squares = 0.0f;
     row_read(in, n, vectorized, [&](int64_t, float v) { squares += v * v; });
     const float rstd = rsqrtf(block_sum(squares, scratch) * inv_n + eps);
@@ -60,7 +61,8 @@ using cuda_detail::RowLaunch;
 namespace {
 
 RowLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor& y) {
-  return cuda_detail::plan_row_launch(op, x, y, cuda_backend(ctx).properties().multiProcessorCount);
+  // x may be row-strided (a column slice), as on the CPU: strided_x_rows = true.
+  return cuda_detail::plan_row_launch(op, x, y, cuda_backend(ctx).properties().multiProcessorCount, true);
 }
 
 }  // namespace
@@ -72,7 +74,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     launch(ctx, "layer_norm_kernel", cuda_kernels::layer_norm_kernel<T>, plan.blocks, plan.threads, 0,
-           x.data_as<const T>(), weight.data_as<const T>(), static_cast<const T*>(bias_data), y.data_as<T>(),
+           x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(), static_cast<const T*>(bias_data), y.data_as<T>(),
            plan.rows, plan.n, eps, plan.vectorized);
   });
 }
@@ -83,7 +85,7 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     launch(ctx, "rms_norm_kernel", cuda_kernels::rms_norm_kernel<T>, plan.blocks, plan.threads, 0,
-           x.data_as<const T>(), weight.data_as<const T>(), y.data_as<T>(), plan.rows, plan.n, eps,
+           x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(), y.data_as<T>(), plan.rows, plan.n, eps,
            plan.vectorized);
   });
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/common/rows.h"
 #include "runtime/cuda/vector_io.cuh"
 #include "runtime/error.h"
 #include "runtime/tensor.h"
@@ -65,20 +66,35 @@ inline unsigned row_grid(int64_t rows, unsigned threads, int sm_count) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
-// Launch shape of a one-block-per-row kernel over x, y: [rows, n] (both contiguous).
+// Launch shape of a one-block-per-row kernel over x, y: [rows, n] (y contiguous; x contiguous,
+// or, with strided_x_rows, rows of n contiguous elements x_ld apart).
 struct RowLaunch {
   int64_t rows = 0, n = 0;
-  bool vectorized = false;  // x and y 16-byte aligned and n a whole number of packs
+  int64_t x_ld = 0;         // elements from one row of x to the next (n when x is contiguous)
+  bool vectorized = false;  // x and y 16-byte aligned, n and x_ld whole numbers of packs
   unsigned blocks = 1, threads = 32;
 };
 
-inline RowLaunch plan_row_launch(const char* op, const Tensor& x, const Tensor& y, int sm_count) {
-  BS_CHECK(x.is_contiguous() && y.is_contiguous(), op, ": x ", x.str(), " and y ", y.str(), " must be contiguous");
+// strided_x_rows: the norms accept x as a row-strided view (ops/norm/norm.h: e.g. a column
+// slice of a wider tensor), as their CPU twins do; softmax requires x contiguous. Before this
+// flag the norms refused strided x on CUDA with a runtime error that the CPU never raises.
+inline RowLaunch plan_row_launch(const char* op, const Tensor& x, const Tensor& y, int sm_count,
+                                 bool strided_x_rows = false) {
+  BS_CHECK(y.is_contiguous() && (strided_x_rows || x.is_contiguous()), op, ": x ", x.str(), " and y ", y.str(),
+           " must be contiguous");
   RowLaunch plan;
   plan.n = x.size(-1);
   plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
+  plan.x_ld = plan.n;
+  if (!x.is_contiguous()) {
+    ops::RowLayout layout;
+    BS_CHECK(ops::row_layout(x, &layout), op, ": x ", x.str(), " must have contiguous rows with one row stride");
+    if (layout.rows > 1) plan.x_ld = layout.row_stride;
+  }
   const int64_t pack = pack_elems(x.dtype());
-  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0;
+  // Every row start of x must stay 16-byte aligned, so the row stride counts too: a column
+  // slice of width n out of a row of odd length must take the element-by-element path.
+  plan.vectorized = aligned16(x.data()) && aligned16(y.data()) && plan.n % pack == 0 && plan.x_ld % pack == 0;
   plan.threads = row_block_threads(plan.n, plan.vectorized ? pack : 1);
   plan.blocks = row_grid(plan.rows, plan.threads, sm_count);
   return plan;
