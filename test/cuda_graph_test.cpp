@@ -11,6 +11,7 @@
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/linear.h"
 #include "ops/norm/norm.h"
+#include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "test/support/test_support.h"
 
@@ -121,6 +122,32 @@ TEST_P(CudaGraphTest, UncapturableWorkIsAnErrorAtCaptureTime) {
   Tensor u = testing::random_tensor(ctx, {64, 64}, GetParam(), testing::fresh_seed());
   ops::scale(ctx, u, 2.0f, t);
   ctx.synchronize();
+  EXPECT_EQ(testing::first_nan(to_floats(t)), -1);
+}
+
+// Device marks taken inside a capture time nothing (cudaEventElapsedTime on them fails when the
+// recorder resolves): a recorder attached at capture is refused up front, and the stream,
+// the capture without the recorder and a later resolve all still work.
+TEST_P(CudaGraphTest, CaptureWithARecorderAttachedIsRefused) {
+  Context ctx(Device::cuda(0));
+  Tensor u = testing::random_tensor(ctx, {64, 64}, GetParam(), testing::fresh_seed());
+  Tensor t = testing::poisoned_tensor(ctx, {64, 64}, GetParam());
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  CudaGraph graph;
+  try {
+    graph.capture(ctx, [&] { ops::scale(ctx, u, 2.0f, t); });
+    ADD_FAILURE() << "capture with a recorder attached did not fail";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("recorder"), std::string::npos) << error.what();
+  }
+  EXPECT_FALSE(graph.captured());
+  ctx.set_recorder(nullptr);
+  graph.capture(ctx, [&] { ops::scale(ctx, u, 2.0f, t); });
+  ctx.set_recorder(&recorder);
+  graph.replay();
+  ctx.set_recorder(nullptr);
+  recorder.resolve();  // no marks were taken inside the capture: resolves without error
   EXPECT_EQ(testing::first_nan(to_floats(t)), -1);
 }
 

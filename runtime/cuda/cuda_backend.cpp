@@ -149,6 +149,16 @@ void CudaBackend::copy_within(void* dst, const void* src, size_t bytes) {
 void CudaBackend::synchronize() { BS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
 TimeMark CudaBackend::mark() {
+  // An event recorded on a capturing stream is not a timestamp: it only marks a point of the
+  // graph being built, nothing runs, and cudaEventElapsedTime on it fails later (in
+  // Recorder::resolve, far from the cause). A recorder attached during a capture is therefore
+  // an error at capture time, naming the fix, like every other uncapturable call.
+  if (capturing()) {
+    throw Error(ErrorKind::runtime,
+                "device timing marks (a profiler recorder attached to the context) cannot be taken during a CUDA "
+                "graph capture: nothing runs while capturing; detach the recorder for the capture and profile the "
+                "replays instead");
+  }
   if (next_event_ == events_.size()) {
     cudaEvent_t event;
     BS_CUDA_CHECK(cudaEventCreate(&event));

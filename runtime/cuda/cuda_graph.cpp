@@ -23,6 +23,12 @@ void CudaGraph::capture(Context& ctx, const std::function<void()>& forward) {
   BS_CHECK_INPUT(ctx.device().is_cuda(), "CUDA graph capture needs a CUDA context, not ", ctx.device().str());
   CudaBackend& backend = cuda_backend(ctx);
   BS_CHECK(!backend.capturing(), "a CUDA graph capture is already open on the stream of ", ctx.device().str());
+  // The recorder's device marks are events recorded on the stream; inside a capture they time
+  // nothing and cudaEventElapsedTime on them would fail when the recorder resolves the step.
+  // Refuse before the capture opens (CudaBackend::mark also refuses during a capture).
+  BS_CHECK_INPUT(ctx.recorder() == nullptr,
+                 "CUDA graph capture with a profiler recorder attached: device times cannot be measured while "
+                 "capturing; detach the recorder for the capture and profile the replays instead");
   release();
   stream_ = backend.stream();
   device_ = backend.device().index;
