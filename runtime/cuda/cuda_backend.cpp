@@ -64,7 +64,9 @@ void* CudaBackend::allocate(size_t bytes) {
 
 void CudaBackend::deallocate(void* ptr, size_t bytes) {
   cudaSetDevice(index_);
-  cudaFreeAsync(ptr, stream_);  // called from destructors: never throws
+  // Called from destructors: never throws. A failure is dropped, and cleared so that the next
+  // kernel's launch check (cudaGetLastError) does not report it as that kernel's failure.
+  if (cudaFreeAsync(ptr, stream_) != cudaSuccess) cudaGetLastError();
   stats_.in_use -= bytes;
 }
 

@@ -13,6 +13,8 @@
   do {                                                                                               \
     cudaError_t bs_status_ = (call);                                                                 \
     if (bs_status_ != cudaSuccess) {                                                                 \
+      /* Reported here: clear it, or the next launch check (cudaGetLastError) blames a kernel. */     \
+      cudaGetLastError();                                                                            \
       throw ::blockscope::Error(::blockscope::ErrorKind::runtime,                                    \
                                 std::string("CUDA error ") + cudaGetErrorName(bs_status_) + " (" +   \
                                     cudaGetErrorString(bs_status_) + ") in " #call,                  \

@@ -84,6 +84,7 @@ void memcpy_dtod(Context& ctx, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   const cudaError_t status = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, backend.stream());
   if (status != cudaSuccess) {
+    cudaGetLastError();  // reported here; the next launch check must not report it again
     throw Error(ErrorKind::runtime, std::string("Memcpy DtoD of ") + std::to_string(bytes) + " bytes in op '" +
                                         ctx.scope_path() + "' failed: " + cudaGetErrorName(status) + " (" +
                                         cudaGetErrorString(status) + ")");
