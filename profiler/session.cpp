@@ -217,8 +217,16 @@ Peaks cuda_peaks(Context& ctx, DType dtype) {
   // CUDA 13). Both are in kHz.
   int clock_khz = 0, memory_clock_khz = 0;
   const int device = ctx.device().index;
-  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device) != cudaSuccess) clock_khz = 0;
-  if (cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) memory_clock_khz = 0;
+  // A failure only hides the peak; clear it (cudaGetLastError) so that the next kernel's launch
+  // check does not report it as that kernel's failure.
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device) != cudaSuccess) {
+    clock_khz = 0;
+    cudaGetLastError();
+  }
+  if (cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess) {
+    memory_clock_khz = 0;
+    cudaGetLastError();
+  }
   Peaks peaks;
   peaks.tflops = properties.multiProcessorCount * (clock_khz * 1e3) *
                  flops_per_sm_per_clock(properties.major, properties.minor, dtype) / 1e12;

@@ -80,6 +80,7 @@ void CudaGraph::replay() {
   BS_CUDA_CHECK(cudaSetDevice(device_));
   const cudaError_t status = cudaGraphLaunch(exec_, stream_);
   if (status != cudaSuccess) {
+    cudaGetLastError();  // reported here; the next launch check must not report it again
     throw Error(ErrorKind::runtime, std::string("CUDA graph replay (") + std::to_string(node_count_) +
                                         " nodes) failed: " + cudaGetErrorName(status) + " (" +
                                         cudaGetErrorString(status) + ")");
