@@ -1,6 +1,10 @@
 // CPU flash attention: tiled over queries and keys with an online softmax (running max and
 // sum, rescaled as new keys arrive), f32 accumulators, and per-thread tile buffers of
-// O(tile · D). No [Sq, Sk] score matrix exists anywhere, which is the point of the path.
+// O(tile · D + tile²). No [Sq, Sk] score matrix exists anywhere, which is the point of the path.
+//
+// Per (query tile, key tile) pair: S = scale · Q Kᵀ ([Br, Bc]) and O += P V ([Br, D]) are two
+// small cpu::sgemm calls (OpenBLAS's AVX kernels where built with it), and the online softmax
+// between them runs on the vectorised row kernels of cpu_math.h (AVX2 clone where available).
 #include <omp.h>
 
 #include <algorithm>
@@ -8,40 +12,43 @@
 #include <limits>
 
 #include "ops/common/backends.h"
+#include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"
+#include "runtime/cpu/gemm.h"
 
 namespace blockscope::ops::cpu {
 namespace {
 
 constexpr int64_t kQueryTile = 64;  // Br: query rows per work item
-constexpr int64_t kKeyTile = 64;    // Bc: keys per inner step
-constexpr int64_t kDepthBlock = 8;  // terms of a QKᵀ dot product summed before they join the total
+constexpr int64_t kKeyTile = 64;    // Bc: most keys per inner step (see key_tile)
+
+// Keys per inner step for head size d. OpenBLAS runs a GEMM of m·n·k ≤ 262144 on the calling
+// thread (its multithreading threshold, 65536 × 4); above it, it would start its own threads
+// from inside ours. Both tile GEMMs are Br · Bc · D, so Bc shrinks for D > 64 to stay below.
+int64_t key_tile(int64_t d) {
+  const int64_t fits = 262144 / (kQueryTile * std::max<int64_t>(d, 1));
+  return std::clamp<int64_t>(fits / 8 * 8, 8, kKeyTile);
+}
 
 // One thread's tile buffers, carved out of a single f32 scratch allocation.
 struct TileBuffers {
-  float* q;       // [Br, D]  query rows (f32)
-  float* k;       // [Bc, D]  key rows as loaded
-  float* k_t;     // [D, Bc]  keys transposed, so the QKᵀ inner loop runs over keys contiguously
-  float* v;       // [Bc, D]
-  float* s;       // [Bc]     one query row's scores against the key tile
-  float* partial; // [Bc]     partial dot products (see kDepthBlock)
-  float* o;       // [Br, D]  unnormalised output accumulator
-  float* m;       // [Br]     running row max of the scaled scores
-  float* l;       // [Br]     running row sum of exp(score - m)
+  float* q;  // [Br, D]   query rows (f32)
+  float* k;  // [Bc, D]   key rows
+  float* v;  // [Bc, D]
+  float* s;  // [Br, Bc]  scores of the tile pair, then their probabilities (row stride kKeyTile)
+  float* o;  // [Br, D]   unnormalised output accumulator
+  float* m;  // [Br]      running row max of the scaled scores
+  float* l;  // [Br]      running row sum of exp(score - m)
 
-  static int64_t floats(int64_t d) {
-    return 2 * kQueryTile * d + 3 * kKeyTile * d + 2 * kKeyTile + 2 * kQueryTile;
-  }
+  static int64_t floats(int64_t d) { return 2 * kQueryTile * d + 2 * kKeyTile * d + kQueryTile * kKeyTile + 2 * kQueryTile; }
 
   TileBuffers(float* base, int64_t d) {
     q = base;
     k = q + kQueryTile * d;
-    k_t = k + kKeyTile * d;
-    v = k_t + kKeyTile * d;
+    v = k + kKeyTile * d;
     s = v + kKeyTile * d;
-    partial = s + kKeyTile;
-    o = partial + kKeyTile;
+    o = s + kQueryTile * kKeyTile;
     m = o + kQueryTile * d;
     l = m + kQueryTile;
   }
@@ -57,7 +64,7 @@ struct Geometry {
 // out_head point at the [S, D] matrices of that head (and its kv head).
 void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const void* k_head, const void* v_head,
                        void* out_head, int64_t i0, int64_t i1, TileBuffers& t) {
-  const int64_t d = g.d, rows = i1 - i0;
+  const int64_t d = g.d, rows = i1 - i0, bc = key_tile(d);
   const int64_t offset = g.sk - g.sq;  // causal: query i sees keys j <= i + offset
   const float minus_inf = -std::numeric_limits<float>::infinity();
 
@@ -68,64 +75,38 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
 
   // Keys past the last visible one of the tile's last query never contribute.
   const int64_t key_end = g.causal ? std::clamp<int64_t>(i1 - 1 + offset + 1, 0, g.sk) : g.sk;
-  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
-    const int64_t cols = std::min(kKeyTile, key_end - j0);
+  for (int64_t j0 = 0; j0 < key_end; j0 += bc) {
+    const int64_t cols = std::min(bc, key_end - j0);
     load_row(dtype, element_at(dtype, k_head, j0 * d), t.k, cols * d);
     load_row(dtype, element_at(dtype, v_head, j0 * d), t.v, cols * d);
-    for (int64_t c = 0; c < cols; ++c)
-      for (int64_t p = 0; p < d; ++p) t.k_t[p * kKeyTile + c] = t.k[c * d + p];
+
+    // S[r, c] = scale · q_r · k_c for the whole tile pair (masked entries are dropped below).
+    blockscope::cpu::sgemm(false, true, rows, cols, d, g.scale, t.q, d, t.k, d, 0.0f, t.s, kKeyTile);
 
     for (int64_t r = 0; r < rows; ++r) {
-      // Visible keys of this row inside the tile: [0, limit).
-      const int64_t limit = g.causal ? std::min(cols, i0 + r + offset - j0 + 1) : cols;
+      float* s_row = t.s + r * kKeyTile;
+      // Visible keys of this row inside the tile: [0, limit); the rest get probability 0.
+      const int64_t limit = g.causal ? std::clamp<int64_t>(i0 + r + offset - j0 + 1, 0, cols) : cols;
+      if (limit < cols) std::fill(s_row + std::max<int64_t>(limit, 0), s_row + cols, 0.0f);
       if (limit <= 0) continue;
-      float* s_row = t.s;  // s_row[c] = scale · q_r · k_c
-      const float* q_row = t.q + r * d;
-      // Two-level f32 sum over D: partial sums of kDepthBlock terms, then their sum. A plain
-      // running sum over all D terms loses about D/kDepthBlock times more to rounding, which
-      // shows next to the naive path's BLAS GEMM in f32.
-      std::fill(s_row, s_row + limit, 0.0f);
-      for (int64_t p0 = 0; p0 < d; p0 += kDepthBlock) {
-        std::fill(t.partial, t.partial + limit, 0.0f);
-        for (int64_t p = p0; p < std::min(d, p0 + kDepthBlock); ++p) {
-          const float qv = q_row[p];
-          const float* k_col = t.k_t + p * kKeyTile;
-          for (int64_t c = 0; c < limit; ++c) t.partial[c] += qv * k_col[c];
-        }
-        for (int64_t c = 0; c < limit; ++c) s_row[c] += t.partial[c];
-      }
-      float tile_max = minus_inf;
-      for (int64_t c = 0; c < limit; ++c) {
-        s_row[c] *= g.scale;
-        tile_max = std::max(tile_max, s_row[c]);
-      }
 
       // Online softmax: rescale what was accumulated under the old max to the new one.
-      const float new_max = std::max(t.m[r], tile_max);
+      const float new_max = std::max(t.m[r], row_max(s_row, limit));
       const float correction = std::exp(t.m[r] - new_max);  // exp(-inf) = 0 on the first tile
-      float* o_row = t.o + r * d;
       if (correction != 1.0f) {
         t.l[r] *= correction;
-        for (int64_t p = 0; p < d; ++p) o_row[p] *= correction;
+        scale_row(t.o + r * d, d, correction);
       }
-      float row_sum = 0.0f;
-      for (int64_t c = 0; c < limit; ++c) {
-        const float prob = std::exp(s_row[c] - new_max);
-        row_sum += prob;
-        const float* v_row = t.v + c * d;
-        for (int64_t p = 0; p < d; ++p) o_row[p] += prob * v_row[p];
-      }
-      t.l[r] += row_sum;
+      t.l[r] += exp_shifted_sum(s_row, limit, new_max);  // s_row becomes the probabilities
       t.m[r] = new_max;
     }
+
+    // O += P · V.
+    blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, t.v, d, 1.0f, t.o, d);
   }
 
   // Normalise. A row that saw no key (causal with Sq > Sk) has l = 0 and is defined as zeros.
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o_row = t.o + r * d;
-    const float inverse = t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f;
-    for (int64_t p = 0; p < d; ++p) o_row[p] *= inverse;
-  }
+  for (int64_t r = 0; r < rows; ++r) scale_row(t.o + r * d, d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
   store_row(dtype, t.o, element_at(dtype, out_head, i0 * d), rows * d);
 }
 
