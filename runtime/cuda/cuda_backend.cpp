@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
@@ -64,9 +65,16 @@ void* CudaBackend::allocate(size_t bytes) {
 
 void CudaBackend::deallocate(void* ptr, size_t bytes) {
   cudaSetDevice(index_);
-  // Called from destructors: never throws. A failure is dropped, and cleared so that the next
-  // kernel's launch check (cudaGetLastError) does not report it as that kernel's failure.
-  if (cudaFreeAsync(ptr, stream_) != cudaSuccess) cudaGetLastError();
+  // Called from destructors: never throws. A failure (e.g. freeing, inside a graph capture, a
+  // tensor allocated before it: a captured free must name a graph allocation) is said on
+  // stderr, and cleared so that the next kernel's launch check (cudaGetLastError) does not
+  // report it as that kernel's failure.
+  const cudaError_t status = cudaFreeAsync(ptr, stream_);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    std::fprintf(stderr, "blockscope: cudaFreeAsync of %zu bytes failed: %s (%s); the memory is not returned\n",
+                 bytes, cudaGetErrorName(status), cudaGetErrorString(status));
+  }
   stats_.in_use -= bytes;
 }
 
