@@ -393,6 +393,47 @@ TEST_P(CudaOps, SoftmaxPlainLargeLogitsAndFullyMaskedRows) {
   }
 }
 
+// A NaN logit makes its whole row NaN on the CPU (max ignores it, exp and the sum propagate
+// it); CUDA must not lose it when it is the first value a thread reads (column 0: thread 0's
+// first element, before any finite value). Rows without NaN are unaffected.
+TEST_P(CudaOps, SoftmaxNanLogitGivesANanRowAsOnTheCpu) {
+  Devices dev;
+  for (int64_t n : {7, 64, 1000}) {
+    for (bool fused : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = "n " + std::to_string(n) + (fused ? " fused causal" : "");
+      Tensor x = random_tensor(dev.cpu, {1, 1, 3, n}, dtype(), seed, -6.0f, 6.0f);
+      std::vector<float> values = to_floats(x);
+      values[0] = std::numeric_limits<float>::quiet_NaN();  // row 0, column 0
+      from_floats(x, values);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+      if (fused) {
+        // Sk > Sq: row 0 sees columns 0 .. n - 3, so it has finite values besides the NaN.
+        ops::softmax_scale_causal(dev.cpu, x, 0.5f, true, y_cpu);
+        ops::softmax_scale_causal(dev.gpu, dev.gpu_copy(x), 0.5f, true, y_gpu);
+      } else {
+        ops::softmax(dev.cpu, x, y_cpu);
+        ops::softmax(dev.gpu, dev.gpu_copy(x), y_gpu);
+      }
+      const std::vector<float> cpu = to_floats(y_cpu), gpu = to_floats(y_gpu);
+      const int64_t visible = fused ? n - 2 : n;
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(std::isnan(gpu[static_cast<size_t>(j)]), std::isnan(cpu[static_cast<size_t>(j)]))
+            << what << " column " << j;
+        if (j < visible) {
+          ASSERT_TRUE(std::isnan(gpu[static_cast<size_t>(j)])) << what << " column " << j;
+        }
+      }
+      for (int64_t j = n; j < 3 * n; ++j) {
+        ASSERT_FALSE(std::isnan(gpu[static_cast<size_t>(j)])) << what << " row " << j / n;
+        EXPECT_NEAR(gpu[static_cast<size_t>(j)], cpu[static_cast<size_t>(j)], tolerance(dtype(), 2.0)) << what;
+      }
+    }
+  }
+}
+
 TEST_P(CudaOps, SoftmaxScaleCausal) {
   Devices dev;
   struct Case {

@@ -11,10 +11,13 @@
 namespace blockscope::cuda_kernels {
 
 // Adds value v to a running (max m, sum s of exp(x - m)). -inf contributes nothing.
+// A NaN v makes s NaN and s stays NaN (NaN · 0 = NaN), so a row with a NaN and a finite value
+// comes out all NaN, as on the CPU. (s was reset to 0 when m was still -inf, so a NaN that a
+// thread met before its first finite value was lost and the row looked valid.)
 __device__ __forceinline__ void online_add(float& m, float& s, float v) {
   if (v == -INFINITY) return;
   if (v > m) {
-    s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
+    s = s * expf(m - v) + 1.0f;  // m = -inf: exp(-inf) = 0, s (0, or a NaN) · 0 + 1
     m = v;
   } else {
     s += expf(v - m);  // also propagates NaN inputs
@@ -38,7 +41,8 @@ __device__ __forceinline__ void softmax_rows(const T* x, T* y, int64_t rows, int
       if (j < limit) online_add(m, s, v * scale);
     });
     const float row_max = block_max(m, scratch);
-    const float row_sum = block_sum(m == -INFINITY ? 0.0f : s * expf(m - row_max), scratch);
+    // A thread with m = -inf has s = 0, or NaN if it met a NaN: s · 0 keeps that NaN.
+    const float row_sum = block_sum(m == -INFINITY ? s * 0.0f : s * expf(m - row_max), scratch);
     const bool empty = row_max == -INFINITY;  // every element masked or -inf: zeros
     const float inv_sum = empty ? 0.0f : 1.0f / row_sum;
 
