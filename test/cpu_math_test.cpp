@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/common/cpu_math.h"
+#include "runtime/dtype.h"
 
 namespace blockscope {
 namespace {
@@ -103,6 +104,51 @@ TEST(CpuMath, RowKernelsMatchPlainLoops) {
   // A row of -inf: the maximum is -inf (callers turn such rows into zeros).
   std::vector<float> masked(5, -std::numeric_limits<float>::infinity());
   EXPECT_EQ(ops::cpu::row_max(masked.data(), 5), -std::numeric_limits<float>::infinity());
+}
+
+uint32_t to_bits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+TEST(CpuMath, SixteenBitRowsToF32AreBitExactOnEveryPattern) {
+  std::vector<f16> halves(65536);
+  std::vector<bf16> brains(65536);
+  for (uint32_t b = 0; b < 65536; ++b) {
+    halves[b].bits = static_cast<uint16_t>(b);
+    brains[b].bits = static_cast<uint16_t>(b);
+  }
+  std::vector<float> out(65536);
+  ops::cpu::f16_to_f32(halves.data(), out.data(), 65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    ASSERT_EQ(to_bits(out[b]), to_bits(f16_to_float(halves[b]))) << "f16 bits 0x" << std::hex << b;
+  ops::cpu::bf16_to_f32(brains.data(), out.data(), 65536);
+  for (uint32_t b = 0; b < 65536; ++b)
+    ASSERT_EQ(to_bits(out[b]), to_bits(bf16_to_float(brains[b]))) << "bf16 bits 0x" << std::hex << b;
+}
+
+TEST(CpuMath, F32RowsTo16BitAreBitExact) {
+  // Every 16-bit value widened (exact representables), each ± one f32 ulp and the halfway
+  // points between neighbours (the rounding ties), then a sweep of every 101st f32 pattern.
+  std::vector<float> inputs;
+  for (uint32_t b = 0; b < 65536; ++b) {
+    for (float v : {f16_to_float(f16{static_cast<uint16_t>(b)}), bf16_to_float(bf16{static_cast<uint16_t>(b)})}) {
+      const uint32_t bits = to_bits(v);
+      for (uint32_t x : {bits, bits + 1, bits - 1, bits + 0x1000u, bits + 0x8000u, bits + 0xfffu, bits + 0x7fffu})
+        inputs.push_back(from_bits(x));
+    }
+  }
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 101) inputs.push_back(from_bits(static_cast<uint32_t>(bits)));
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  std::vector<f16> halves(inputs.size());
+  std::vector<bf16> brains(inputs.size());
+  ops::cpu::f32_to_f16(inputs.data(), halves.data(), n);
+  ops::cpu::f32_to_bf16(inputs.data(), brains.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(halves[i].bits, float_to_f16(inputs[i]).bits) << "f32 bits 0x" << std::hex << to_bits(inputs[i]);
+    ASSERT_EQ(brains[i].bits, float_to_bf16(inputs[i]).bits) << "f32 bits 0x" << std::hex << to_bits(inputs[i]);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 
 #include <limits>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// -DBLOCKSCOPE_NO_CPU_CLONES builds the baseline code alone (to test it on an AVX2 machine).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(BLOCKSCOPE_NO_CPU_CLONES)
 #define BLOCKSCOPE_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define BLOCKSCOPE_CPU_CLONES
@@ -43,6 +44,64 @@ BLOCKSCOPE_CPU_CLONES float exp_shifted_sum(float* x, int64_t n, float shift) {
 BLOCKSCOPE_CPU_CLONES void scale_row(float* x, int64_t n, float factor) {
 #pragma omp simd
   for (int64_t j = 0; j < n; ++j) x[j] *= factor;
+}
+
+using detail::float_as_int;
+using detail::int_as_float;
+
+BLOCKSCOPE_CPU_CLONES void bf16_to_f32(const bf16* src, float* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) dst[j] = int_as_float(static_cast<uint32_t>(src[j].bits) << 16);
+}
+
+BLOCKSCOPE_CPU_CLONES void f32_to_bf16(const float* src, bf16* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t bits = static_cast<uint32_t>(float_as_int(src[j]));
+    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;  // nearest even; Inf stays Inf
+    const uint32_t quiet_nan = (bits >> 16) | 0x0040u;                       // NaN: quiet, sign kept
+    const bool is_nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    dst[j].bits = static_cast<uint16_t>(is_nan ? quiet_nan : rounded);
+  }
+}
+
+BLOCKSCOPE_CPU_CLONES void f16_to_f32(const f16* src, float* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t h = src[j].bits;
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t magnitude = h & 0x7fffu;
+    // Normal: rebias the exponent (112 = 127 − 15). Inf/NaN: exponent 31 → 255, payload kept.
+    const uint32_t normal = (magnitude << 13) + (112u << 23);
+    const uint32_t special = (magnitude << 13) | 0x7f800000u;
+    // Zero and subnormal: mantissa · 2⁻²⁴, exactly, as (2⁻¹⁴ + m·2⁻²⁴) − 2⁻¹⁴ in f32.
+    const uint32_t small = static_cast<uint32_t>(
+        float_as_int(int_as_float((magnitude << 13) + (113u << 23)) - int_as_float(113u << 23)));
+    const uint32_t bits = magnitude >= 0x7c00u ? special : (magnitude >= 0x0400u ? normal : small);
+    dst[j] = int_as_float(sign | bits);
+  }
+}
+
+BLOCKSCOPE_CPU_CLONES void f32_to_f16(const float* src, f16* dst, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t bits = static_cast<uint32_t>(float_as_int(src[j]));
+    const uint32_t sign = (bits >> 16) & 0x8000u;
+    const uint32_t abs = bits & 0x7fffffffu;
+    // Inf or NaN (a NaN stays quiet with the top 9 bits of its payload).
+    const uint32_t special = 0x7c00u | (abs > 0x7f800000u ? 0x0200u | ((abs >> 13) & 0x3ffu) : 0u);
+    // Normal half (f32 exponent −14..15): rebias, round to nearest even on the 13 dropped bits;
+    // a carry out of the mantissa correctly gives the next exponent or Inf.
+    const uint32_t normal = (abs - (112u << 23) + 0x0fffu + ((abs >> 13) & 1u)) >> 13;
+    // Below the normal range: adding 0.5f makes the f32 adder round |x| to a multiple of 2⁻²⁴
+    // (nearest even), which is the subnormal half's mantissa (0x400 = the smallest normal).
+    const uint32_t small = static_cast<uint32_t>(float_as_int(int_as_float(abs) + 0.5f)) - 0x3f000000u;
+    const uint32_t half = abs >= 0x7f800000u ? special
+                          : abs >= 0x47800000u ? 0x7c00u  // exponent > 15: overflow to Inf
+                          : abs >= 0x38800000u ? normal
+                                               : small;
+    dst[j].bits = static_cast<uint16_t>(sign | half);
+  }
 }
 
 }  // namespace blockscope::ops::cpu

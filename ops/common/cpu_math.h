@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/dtype.h"
+
 namespace blockscope::ops::cpu {
 
 namespace detail {
@@ -87,5 +89,14 @@ float exp_shifted_sum(float* x, int64_t n, float shift);
 
 // x[j] *= factor for j in [0, n).
 void scale_row(float* x, int64_t n, float factor);
+
+// Row conversions between the 16-bit storage types and f32, bit for bit the same as
+// bf16_to_float / float_to_bf16 / f16_to_float / float_to_f16 of runtime/dtype.h (round to
+// nearest even, NaN and Inf kept; test/cpu_math_test.cpp compares them on every 16-bit pattern
+// and on a sweep of f32 patterns), but written without branches so that they vectorise.
+void bf16_to_f32(const bf16* src, float* dst, int64_t n);
+void f32_to_bf16(const float* src, bf16* dst, int64_t n);
+void f16_to_f32(const f16* src, float* dst, int64_t n);
+void f32_to_f16(const float* src, f16* dst, int64_t n);
 
 }  // namespace blockscope::ops::cpu

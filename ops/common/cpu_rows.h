@@ -1,10 +1,12 @@
 // CPU helpers shared by the op implementations: move contiguous runs of any storage dtype to and
 // from f32 (the CPU backend computes in f32), with the dtype switch hoisted out of the loop.
+// The 16-bit conversions are the vectorised, bit-exact row kernels of cpu_math.h.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "ops/common/cpu_math.h"
 #include "runtime/dtype.h"
 
 namespace blockscope::ops::cpu {
@@ -13,16 +15,8 @@ namespace blockscope::ops::cpu {
 inline void load_row(DType dtype, const void* src, float* dst, int64_t n) {
   switch (dtype) {
     case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
-    case DType::f16: {
-      const f16* s = static_cast<const f16*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_float(s[i]);
-      break;
-    }
-    case DType::bf16: {
-      const bf16* s = static_cast<const bf16*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
-      break;
-    }
+    case DType::f16: f16_to_f32(static_cast<const f16*>(src), dst, n); break;
+    case DType::bf16: bf16_to_f32(static_cast<const bf16*>(src), dst, n); break;
   }
 }
 
@@ -30,16 +24,8 @@ inline void load_row(DType dtype, const void* src, float* dst, int64_t n) {
 inline void store_row(DType dtype, const float* src, void* dst, int64_t n) {
   switch (dtype) {
     case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
-    case DType::f16: {
-      f16* d = static_cast<f16*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_f16(src[i]);
-      break;
-    }
-    case DType::bf16: {
-      bf16* d = static_cast<bf16*>(dst);
-      for (int64_t i = 0; i < n; ++i) d[i] = float_to_bf16(src[i]);
-      break;
-    }
+    case DType::f16: f32_to_f16(src, static_cast<f16*>(dst), n); break;
+    case DType::bf16: f32_to_bf16(src, static_cast<bf16*>(dst), n); break;
   }
 }
 
