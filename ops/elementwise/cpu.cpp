@@ -1,6 +1,7 @@
 // CPU elementwise kernels: any storage dtype, computed in f32, OpenMP over chunks of rows.
 // Inputs were validated by the public ops (ops/elementwise/elementwise.cpp).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "ops/common/backends.h"
@@ -50,21 +51,40 @@ void binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
 }
 
 // Fills the causal part (j > i + Sk - Sq) of every [Sq, Sk] matrix of contiguous `scores`.
-void fill_causal(Tensor& scores, float value) {
-  const DType dtype = scores.dtype();
+// Typed on the element width (a std::fill_n the compiler vectorises), not one memcpy call per
+// element: the naive attention path masks half of an [B, H, S, S] matrix here.
+template <typename Word>
+void fill_causal_words(Tensor& scores, Word value) {
   const int64_t sq = scores.size(-2), sk = scores.size(-1);
   const int64_t rows = scores.numel() / sk;  // rows of [..., Sq] flattened
-  const size_t element = dtype_size(dtype);
-  unsigned char value_bytes[4];
-  store_from_float(dtype, value_bytes, value);
-  char* base = static_cast<char*>(scores.data());
+  Word* base = static_cast<Word*>(scores.data());
 #pragma omp parallel for schedule(static) if (scores.numel() >= kParallelElements)
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = r % sq;  // query index inside its matrix
     const int64_t first_masked = std::clamp<int64_t>(i + sk - sq + 1, 0, sk);
-    char* row = base + r * sk * static_cast<int64_t>(element);
-    for (int64_t j = first_masked; j < sk; ++j) std::memcpy(row + j * element, value_bytes, element);
+    std::fill_n(base + r * sk + first_masked, sk - first_masked, value);
   }
+}
+
+void fill_causal(Tensor& scores, float value) {
+  const DType dtype = scores.dtype();
+  unsigned char value_bytes[4] = {0, 0, 0, 0};
+  store_from_float(dtype, value_bytes, value);
+  if (dtype_size(dtype) == 4) {
+    uint32_t word;
+    std::memcpy(&word, value_bytes, sizeof word);
+    fill_causal_words(scores, word);
+  } else {
+    uint16_t word;
+    std::memcpy(&word, value_bytes, sizeof word);
+    fill_causal_words(scores, word);
+  }
+}
+
+// out[j] = src[j · stride] for j in [0, n), for 2- and 4-byte elements.
+template <typename Word>
+void gather_words(const Word* src, int64_t stride, Word* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = src[j * stride];
 }
 
 // A plain device-to-device copy of a contiguous tensor (the "Memcpy DtoD" of the trace).
@@ -119,9 +139,15 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
       remaining /= src.size(d);
     }
     char* out_row = dst_base + r * row_length * element;
-    for (int64_t j = 0; j < row_length; ++j) {
-      const char* src_element = src_base + (offset + j * inner_stride) * element;
-      std::memcpy(out_row + j * element, src_element, static_cast<size_t>(element));
+    const char* src_row = src_base + offset * element;
+    if (inner_stride == 1) {  // each row contiguous (e.g. a transpose of the leading dims)
+      std::memcpy(out_row, src_row, static_cast<size_t>(row_length * element));
+    } else if (element == 4) {  // typed gathers, not one memcpy call per element
+      gather_words(reinterpret_cast<const uint32_t*>(src_row), inner_stride, reinterpret_cast<uint32_t*>(out_row),
+                   row_length);
+    } else {
+      gather_words(reinterpret_cast<const uint16_t*>(src_row), inner_stride, reinterpret_cast<uint16_t*>(out_row),
+                   row_length);
     }
   }
 }
