@@ -68,7 +68,11 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
   const int64_t offset = g.sk - g.sq;  // causal: query i sees keys j <= i + offset
   const float minus_inf = -std::numeric_limits<float>::infinity();
 
-  load_row(dtype, element_at(dtype, q_head, i0 * d), t.q, rows * d);
+  // f32 tensors are used in place (each head's [S, D] is contiguous); other dtypes are
+  // converted tile by tile into the f32 buffers.
+  const bool direct = dtype == DType::f32;
+  const float* q = direct ? static_cast<const float*>(q_head) + i0 * d : t.q;
+  if (!direct) load_row(dtype, element_at(dtype, q_head, i0 * d), t.q, rows * d);
   std::fill(t.o, t.o + rows * d, 0.0f);
   std::fill(t.m, t.m + rows, minus_inf);
   std::fill(t.l, t.l + rows, 0.0f);
@@ -77,11 +81,15 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
   const int64_t key_end = g.causal ? std::clamp<int64_t>(i1 - 1 + offset + 1, 0, g.sk) : g.sk;
   for (int64_t j0 = 0; j0 < key_end; j0 += bc) {
     const int64_t cols = std::min(bc, key_end - j0);
-    load_row(dtype, element_at(dtype, k_head, j0 * d), t.k, cols * d);
-    load_row(dtype, element_at(dtype, v_head, j0 * d), t.v, cols * d);
+    const float* k = direct ? static_cast<const float*>(k_head) + j0 * d : t.k;
+    const float* v = direct ? static_cast<const float*>(v_head) + j0 * d : t.v;
+    if (!direct) {
+      load_row(dtype, element_at(dtype, k_head, j0 * d), t.k, cols * d);
+      load_row(dtype, element_at(dtype, v_head, j0 * d), t.v, cols * d);
+    }
 
     // S[r, c] = scale · q_r · k_c for the whole tile pair (masked entries are dropped below).
-    blockscope::cpu::sgemm(false, true, rows, cols, d, g.scale, t.q, d, t.k, d, 0.0f, t.s, kKeyTile);
+    blockscope::cpu::sgemm(false, true, rows, cols, d, g.scale, q, d, k, d, 0.0f, t.s, kKeyTile);
 
     for (int64_t r = 0; r < rows; ++r) {
       float* s_row = t.s + r * kKeyTile;
@@ -102,7 +110,7 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
     }
 
     // O += P · V.
-    blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, t.v, d, 1.0f, t.o, d);
+    blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, v, d, 1.0f, t.o, d);
   }
 
   // Normalise. A row that saw no key (causal with Sq > Sk) has l = 0 and is defined as zeros.

@@ -1,6 +1,6 @@
 // Vectorisable f32 math for the CPU kernels' hot loops, and row kernels built on it that are
-// compiled twice (AVX2+FMA and baseline x86-64) and picked at run time (cpu_math.cpp), so the
-// binaries still run on any x86-64 while using AVX2 where the machine has it.
+// compiled for AVX-512, AVX2+FMA and baseline x86-64, picked at run time (cpu_math.cpp), so the
+// binaries still run on any x86-64 while using the widest vectors the machine has.
 #pragma once
 
 #include <algorithm>
@@ -77,7 +77,7 @@ inline float exp_f32(float x) {
   return p * s1 * s2;
 }
 
-// Row kernels (cpu_math.cpp), each with an AVX2+FMA clone chosen at run time.
+// Row kernels (cpu_math.cpp), each with AVX-512 and AVX2+FMA clones chosen at run time.
 
 // max of x[0, n); −inf when n == 0.
 float row_max(const float* x, int64_t n);
