@@ -60,7 +60,8 @@ TEST(OpTable, ArithmeticOnRandomProfiles) {
       self_device += row["self_device_us"].get<double>();
     }
     EXPECT_NEAR(self_cpu_pct, 100.0, 1e-6);
-    EXPECT_NEAR(self_device_pct, 100.0, 1e-6);
+    // A random profile may launch no kernel at all: then every device percentage is 0.
+    EXPECT_NEAR(self_device_pct, kernel_time > 0 ? 100.0 : 0.0, 1e-6);
     EXPECT_NEAR(self_cpu, top_level_cpu, 1e-6);
     EXPECT_NEAR(table["self_cpu_time_total_us"].get<double>(), top_level_cpu, 1e-6);
     EXPECT_NEAR(self_device, kernel_time, 1e-6);
