@@ -106,6 +106,48 @@ TEST(CpuMath, RowKernelsMatchPlainLoops) {
   EXPECT_EQ(ops::cpu::row_max(masked.data(), 5), -std::numeric_limits<float>::infinity());
 }
 
+TEST(CpuMath, TileKernelsMatchDoubleSums) {
+  // Shapes of flash's tiles, and odd ones (a column count above 64, a depth not a multiple of 8).
+  std::mt19937 rng(777);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  struct Shape {
+    int64_t rows, cols, d;
+  };
+  for (const Shape& sh : {Shape{64, 64, 64}, Shape{7, 19, 13}, Shape{3, 130, 128}, Shape{1, 1, 1}}) {
+    const int64_t ldk = sh.cols + 3, lds = sh.cols + 5;
+    std::vector<float> q(static_cast<size_t>(sh.rows * sh.d)), kt(static_cast<size_t>(sh.d * ldk));
+    std::vector<float> v(static_cast<size_t>(sh.cols * sh.d)), s(static_cast<size_t>(sh.rows * lds), -1.0f);
+    for (float& x : q) x = uniform(rng);
+    for (float& x : kt) x = uniform(rng);
+    for (float& x : v) x = uniform(rng);
+    const float scale = 0.125f;
+    ops::cpu::tile_scores(q.data(), kt.data(), ldk, sh.rows, sh.cols, sh.d, scale, s.data(), lds);
+    for (int64_t r = 0; r < sh.rows; ++r)
+      for (int64_t c = 0; c < sh.cols; ++c) {
+        double exact = 0.0, magnitude = 0.0;
+        for (int64_t p = 0; p < sh.d; ++p) {
+          exact += static_cast<double>(q[r * sh.d + p]) * kt[p * ldk + c];
+          magnitude += std::fabs(static_cast<double>(q[r * sh.d + p]) * kt[p * ldk + c]);
+        }
+        // Worst-case f32 rounding of the blocked sum: (8 + d/8 + 1) roundings of the magnitude.
+        const double bound = (8.0 + static_cast<double>(sh.d) / 8.0 + 2.0) * 6e-8 * scale * magnitude;
+        EXPECT_NEAR(s[r * lds + c], scale * exact, bound) << r << ", " << c;
+      }
+    std::vector<float> o(static_cast<size_t>(sh.rows * sh.d), 0.5f);
+    ops::cpu::tile_accumulate(s.data(), lds, v.data(), sh.rows, sh.cols, sh.d, o.data());
+    for (int64_t r = 0; r < sh.rows; ++r)
+      for (int64_t p = 0; p < sh.d; ++p) {
+        double exact = 0.5, magnitude = 0.5;
+        for (int64_t c = 0; c < sh.cols; ++c) {
+          exact += static_cast<double>(s[r * lds + c]) * v[c * sh.d + p];
+          magnitude += std::fabs(static_cast<double>(s[r * lds + c]) * v[c * sh.d + p]);
+        }
+        // Worst case of a running f32 sum of cols + 1 terms (with or without FMA).
+        EXPECT_NEAR(o[r * sh.d + p], exact, (static_cast<double>(sh.cols) + 2.0) * 6e-8 * magnitude) << r << ", " << p;
+      }
+  }
+}
+
 uint32_t to_bits(float v) {
   uint32_t bits;
   std::memcpy(&bits, &v, sizeof bits);

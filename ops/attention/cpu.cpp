@@ -5,10 +5,12 @@
 // Per (query tile, key tile) pair: S = scale · Q Kᵀ ([Br, Bc]) and O += P V ([Br, D]) are two
 // small cpu::sgemm calls (OpenBLAS's AVX kernels where built with it), and the online softmax
 // between them runs on the vectorised row kernels of cpu_math.h (AVX2 clone where available).
+// Without OpenBLAS, the two products are cpu_math's vectorised tile kernels instead.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ops/common/backends.h"
@@ -35,18 +37,20 @@ int64_t key_tile(int64_t d) {
 struct TileBuffers {
   float* q;  // [Br, D]   query rows (f32)
   float* k;  // [Bc, D]   key rows
+  float* k_t;  // [D, Bc] keys transposed (the tile kernels' layout, without BLAS)
   float* v;  // [Bc, D]
   float* s;  // [Br, Bc]  scores of the tile pair, then their probabilities (row stride kKeyTile)
   float* o;  // [Br, D]   unnormalised output accumulator
   float* m;  // [Br]      running row max of the scaled scores
   float* l;  // [Br]      running row sum of exp(score - m)
 
-  static int64_t floats(int64_t d) { return 2 * kQueryTile * d + 2 * kKeyTile * d + kQueryTile * kKeyTile + 2 * kQueryTile; }
+  static int64_t floats(int64_t d) { return 2 * kQueryTile * d + 3 * kKeyTile * d + kQueryTile * kKeyTile + 2 * kQueryTile; }
 
   TileBuffers(float* base, int64_t d) {
     q = base;
     k = q + kQueryTile * d;
-    v = k + kKeyTile * d;
+    k_t = k + kKeyTile * d;
+    v = k_t + kKeyTile * d;
     s = v + kKeyTile * d;
     o = s + kQueryTile * kKeyTile;
     m = o + kQueryTile * d;
@@ -62,7 +66,7 @@ struct Geometry {
 
 // Attention for query rows [i0, i1) of head h of batch entry b. q_head, k_head, v_head and
 // out_head point at the [S, D] matrices of that head (and its kv head).
-void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const void* k_head, const void* v_head,
+void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_head, const void* k_head, const void* v_head,
                        void* out_head, int64_t i0, int64_t i1, TileBuffers& t) {
   const int64_t d = g.d, rows = i1 - i0, bc = key_tile(d);
   const int64_t offset = g.sk - g.sq;  // causal: query i sees keys j <= i + offset
@@ -89,7 +93,13 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
     }
 
     // S[r, c] = scale · q_r · k_c for the whole tile pair (masked entries are dropped below).
-    blockscope::cpu::sgemm(false, true, rows, cols, d, g.scale, q, d, k, d, 0.0f, t.s, kKeyTile);
+    if (blas) {
+      blockscope::cpu::sgemm(false, true, rows, cols, d, g.scale, q, d, k, d, 0.0f, t.s, kKeyTile);
+    } else {
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t p = 0; p < d; ++p) t.k_t[p * kKeyTile + c] = k[c * d + p];
+      tile_scores(q, t.k_t, kKeyTile, rows, cols, d, g.scale, t.s, kKeyTile);
+    }
 
     for (int64_t r = 0; r < rows; ++r) {
       float* s_row = t.s + r * kKeyTile;
@@ -110,7 +120,11 @@ void attend_query_tile(const Geometry& g, DType dtype, const void* q_head, const
     }
 
     // O += P · V.
-    blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, v, d, 1.0f, t.o, d);
+    if (blas) {
+      blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, v, d, 1.0f, t.o, d);
+    } else {
+      tile_accumulate(t.s, kKeyTile, v, rows, cols, d, t.o);
+    }
   }
 
   // Normalise. A row that saw no key (causal with Sq > Sk) has l = 0 and is defined as zeros.
@@ -138,6 +152,9 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   Tensor scratch = ctx.empty({threads, per_thread}, DType::f32);  // O(threads · tile · D), never O(S²)
   float* scratch_base = scratch.data_as<float>();
 
+  // With OpenBLAS the tile products are its GEMMs; the built-in sgemm (allocating, untuned) is
+  // slower on 64×64 tiles than the vectorised tile kernels of cpu_math.h, so those run instead.
+  const bool blas = std::strcmp(blockscope::cpu::gemm_library(), "openblas") == 0;
   const void* q_data = q.data();
   const void* k_data = k.data();
   const void* v_data = v.data();
@@ -155,7 +172,7 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
       const int64_t q_head_offset = (b * g.heads + head) * g.sq * g.d;   // q, out: [B, H, Sq, D]
       const int64_t kv_head_offset = (b * g.kv_heads + kv_head) * g.sk * g.d;  // k, v: [B, Hkv, Sk, D]
       const int64_t i0 = tile * kQueryTile, i1 = std::min(g.sq, i0 + kQueryTile);
-      attend_query_tile(g, dtype, element_at(dtype, q_data, q_head_offset), element_at(dtype, k_data, kv_head_offset),
+      attend_query_tile(g, dtype, blas, element_at(dtype, q_data, q_head_offset), element_at(dtype, k_data, kv_head_offset),
                         element_at(dtype, v_data, kv_head_offset), element_at(dtype, out_data, q_head_offset), i0, i1,
                         tiles);
     }

@@ -51,6 +51,48 @@ BLOCKSCOPE_CPU_CLONES void scale_row(float* x, int64_t n, float factor) {
   for (int64_t j = 0; j < n; ++j) x[j] *= factor;
 }
 
+BLOCKSCOPE_CPU_CLONES void tile_scores(const float* q, const float* kt, int64_t ldk, int64_t rows, int64_t cols,
+                                       int64_t d, float scale, float* s, int64_t lds) {
+  constexpr int64_t kColumns = 64, kDepthBlock = 8;
+  float total[kColumns], partial[kColumns];
+  for (int64_t c0 = 0; c0 < cols; c0 += kColumns) {
+    const int64_t width = std::min(kColumns, cols - c0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* q_row = q + r * d;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) total[c] = 0.0f;
+      for (int64_t p0 = 0; p0 < d; p0 += kDepthBlock) {
+#pragma omp simd
+        for (int64_t c = 0; c < width; ++c) partial[c] = 0.0f;
+        for (int64_t p = p0; p < std::min(d, p0 + kDepthBlock); ++p) {
+          const float qv = q_row[p];
+          const float* k_row = kt + p * ldk + c0;
+#pragma omp simd
+          for (int64_t c = 0; c < width; ++c) partial[c] += qv * k_row[c];
+        }
+#pragma omp simd
+        for (int64_t c = 0; c < width; ++c) total[c] += partial[c];
+      }
+      float* s_row = s + r * lds + c0;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) s_row[c] = scale * total[c];
+    }
+  }
+}
+
+BLOCKSCOPE_CPU_CLONES void tile_accumulate(const float* probs, int64_t ldp, const float* v, int64_t rows, int64_t cols,
+                                           int64_t d, float* o) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o_row = o + r * d;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float weight = probs[r * ldp + c];
+      const float* v_row = v + c * d;
+#pragma omp simd
+      for (int64_t p = 0; p < d; ++p) o_row[p] += weight * v_row[p];
+    }
+  }
+}
+
 using detail::float_as_int;
 using detail::int_as_float;
 

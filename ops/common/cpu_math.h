@@ -90,6 +90,16 @@ float exp_shifted_sum(float* x, int64_t n, float shift);
 // x[j] *= factor for j in [0, n).
 void scale_row(float* x, int64_t n, float factor);
 
+// Small tile products for flash attention where no BLAS is built in (the built-in sgemm
+// allocates per call and has no tuned kernel):
+// s[r·lds + c] = scale · Σ_p q[r·d + p] · kt[p·ldk + c] for r < rows, c < cols, with the sum
+// over p taken in blocks of 8 (partial sums, then their sum: far less rounding than one running
+// sum over d), and o[r·d + p] += Σ_c probs[r·ldp + c] · v[c·d + p].
+void tile_scores(const float* q, const float* kt, int64_t ldk, int64_t rows, int64_t cols, int64_t d, float scale,
+                 float* s, int64_t lds);
+void tile_accumulate(const float* probs, int64_t ldp, const float* v, int64_t rows, int64_t cols, int64_t d,
+                     float* o);
+
 // Row conversions between the 16-bit storage types and f32, bit for bit the same as
 // bf16_to_float / float_to_bf16 / f16_to_float / float_to_f16 of runtime/dtype.h (round to
 // nearest even, NaN and Inf kept; test/cpu_math_test.cpp compares them on every 16-bit pattern
