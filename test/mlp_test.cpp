@@ -57,6 +57,26 @@ Tensor weight(Context& ctx, const Shape& shape, int64_t fan_in, DType dtype, uin
   return testing::random_tensor(ctx, shape, dtype, seed, -bound, bound);
 }
 
+// Runs the naive path and `fused_path` on poisoned outputs: each within `tolerance` of the
+// float64 reference, and the fused path within the accuracy rule of the naive one.
+void expect_naive_and_fused_paths(Context& ctx, const Tensor& x, const MlpWeights& w, const RefTensor& expected,
+                                  double tolerance, MlpPath fused_path) {
+  const DType dtype = x.dtype();
+  double naive_error = 0;
+  for (MlpPath path : {MlpPath::naive, fused_path}) {
+    SCOPED_TRACE(ops::path_name(path));
+    Tensor y = testing::poisoned_tensor(ctx, x.shape(), dtype);
+    ops::mlp(ctx, x, w, y, path);
+    const std::vector<float> got = to_floats(y);
+    ASSERT_EQ(testing::first_nan(got), -1);
+    EXPECT_LE(testing::max_abs_error(got, expected.data), tolerance);
+    const double error = testing::max_relative_error(got, expected.data);
+    if (path == MlpPath::naive) naive_error = error;
+    else EXPECT_TRUE(testing::within_accuracy_rule(error, naive_error, dtype))
+             << "error " << error << " vs naive " << naive_error;
+  }
+}
+
 TEST_P(MlpTest, PlainPathsMatchReference) {
   BS_SKIP_IF_UNAVAILABLE(device());
   Context ctx(device());
@@ -93,19 +113,7 @@ TEST_P(MlpTest, PlainPathsMatchReference) {
           const double tolerance = linear_tolerance(expected, reference::linear_magnitude(a, proj, projbp, oi), s.f,
                                                     dtype()) +
                                    e_hidden * max_abs_row_sum(proj, oi);
-          double naive_error = 0;
-          for (MlpPath path : {MlpPath::naive, MlpPath::epilogue}) {
-            SCOPED_TRACE(ops::path_name(path));
-            Tensor y = testing::poisoned_tensor(ctx, x.shape(), dtype());
-            ops::mlp(ctx, x, w, y, path);
-            const std::vector<float> got = to_floats(y);
-            ASSERT_EQ(testing::first_nan(got), -1);
-            EXPECT_LE(testing::max_abs_error(got, expected.data), tolerance);
-            const double error = testing::max_relative_error(got, expected.data);
-            if (path == MlpPath::naive) naive_error = error;
-            else EXPECT_TRUE(testing::within_accuracy_rule(error, naive_error, dtype()))
-                     << "error " << error << " vs naive " << naive_error;
-          }
+          expect_naive_and_fused_paths(ctx, x, w, expected, tolerance, MlpPath::epilogue);
         }
       }
     }
@@ -147,19 +155,7 @@ TEST_P(MlpTest, GatedPathsMatchReference) {
         const double tolerance =
             linear_tolerance(expected, reference::linear_magnitude(hidden, dw, nullptr, oi), s.f, dtype()) +
             e_hidden * max_abs_row_sum(dw, oi);
-        double naive_error = 0;
-        for (MlpPath path : {MlpPath::naive, MlpPath::fused}) {
-          SCOPED_TRACE(ops::path_name(path));
-          Tensor y = testing::poisoned_tensor(ctx, x.shape(), dtype());
-          ops::mlp(ctx, x, w, y, path);
-          const std::vector<float> got = to_floats(y);
-          ASSERT_EQ(testing::first_nan(got), -1);
-          EXPECT_LE(testing::max_abs_error(got, expected.data), tolerance);
-          const double error = testing::max_relative_error(got, expected.data);
-          if (path == MlpPath::naive) naive_error = error;
-          else EXPECT_TRUE(testing::within_accuracy_rule(error, naive_error, dtype()))
-                   << "error " << error << " vs naive " << naive_error;
-        }
+        expect_naive_and_fused_paths(ctx, x, w, expected, tolerance, MlpPath::fused);
       }
     }
   }
