@@ -92,13 +92,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// [rows, cols] view of a tensor whose rows are contiguous (ops/common/rows.h): the row stride.
-int64_t row_stride(const Tensor& t) {
-  RowLayout layout;
-  BS_CHECK(row_layout(t, &layout), "gated_activation: ", t.str(), " cannot be read as evenly spaced rows");
-  return layout.rows <= 1 ? layout.cols : layout.row_stride;
-}
-
 }  // namespace
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
@@ -130,7 +123,8 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   const int64_t cols = gate.size(-1);
   const int64_t rows = cols == 0 ? 0 : gate.numel() / cols;
   if (rows == 0 || cols == 0) return;
-  const int64_t gate_ld = row_stride(gate), up_ld = row_stride(up), y_ld = row_stride(y);
+  const int64_t gate_ld = leading_dimension("gated_activation", gate),
+                up_ld = leading_dimension("gated_activation", up), y_ld = leading_dimension("gated_activation", y);
   const int64_t pack = pack_elems(gate.dtype());
   const bool vectorized = aligned16(gate.data()) && aligned16(up.data()) && aligned16(y.data()) && cols % pack == 0 &&
                           gate_ld % pack == 0 && up_ld % pack == 0 && y_ld % pack == 0;

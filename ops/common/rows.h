@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "runtime/dtype.h"
+#include "runtime/error.h"
 #include "runtime/tensor.h"
 
 namespace blockscope::ops {
@@ -46,6 +47,15 @@ inline bool row_layout(const Tensor& t, RowLayout* out) {
   }
   *out = layout;
   return true;
+}
+
+// Elements from one row of t to the next, for a tensor row_layout() accepts (a single row
+// reports its own width, so the result is a valid leading dimension for BLAS and kernels).
+// `op` names the caller in the error for a tensor that is not such a view.
+inline int64_t leading_dimension(const char* op, const Tensor& t) {
+  RowLayout layout;
+  BS_CHECK(row_layout(t, &layout), op, ": ", t.str(), " must have contiguous rows with one row stride");
+  return layout.rows <= 1 ? layout.cols : layout.row_stride;
 }
 
 // True when a and b share storage and the element ranges they can touch intersect (a cheap,

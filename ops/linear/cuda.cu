@@ -56,12 +56,10 @@ constexpr int kThreads = 256;
 // Row stride of x viewed as [rows, in] (ops/common/rows.h): every row contiguous, rows
 // evenly spaced; a single row may use any leading dimension >= in.
 int64_t rows_stride(const Tensor& x) {
-  RowLayout layout;
-  BS_CHECK(row_layout(x, &layout), "linear: x ", x.str(), " cannot be read as evenly spaced contiguous rows");
-  if (layout.rows <= 1) return layout.cols;
-  BS_CHECK_INPUT(layout.row_stride >= layout.cols, "linear: rows of x ", x.str(), " overlap (row stride ",
-                 layout.row_stride, " < ", layout.cols, "); cuBLASLt needs distinct rows: make x contiguous");
-  return layout.row_stride;
+  const int64_t ld = leading_dimension("linear", x);
+  BS_CHECK_INPUT(ld >= x.size(-1), "linear: rows of x ", x.str(), " overlap (row stride ", ld, " < ", x.size(-1),
+                 "); cuBLASLt needs distinct rows: make x contiguous");
+  return ld;
 }
 
 void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, Tensor& y, int64_t rows, int64_t cols) {

@@ -86,11 +86,7 @@ inline RowLaunch plan_row_launch(const char* op, const Tensor& x, const Tensor& 
   plan.n = x.size(-1);
   plan.rows = plan.n == 0 ? 0 : x.numel() / plan.n;
   plan.x_ld = plan.n;
-  if (!x.is_contiguous()) {
-    ops::RowLayout layout;
-    BS_CHECK(ops::row_layout(x, &layout), op, ": x ", x.str(), " must have contiguous rows with one row stride");
-    if (layout.rows > 1) plan.x_ld = layout.row_stride;
-  }
+  if (!x.is_contiguous()) plan.x_ld = ops::leading_dimension(op, x);
   const int64_t pack = pack_elems(x.dtype());
   // Every row start of x must stay 16-byte aligned, so the row stride counts too: a column
   // slice of width n out of a row of odd length must take the element-by-element path.
