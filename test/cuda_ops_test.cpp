@@ -580,5 +580,29 @@ TEST_P(CudaOps, FlashAttentionIsRefusedNotSubstituted) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
+// Two contexts on two GPUs in one thread: creating the second makes its GPU current, and ops on
+// the first must still launch on the first (cuda_backend(ctx) selects the device). Launching on
+// the wrong GPU with the first GPU's pointers fails or leaves the poisoned output unwritten.
+TEST(CudaMultiDevice, OpsLaunchOnTheirContextsGpu) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  if (cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA GPUs, found " << cuda_device_count();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  Context cpu(Device::cpu());
+  Context first(Device::cuda(0));
+  Context second(Device::cuda(1));  // now the current device
+  const Tensor host = random_tensor(cpu, {37, 65}, DType::f32, seed);
+  Tensor x0 = first.copy_from(host), x1 = second.copy_from(host);
+  Tensor y0 = testing::poisoned_tensor(first, host.shape(), DType::f32);
+  Tensor y1 = testing::poisoned_tensor(second, host.shape(), DType::f32);
+  ops::scale(first, x0, 2.0f, y0);
+  ops::softmax(second, x1, y1);
+  first.synchronize();
+  second.synchronize();
+  const std::vector<float> in = to_floats(host), got0 = to_floats(y0);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(got0[i], 2.0f * in[i]) << "element " << i;
+  EXPECT_EQ(testing::first_nan(to_floats(y1)), -1);
+}
+
 }  // namespace
 }  // namespace blockscope

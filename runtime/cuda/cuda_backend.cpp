@@ -194,7 +194,19 @@ bool CudaBackend::capturing() const {
 
 CudaBackend& cuda_backend(Context& ctx) {
   BS_CHECK(ctx.device().is_cuda(), "a CUDA op was called on a ", ctx.device().str(), " context");
-  return static_cast<CudaBackend&>(ctx.backend());
+  CudaBackend& backend = static_cast<CudaBackend&>(ctx.backend());
+  backend.make_current();
+  return backend;
+}
+
+void CudaBackend::make_current() const {
+  // Kernel launches and cuBLASLt calls go to the calling thread's current device, not to the
+  // stream's: with contexts on two GPUs in one thread, the last one created would otherwise
+  // receive every launch. Every CUDA op reaches its backend through cuda_backend(ctx), so
+  // selecting the device here covers them all (cudaGetDevice is a cheap host-side query).
+  int current = -1;
+  BS_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != index_) BS_CUDA_CHECK(cudaSetDevice(index_));
 }
 
 }  // namespace blockscope

@@ -45,6 +45,9 @@ class CudaBackend final : public Backend {
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   const cudaDeviceProp& properties() const { return properties_; }
+  // Makes this backend's GPU the calling thread's current device (cuda_backend(ctx) calls it,
+  // so every CUDA op launches on its context's device).
+  void make_current() const;
   // True while a CUDA graph capture is open on the stream (no synchronising calls allowed).
   bool capturing() const;
 
