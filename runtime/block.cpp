@@ -77,26 +77,19 @@ Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSe
   mlp_out_ = ctx.empty({T, d}, dtype);
 }
 
+std::array<Tensor*, 13> Block::activation_buffers() {
+  return {&normed_, &qkv_, &q_lin_, &k_lin_, &v_lin_, &q_, &k_, &v_, &attn_out_, &merged_, &proj_, &residual_, &mlp_out_};
+}
+
 void Block::share_buffers_from(const Block& other) {
-  normed_ = other.normed_;
-  qkv_ = other.qkv_;
-  q_lin_ = other.q_lin_;
-  k_lin_ = other.k_lin_;
-  v_lin_ = other.v_lin_;
-  q_ = other.q_;
-  k_ = other.k_;
-  v_ = other.v_;
-  attn_out_ = other.attn_out_;
-  merged_ = other.merged_;
-  proj_ = other.proj_;
-  residual_ = other.residual_;
-  mlp_out_ = other.mlp_out_;
+  const auto source = const_cast<Block&>(other).activation_buffers();  // read only
+  const auto target = activation_buffers();
+  for (size_t i = 0; i < target.size(); ++i) *target[i] = *source[i];
 }
 
 size_t Block::buffer_bytes() const {
   size_t total = 0;
-  for (const Tensor* t : {&normed_, &qkv_, &q_lin_, &k_lin_, &v_lin_, &q_, &k_, &v_, &attn_out_, &merged_, &proj_,
-                          &residual_, &mlp_out_})
+  for (const Tensor* t : const_cast<Block*>(this)->activation_buffers())  // read only
     if (t->defined()) total += t->nbytes();
   return total;
 }

@@ -9,6 +9,7 @@
 // block.0/attn/softmax in the tables and in Nsight.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -45,6 +46,8 @@ class Block {
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths);
   void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
   void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
+  // Every activation buffer below, in one list (sizes and sharing both walk it).
+  std::array<Tensor*, 13> activation_buffers();
 
   ModelConfig model_;
   int64_t layer_, batch_, seq_;
