@@ -1,0 +1,197 @@
+// What the simulated GPU says it is: an H200 SXM (compute capability 9.0), per device; function
+// attributes and occupancy from the limits the sim knows (threads, blocks and shared memory per
+// SM; it cannot know a kernel's registers or static shared memory: both read 0).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "runtime/sim/runtime_state.h"
+
+namespace blockscope::sim::detail {
+namespace {
+
+constexpr int kSmCount = 132;
+constexpr int kClockKhz = 1980000;        // boost clock
+constexpr int kMemoryClockKhz = 3201000;  // HBM3e: 6144 bits x 3.2 GHz x 2 = 4.9 TB/s
+constexpr int kMaxThreadsPerSm = 2048;
+constexpr int kMaxBlocksPerSm = 32;
+
+struct FunctionAttributes {
+  int max_dynamic_smem = 0;  // cudaFuncAttributeMaxDynamicSharedMemorySize
+  int carveout = -1;         // cudaFuncAttributePreferredSharedMemoryCarveout
+};
+
+std::map<const void*, FunctionAttributes>& function_attributes() {
+  static std::map<const void*, FunctionAttributes> attributes;
+  return attributes;
+}
+
+}  // namespace
+
+size_t max_dynamic_smem(const void* function) {
+  Lock lock(state_mutex());
+  auto it = function_attributes().find(function);
+  return it == function_attributes().end() ? 0 : static_cast<size_t>(it->second.max_dynamic_smem);
+}
+
+}  // namespace blockscope::sim::detail
+
+using namespace blockscope::sim::detail;
+
+extern "C" {
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+  if (prop == nullptr) return result(cudaErrorInvalidValue);
+  if (!valid_device(device)) return result(cudaErrorInvalidDevice);
+  std::memset(prop, 0, sizeof *prop);
+  std::snprintf(prop->name, sizeof prop->name, "NVIDIA H200 (simulated)");
+  prop->uuid.bytes[0] = static_cast<char>(device + 1);
+  prop->totalGlobalMem = kTotalGlobalMem;
+  prop->sharedMemPerBlock = kSharedPerBlock;
+  prop->regsPerBlock = 65536;
+  prop->warpSize = 32;
+  prop->memPitch = 2147483647;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024, prop->maxThreadsDim[1] = 1024, prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 2147483647, prop->maxGridSize[1] = 65535, prop->maxGridSize[2] = 65535;
+  prop->totalConstMem = 65536;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->textureAlignment = 512;
+  prop->texturePitchAlignment = 32;
+  prop->multiProcessorCount = kSmCount;
+  prop->integrated = 0;
+  prop->canMapHostMemory = 1;
+  prop->concurrentKernels = 1;
+  prop->ECCEnabled = 1;
+  prop->pciBusID = 0x18 + device;
+  prop->asyncEngineCount = 3;
+  prop->unifiedAddressing = 1;
+  prop->memoryBusWidth = 6144;
+  prop->l2CacheSize = 50 << 20;
+  prop->persistingL2CacheMaxSize = 0x4B0000;
+  prop->maxThreadsPerMultiProcessor = kMaxThreadsPerSm;
+  prop->streamPrioritiesSupported = 1;
+  prop->globalL1CacheSupported = 1;
+  prop->localL1CacheSupported = 1;
+  prop->sharedMemPerMultiprocessor = kSharedPerSm;
+  prop->regsPerMultiprocessor = 65536;
+  prop->managedMemory = 1;
+  prop->computePreemptionSupported = 1;
+  prop->cooperativeLaunch = 1;
+  prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
+  prop->maxBlocksPerMultiProcessor = kMaxBlocksPerSm;
+  prop->accessPolicyMaxWindowSize = 134213632;
+  prop->reservedSharedMemPerBlock = kReservedSharedPerBlock;
+  prop->hostRegisterSupported = 1;
+  prop->memoryPoolsSupported = 1;
+  prop->memoryPoolSupportedHandleTypes = 1;
+  prop->clusterLaunch = 1;
+  prop->unifiedFunctionPointers = 1;
+  prop->hostNumaId = -1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+  if (value == nullptr) return result(cudaErrorInvalidValue);
+  if (!valid_device(device)) return result(cudaErrorInvalidDevice);
+  cudaDeviceProp p;
+  cudaGetDeviceProperties(&p, device);
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
+    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
+    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
+    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(p.sharedMemPerBlock); break;
+    case cudaDevAttrTotalConstantMemory: *value = static_cast<int>(p.totalConstMem); break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
+    case cudaDevAttrClockRate: *value = kClockKhz; break;
+    case cudaDevAttrMemoryClockRate: *value = kMemoryClockKhz; break;
+    case cudaDevAttrGlobalMemoryBusWidth: *value = p.memoryBusWidth; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = p.maxBlocksPerMultiProcessor; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = static_cast<int>(p.sharedMemPerMultiprocessor); break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor: *value = p.regsPerMultiprocessor; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(p.sharedMemPerBlockOptin); break;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = static_cast<int>(p.reservedSharedMemPerBlock); break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrIntegrated: *value = p.integrated; break;
+    case cudaDevAttrConcurrentKernels: *value = p.concurrentKernels; break;
+    case cudaDevAttrEccEnabled: *value = p.ECCEnabled; break;
+    case cudaDevAttrPciBusId: *value = p.pciBusID; break;
+    case cudaDevAttrAsyncEngineCount: *value = p.asyncEngineCount; break;
+    case cudaDevAttrUnifiedAddressing: *value = p.unifiedAddressing; break;
+    case cudaDevAttrCooperativeLaunch: *value = p.cooperativeLaunch; break;
+    case cudaDevAttrMemoryPoolsSupported: *value = p.memoryPoolsSupported; break;
+    case cudaDevAttrManagedMemory: *value = p.managedMemory; break;
+    case cudaDevAttrCanMapHostMemory: *value = p.canMapHostMemory; break;
+    case cudaDevAttrStreamPrioritiesSupported: *value = p.streamPrioritiesSupported; break;
+    case cudaDevAttrClusterLaunch: *value = p.clusterLaunch; break;
+    default: return result(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+// numRegs is 0: a host-compiled kernel has no registers the sim could count. sharedSizeBytes
+// (static shared memory) is 0 too: `static` locals are invisible to the sim.
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attributes, const void* function) {
+  if (attributes == nullptr) return result(cudaErrorInvalidValue);
+  if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  Lock lock(state_mutex());
+  std::memset(attributes, 0, sizeof *attributes);
+  const FunctionAttributes& set = function_attributes()[function];
+  attributes->maxThreadsPerBlock = 1024;
+  attributes->numRegs = 0;
+  attributes->ptxVersion = 90;
+  attributes->binaryVersion = 90;
+  attributes->maxDynamicSharedSizeBytes = set.max_dynamic_smem != 0 ? set.max_dynamic_smem : static_cast<int>(kSharedPerBlock);
+  attributes->preferredShmemCarveout = set.carveout;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(const void* function, enum cudaFuncAttribute attr, int value) {
+  if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  Lock lock(state_mutex());
+  switch (attr) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+      if (value < 0 || static_cast<size_t>(value) > kSharedPerBlockOptin) return result(cudaErrorInvalidValue);
+      function_attributes()[function].max_dynamic_smem = value;
+      return cudaSuccess;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+      if (value < -1 || value > 100) return result(cudaErrorInvalidValue);
+      function_attributes()[function].carveout = value;
+      return cudaSuccess;
+    default: return result(cudaErrorInvalidValue);
+  }
+}
+
+// Resident blocks per SM from threads (whole warps), blocks and shared memory (each block also
+// takes the 1 KiB the driver reserves); registers are unknown and not a limit here.
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* function, int block_size,
+                                                          size_t dynamic_smem) {
+  if (blocks == nullptr || block_size <= 0) return result(cudaErrorInvalidValue);
+  if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  const size_t limit = std::max(kSharedPerBlock, max_dynamic_smem(function));
+  if (block_size > 1024 || dynamic_smem > limit) {
+    *blocks = 0;
+    return cudaSuccess;
+  }
+  const int warps = (block_size + 31) / 32;
+  int by_threads = kMaxThreadsPerSm / (warps * 32);
+  const size_t smem_per_block = dynamic_smem + kReservedSharedPerBlock;
+  const int by_smem = static_cast<int>(kSharedPerSm / smem_per_block);
+  *blocks = std::min({by_threads, kMaxBlocksPerSm, by_smem});
+  return cudaSuccess;
+}
+
+}  // extern "C"

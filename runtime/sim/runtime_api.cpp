@@ -1,0 +1,519 @@
+// The CUDA runtime on the simulated GPU: errors, devices, the queue, streams, events and kernel
+// launches (memory: memory.cpp; capture and graphs: graph.cpp; properties: device_properties.cpp).
+//
+// Execution is lazy: every stream's work goes into one global FIFO, which respects each stream's
+// order and every event wait (a wait always refers to an earlier record), and the FIFO runs at
+// synchronising calls. A fault while it runs is returned as cudaErrorLaunchFailure by that call
+// (and by cudaGetLastError / cudaPeekAtLastError of that host thread) and the rest of the queue
+// is dropped. Unlike a GPU, the error is not sticky: later calls succeed again.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <set>
+#include <unordered_set>
+
+#include "runtime/sim/runtime_state.h"
+#include "runtime/sim/sim.h"
+
+namespace blockscope::sim::detail {
+namespace {
+
+struct Op {
+  uint64_t seq;
+  std::string name;
+  std::function<void()> fn;
+  bool cleanup;
+};
+
+std::deque<Op> g_queue;
+uint64_t g_next_seq = 1;
+bool g_running = false;
+std::unordered_set<CUstream_st*> g_streams;
+std::unordered_set<CUevent_st*> g_events;
+thread_local cudaError_t t_last_error = cudaSuccess;
+thread_local std::string t_last_kernel;
+std::set<std::string> g_fault_messages;  // cudaGetErrorString's pointers stay valid
+const char* g_fault_message = nullptr;
+
+CUstream_st* legacy_stream(int device) {
+  static CUstream_st streams[8];
+  static bool initialised = [] {
+    for (int d = 0; d < 8; ++d) {
+      streams[d].device = d;
+      streams[d].legacy = true;
+    }
+    return true;
+  }();
+  (void)initialised;
+  return &streams[device];
+}
+
+}  // namespace
+
+std::recursive_mutex& state_mutex() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
+cudaError_t result(cudaError_t error) {
+  if (error != cudaSuccess) t_last_error = error;
+  return error;
+}
+
+void set_fault_message(const std::string& message) {
+  Lock lock(state_mutex());
+  g_fault_message = g_fault_messages.insert(message).first->c_str();
+}
+
+int device_count() {
+  static const int count = [] {
+    const char* env = std::getenv("BLOCKSCOPE_SIM_DEVICES");
+    if (env == nullptr || *env == '\0') return 2;
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (*end != '\0' || value < 1 || value > 8) {
+      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_DEVICES=%s is not in 1..8; using 2\n", env);
+      return 2;
+    }
+    return static_cast<int>(value);
+  }();
+  return count;
+}
+
+int& current_device() {
+  thread_local int device = 0;
+  return device;
+}
+
+bool valid_device(int device) { return device >= 0 && device < device_count(); }
+
+CUstream_st* resolve_stream(cudaStream_t stream) {
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    return legacy_stream(current_device());
+  }
+  return g_streams.count(stream) ? stream : nullptr;
+}
+
+uint64_t last_seq() { return g_next_seq - 1; }
+
+cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> op, bool cleanup) {
+  Lock lock(state_mutex());
+  if (Capture* capture = stream->capture) {
+    if (capture->invalidated) return cudaErrorStreamCaptureInvalidated;
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->name = std::move(name);
+    node->op = std::move(op);
+    capture->graph->nodes.push_back(std::move(node));
+    stream->capture_nodes = capture->graph->nodes.size();
+    return cudaSuccess;
+  }
+  if (const cudaError_t error = check_legacy_use(stream); error != cudaSuccess) return error;
+  const uint64_t seq = g_next_seq++;
+  g_queue.push_back(Op{seq, std::move(name), std::move(op), cleanup});
+  stream->last_seq = seq;
+  return cudaSuccess;
+}
+
+cudaError_t run_through(uint64_t seq) {
+  Lock lock(state_mutex());
+  if (g_running) return cudaSuccess;  // an op that synchronises: the outer run goes on
+  g_running = true;
+  cudaError_t status = cudaSuccess;
+  while (!g_queue.empty() && g_queue.front().seq <= seq) {
+    Op op = std::move(g_queue.front());
+    g_queue.pop_front();
+    if (status != cudaSuccess && !op.cleanup) continue;  // dropped after a fault
+    try {
+      op.fn();
+    } catch (const std::exception& error) {
+      // Kernel faults already name kernel, block and thread; other ops get their name.
+      const std::string message = dynamic_cast<const Fault*>(&error) != nullptr
+                                      ? std::string(error.what())
+                                      : op.name + ": " + error.what();
+      set_fault_message(message);
+      status = cudaErrorLaunchFailure;
+      seq = UINT64_MAX;  // drop everything queued, not just up to the target
+    }
+  }
+  g_running = false;
+  return status;
+}
+
+void forget_capture_events(const Capture* capture) {
+  for (CUevent_st* e : g_events) {
+    if (e->captured_in == capture) {
+      e->captured_in = nullptr;
+      e->captured_on = nullptr;
+    }
+  }
+}
+
+}  // namespace blockscope::sim::detail
+
+// ---- sim.h ----------------------------------------------------------------------------------
+namespace blockscope::sim {
+
+using namespace detail;
+
+cudaError_t try_enqueue(cudaStream_t stream, const char* name, std::function<void()> op) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  return submit(s, name, std::move(op));
+}
+
+void enqueue(cudaStream_t stream, const char* name, std::function<void()> op) {
+  result(try_enqueue(stream, name, std::move(op)));
+}
+
+int stream_device(cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  return s == nullptr ? -1 : s->device;
+}
+
+// The runtime's checks, in its order: block shape, grid shape, shared memory, then the stream.
+void launch(const GridLaunch& config, cudaStream_t stream, std::function<void()> body) {
+  Lock lock(state_mutex());
+  const dim3 b = config.block, g = config.grid;
+  const uint64_t threads = uint64_t{b.x} * b.y * b.z;
+  if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024 || g.x == 0 ||
+      g.y == 0 || g.z == 0 || g.x > 2147483647u || g.y > 65535 || g.z > 65535) {
+    result(cudaErrorInvalidConfiguration);
+    return;
+  }
+  const size_t limit = std::max(kSharedPerBlock, max_dynamic_smem(config.function));
+  if (config.dynamic_smem > limit) {
+    result(cudaErrorInvalidValue);  // what the runtime says for dynamic shared memory over the limit
+    return;
+  }
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr || s->device != current_device()) {  // a launch goes to the current device only
+    result(cudaErrorInvalidResourceHandle);
+    return;
+  }
+  GridLaunch copy = config;
+  const cudaError_t error =
+      submit(s, config.name, [copy, body = std::move(body)]() { run_grid(copy, body); });
+  if (result(error) == cudaSuccess) set_last_kernel_name(config.name);
+}
+
+std::string last_kernel_name() { return t_last_kernel; }
+void set_last_kernel_name(std::string name) { t_last_kernel = std::move(name); }
+
+}  // namespace blockscope::sim
+
+// ---- The runtime API --------------------------------------------------------------------------
+using namespace blockscope::sim;
+using namespace blockscope::sim::detail;
+
+namespace {
+
+struct ErrorText {
+  cudaError_t code;
+  const char* name;
+  const char* text;
+};
+
+// The codes the sim returns, with the runtime's names and texts.
+constexpr ErrorText kErrors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorIllegalState, "cudaErrorIllegalState", "the operation cannot be performed in the present state"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureMerge, "cudaErrorStreamCaptureMerge", "operation would result in a merge of separate capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "cudaErrorStreamCaptureUnmatched", "capture was not ended in the same stream as it began"},
+    {cudaErrorStreamCaptureUnjoined, "cudaErrorStreamCaptureUnjoined", "capturing stream has unjoined work"},
+    {cudaErrorStreamCaptureIsolation, "cudaErrorStreamCaptureIsolation",
+     "dependency created on uncaptured work in another stream"},
+    {cudaErrorStreamCaptureImplicit, "cudaErrorStreamCaptureImplicit",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorStreamCaptureWrongThread, "cudaErrorStreamCaptureWrongThread",
+     "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+const ErrorText* find_error(cudaError_t error) {
+  for (const ErrorText& entry : kErrors)
+    if (entry.code == error) return &entry;
+  return nullptr;
+}
+
+CUevent_st* live_event(cudaEvent_t event) { return g_events.count(event) ? event : nullptr; }
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t error = t_last_error;
+  t_last_error = cudaSuccess;
+  return error;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
+
+const char* cudaGetErrorName(cudaError_t error) {
+  const ErrorText* entry = find_error(error);
+  return entry ? entry->name : "cudaErrorUnknown";
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  if (error == cudaErrorLaunchFailure) {
+    Lock lock(state_mutex());
+    if (g_fault_message != nullptr) return g_fault_message;
+  }
+  const ErrorText* entry = find_error(error);
+  return entry ? entry->text : "unrecognized error code";
+}
+
+// ---- Devices ----------------------------------------------------------------------------------
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return result(cudaErrorInvalidValue);
+  *count = device_count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return result(cudaErrorInvalidValue);
+  *device = current_device();
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (!valid_device(device)) return result(cudaErrorInvalidDevice);
+  current_device() = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) {
+  Lock lock(state_mutex());
+  if (!open_captures().empty()) {
+    for (Capture* capture : open_captures()) capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  return result(run_through(UINT64_MAX));
+}
+
+// ---- Streams ----------------------------------------------------------------------------------
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  if (stream == nullptr || (flags & ~unsigned{cudaStreamNonBlocking}) != 0) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  auto* s = new CUstream_st;
+  s->device = current_device();
+  s->flags = flags;
+  g_streams.insert(s);
+  *stream = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr || s->legacy) return result(cudaErrorInvalidResourceHandle);
+  if (s->capture != nullptr) s->capture->invalidated = true;  // the capture loses a stream
+  // Queued ops do not refer to the stream (only to their position): it can go at once, as the
+  // docs allow ("resources released once the device has completed all work in the stream").
+  g_streams.erase(s);
+  for (Capture* capture : open_captures()) {
+    auto& streams = capture->streams;
+    streams.erase(std::remove(streams.begin(), streams.end(), s), streams.end());
+    if (capture->origin == s) capture->origin = nullptr;
+  }
+  delete s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (s->capture != nullptr) {
+    s->capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  return result(run_through(s->last_seq));
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (s->capture != nullptr) {
+    s->capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
+  return result(run_through(s->last_seq));  // "may run it": the sim completes the work now
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (device == nullptr) return result(cudaErrorInvalidValue);
+  *device = s->device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  CUevent_st* e = live_event(event);
+  if (s == nullptr || e == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (flags != 0 && flags != cudaEventWaitExternal) return result(cudaErrorInvalidValue);
+  // In the FIFO the wait is already satisfied (the record came first). During a capture it
+  // forks a stream into the capture or joins it back (graph.cpp).
+  if (e->captured_in != nullptr) {
+    Capture* capture = e->captured_in;
+    if (s->capture == nullptr) {
+      s->capture = capture;
+      s->capture_nodes = capture->graph->nodes.size();
+      s->joined_through = s->capture_nodes;
+      capture->streams.push_back(s);
+    } else if (s->capture != capture) {
+      return result(cudaErrorStreamCaptureMerge);
+    }
+    if (e->captured_on != nullptr && e->captured_on != s) {
+      e->captured_on->joined_through = std::max(e->captured_on->joined_through, e->captured_at);
+    }
+  } else if (s->capture != nullptr && s->capture->invalidated) {
+    return result(cudaErrorStreamCaptureInvalidated);
+  }
+  return cudaSuccess;
+}
+
+// ---- Events -----------------------------------------------------------------------------------
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  const unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  if (event == nullptr || (flags & ~known) != 0) return result(cudaErrorInvalidValue);
+  if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming)) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  auto* e = new CUevent_st;
+  e->device = current_device();
+  e->flags = flags;
+  g_events.insert(e);
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  Lock lock(state_mutex());
+  CUevent_st* e = live_event(event);
+  if (e == nullptr) return result(cudaErrorInvalidResourceHandle);
+  g_events.erase(e);
+  // A queued record still refers to the event: the last one deletes it when it runs (records are
+  // cleanup ops: they run even after a fault dropped the rest of the queue).
+  if (e->record_seq != 0 && !e->completed) {
+    e->destroyed = true;
+  } else {
+    delete e;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUevent_st* e = live_event(event);
+  CUstream_st* s = resolve_stream(stream);
+  if (e == nullptr || s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (e->device != s->device) return result(cudaErrorInvalidResourceHandle);  // per the programming guide
+  if (s->capture != nullptr) {
+    if (s->capture->invalidated) return result(cudaErrorStreamCaptureInvalidated);
+    // Inside a capture a record only marks a point of the graph (for forks and joins).
+    e->captured_in = s->capture;
+    e->captured_on = s;
+    e->captured_at = s->capture->graph->nodes.size();
+    return cudaSuccess;
+  }
+  if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
+  e->captured_in = nullptr;
+  e->completed = false;
+  const uint64_t seq = last_seq() + 1;  // the record op's own position
+  e->record_seq = seq;
+  return result(submit(
+      s, "cudaEventRecord",
+      [e, seq]() {
+        if (e->record_seq != seq) return;  // re-recorded since: the newer record decides
+        e->completed = true;
+        e->time = std::chrono::steady_clock::now();
+        if (e->destroyed) delete e;
+      },
+      true));
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  Lock lock(state_mutex());
+  CUevent_st* e = live_event(event);
+  if (e == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (e->captured_in != nullptr) return result(cudaErrorStreamCaptureUnsupported);
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  if (e->record_seq == 0) return cudaSuccess;  // never recorded: complete, per the docs
+  if (const cudaError_t error = run_through(e->record_seq); error != cudaSuccess) return result(error);
+  return e->completed ? cudaSuccess : result(cudaErrorNotReady);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  Lock lock(state_mutex());
+  CUevent_st* e = live_event(event);
+  if (e == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (e->captured_in != nullptr) return result(cudaErrorStreamCaptureUnsupported);
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  if (e->record_seq == 0) return cudaSuccess;
+  return result(run_through(e->record_seq));
+}
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  Lock lock(state_mutex());
+  CUevent_st* a = live_event(start);
+  CUevent_st* b = live_event(end);
+  if (ms == nullptr) return result(cudaErrorInvalidValue);
+  if (a == nullptr || b == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if ((a->flags | b->flags) & cudaEventDisableTiming) return result(cudaErrorInvalidResourceHandle);
+  if (a->captured_in != nullptr || b->captured_in != nullptr) return result(cudaErrorStreamCaptureUnsupported);
+  if (a->record_seq == 0 || b->record_seq == 0) return result(cudaErrorInvalidResourceHandle);
+  if (a->device != b->device) return result(cudaErrorInvalidResourceHandle);
+  // Does not synchronise: events whose work has not run yet are not ready, as on a GPU.
+  if (!a->completed || !b->completed) return result(cudaErrorNotReady);
+  *ms = std::chrono::duration<float, std::milli>(b->time - a->time).count();
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (version == nullptr) return result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (version == nullptr) return result(cudaErrorInvalidValue);
+  *version = 13000;
+  return cudaSuccess;
+}
+
+}  // extern "C"
