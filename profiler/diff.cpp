@@ -223,7 +223,8 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   const std::string summary = summary_line(before, after, kernels);
 
   if (format == Format::json) {
-    nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary}};
+    nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary},
+                          {"simulated", before.simulated || after.simulated}};
     out["kernels"] = nlohmann::json::array();
     for (const DiffRow& row : kernels) out["kernels"].push_back(row_json(row));
     out["ops"] = nlohmann::json::array();
@@ -251,6 +252,10 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   }
   std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
                                 after.label.empty() ? "after" : after.label, summary);
+  if (before.simulated || after.simulated) {
+    out += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
+           "simulator's, not a GPU's\n\n";
+  }
   out += render(kernels, "Kernel") + "\n";
   out += render(ops, "Op / region");
   return out;

@@ -73,6 +73,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   profile.label = label;
   profile.device = ctx.device().str();
   profile.device_name = device_description(ctx);
+  profile.simulated = ctx.device().is_cuda() && cuda_simulated();
 
   Recorder recorder(ctx);
   RecorderAttachment restore(ctx);
@@ -241,7 +242,8 @@ Peaks cuda_peaks(Context& ctx, DType dtype) {
 
 Peaks device_peaks(Context& ctx, DType dtype) {
 #ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda_peaks(ctx, dtype);
+  // Simulated times say nothing about the modelled GPU's speed: no peak, so no % of peak.
+  if (ctx.device().is_cuda()) return cuda_simulated() ? Peaks{} : cuda_peaks(ctx, dtype);
 #endif
   return cpu_peaks();
 }

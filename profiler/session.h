@@ -30,6 +30,9 @@ struct Profile {
   std::string device;       // "cpu", "cuda:0"
   std::string device_name;  // "NVIDIA H200", "cpu (2 threads, openblas)"
   std::string dtype;
+  // Measured on the simulated GPU (BLOCKSCOPE_CUDA=SIM): device times are the simulator's
+  // (kernels run as CPU fibers), never GPU times; tables say so and % of peak is not shown.
+  bool simulated = false;
   Peaks peaks;
   int active_steps = 0;     // steps kept (averages per step divide by this)
   std::vector<OpEvent> ops;  // of the kept steps, in order; parent indices within this vector

@@ -22,6 +22,11 @@ bool parse_format(const std::string& text, Format* out) {
 
 namespace {
 
+// Under every table of a profile measured on the simulated GPU.
+constexpr const char* kSimulatedNote =
+    "SIMULATED GPU: device times are the simulator's (kernels run as fibers on the CPU), not GPU times; "
+    "registers and occupancy from the simulator (no register counts)\n";
+
 // ---- Generic text table ---------------------------------------------------------------------
 
 struct Column {
@@ -160,6 +165,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
     out["device"] = profile.device;
     out["device_name"] = profile.device_name;
     out["dtype"] = profile.dtype;
+    out["simulated"] = profile.simulated;
     out["active_steps"] = profile.active_steps;
     out["peaks"] = {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}};
     out["sort_by"] = options.sort_by;
@@ -248,6 +254,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
     });
   }
   std::string out = render_table(columns, cells);
+  if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
   out += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
   return out;
@@ -324,6 +331,7 @@ std::string kernel_table(const Profile& profile, Format format) {
     });
   }
   std::string out = render_table(columns, cells);
+  if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, rows.size(),
                      profile.active_steps);
   out += fmt::format("Device time total: {} ({} per step)\n", format_time_us(device_total),

@@ -61,6 +61,8 @@ class Context {
 // whether a usable GPU is present (false in CPU-only builds).
 std::shared_ptr<Backend> make_cpu_backend();
 bool cuda_built();
+// True when the CUDA backend runs on the simulated GPU (BLOCKSCOPE_CUDA=SIM, runtime/sim).
+bool cuda_simulated();
 bool cuda_available();
 int cuda_device_count();
 

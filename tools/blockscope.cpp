@@ -555,6 +555,7 @@ int cmd_info(const std::string& format_text) {
   info["compiler"] = __VERSION__;
   info["cuda_built"] = bs::cuda_built();
   info["cuda_available"] = bs::cuda_available();
+  info["cuda_simulated"] = bs::cuda_simulated();
   info["gemm_library"] = bs::cpu::gemm_library();
   info["openmp_threads"] = omp_get_max_threads();
 #ifdef BLOCKSCOPE_WITH_NVTX
@@ -592,8 +593,13 @@ int cmd_info(const std::string& format_text) {
     return 0;
   }
   std::cout << "blockscope " << kVersion << " (" << info["build"].get<std::string>() << ", " << __VERSION__ << ")\n";
-  std::cout << "CUDA backend: " << (bs::cuda_built() ? "built" : "not built")
-            << (bs::cuda_built() ? (bs::cuda_available() ? ", GPU available" : ", no GPU present") : "") << "\n";
+  std::cout << "CUDA backend: " << (bs::cuda_built() ? "built" : "not built");
+  if (bs::cuda_simulated()) {
+    std::cout << ", on the SIMULATED GPU (runtime/sim: kernels run as CPU fibers; times are not GPU times)";
+  } else if (bs::cuda_built()) {
+    std::cout << (bs::cuda_available() ? ", GPU available" : ", no GPU present");
+  }
+  std::cout << "\n";
   std::cout << "CPU GEMM: " << bs::cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads()
             << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n\n";
   for (const json& d : info["devices"]) {

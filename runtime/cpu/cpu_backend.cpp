@@ -90,6 +90,7 @@ std::shared_ptr<Backend> make_cpu_backend() { return std::make_shared<CpuBackend
 
 #ifndef BLOCKSCOPE_WITH_CUDA
 bool cuda_built() { return false; }
+bool cuda_simulated() { return false; }
 bool cuda_available() { return false; }
 int cuda_device_count() { return 0; }
 #endif

@@ -9,6 +9,11 @@
 namespace blockscope {
 
 bool cuda_built() { return true; }
+#ifdef BLOCKSCOPE_CUDA_SIM
+bool cuda_simulated() { return true; }
+#else
+bool cuda_simulated() { return false; }
+#endif
 
 int cuda_device_count() {
   int count = 0;
