@@ -184,6 +184,60 @@ TEST_P(Attention, EveryPathWithinTheAccuracyRule) {
   }
 }
 
+// Flash on the shapes its kernels find hardest: tails of every tile size (1, 17, 64, 1000,
+// 4097), Sq != Sk both ways, GQA ratios 1, 4 and 8, head_dim 64 and 128 (the tensor-core
+// kernel) and 32 and 96 (the FP32-core kernel), and logits large enough (|scale·q·k| up to
+// ~60) that a softmax without its running max overflows. The naive path's error in the same
+// dtype sets the bound (the accuracy rule).
+TEST_P(Attention, FlashOnTileTailsGqaAndLargeLogits) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  struct FlashCase {
+    int64_t heads, kv_heads, sq, sk, head_dim;
+    float range;  // q and k uniform in [-range, range]
+  };
+  const std::vector<FlashCase> cases = {
+      {2, 2, 17, 17, 64, 2.0f},   {4, 1, 64, 64, 128, 2.0f},  {8, 1, 1, 4097, 64, 2.0f},
+      {8, 2, 33, 200, 64, 2.0f},  {4, 4, 200, 33, 128, 2.0f}, {2, 2, 4097, 4097, 64, 2.0f},
+      {2, 1, 70, 70, 32, 2.0f},   {2, 2, 45, 60, 96, 2.0f},   {2, 1, 130, 130, 64, 8.0f},
+      {1, 1, 129, 129, 128, 6.0f},
+  };
+  for (const FlashCase& c : cases) {
+    for (DType dtype : bt::all_dtypes()) {
+      const bool long_case = c.sq * c.sk > 1000000;
+      if (long_case && dtype == DType::f16) continue;  // f32 and bf16 cover the long rows
+      for (bool causal : {true, false}) {
+        if (long_case && !causal) continue;
+        const uint64_t seed = bt::fresh_seed();
+        SCOPED_TRACE(::testing::Message() << "seed " << seed << " H=" << c.heads << " Hkv=" << c.kv_heads
+                                          << " Sq=" << c.sq << " Sk=" << c.sk << " D=" << c.head_dim << " range "
+                                          << c.range << " " << dtype_name(dtype) << (causal ? " causal" : " full"));
+        Tensor q = bt::random_tensor(ctx, {1, c.heads, c.sq, c.head_dim}, dtype, seed, -c.range, c.range);
+        Tensor k = bt::random_tensor(ctx, {1, c.kv_heads, c.sk, c.head_dim}, dtype, seed + 1, -c.range, c.range);
+        Tensor v = bt::random_tensor(ctx, {1, c.kv_heads, c.sk, c.head_dim}, dtype, seed + 2);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        const RefTensor expected = reference::attention(reference::from_tensor(q), reference::from_tensor(k),
+                                                        reference::from_tensor(v), causal, scale);
+        double errors[2] = {0, 0};
+        const AttentionPath paths[2] = {AttentionPath::naive, AttentionPath::flash};
+        for (int i = 0; i < 2; ++i) {
+          SCOPED_TRACE(ops::path_name(paths[i]));
+          Tensor out = bt::poisoned_tensor(ctx, q.shape(), dtype);
+          ops::attention(ctx, q, k, v, out, paths[i], causal, scale);
+          const std::vector<float> actual = to_floats(out);
+          ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
+          errors[i] = bt::max_relative_error(actual, expected.data);
+        }
+        // With large logits the naive path's rounded scores cost more than naive_bound; only
+        // the comparison with flash applies there.
+        if (c.range <= 2.0f) EXPECT_LE(errors[0], naive_bound(dtype)) << "naive";
+        EXPECT_TRUE(bt::within_accuracy_rule(errors[1], errors[0], dtype))
+            << "flash error " << errors[1] << " vs naive " << errors[0];
+      }
+    }
+  }
+}
+
 TEST_P(Attention, FullyMaskedRowsAreZeros) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());

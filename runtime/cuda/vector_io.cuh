@@ -14,6 +14,9 @@
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
+#ifdef BLOCKSCOPE_CUDA_SIM
+#include "runtime/sim/device.h"
+#endif
 
 namespace blockscope::cuda_kernels {
 
@@ -51,6 +54,18 @@ __device__ __forceinline__ Pack<T> load_pack(const T* ptr) {
 template <typename T>
 __device__ __forceinline__ void store_pack(T* ptr, const Pack<T>& pack) {
   *reinterpret_cast<uint4*>(ptr) = *reinterpret_cast<const uint4*>(pack.v);
+}
+
+// ---- Dynamic shared memory ------------------------------------------------------------------
+// The block's dynamic shared memory (the launch's dynamic_smem bytes), 16-byte aligned. On the
+// simulated GPU the simulator owns it: a buffer of exactly that size, poisoned per block.
+__device__ __forceinline__ void* dynamic_shared_memory() {
+#ifdef BLOCKSCOPE_CUDA_SIM
+  return sim::dynamic_shared_memory();
+#else
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  return dynamic_smem;
+#endif
 }
 
 // ---- Warp and block reductions (f32) --------------------------------------------------------
