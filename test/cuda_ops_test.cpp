@@ -124,17 +124,28 @@ TEST_P(CudaOps, LinearStridedRowsAnd3dInput) {
   expect_close(y_gpu, y_cpu, tolerance(dtype()), "strided rows");
 }
 
-TEST_P(CudaOps, LinearMisalignedOperandIsANamedInputError) {
+// Columns [1, 1 + 32) of [8, 40]: the first element sits one element past an aligned address.
+// cuBLASLt is told the operand's real (element) alignment and computes it, as the CPU does;
+// it used to be refused as "not 16-byte aligned" (found on the simulated GPU by
+// LinearTest.StridedRowsGiveTheSameResult). Also with a bias one element off alignment.
+TEST_P(CudaOps, LinearOnAMisalignedSliceMatchesTheCpu) {
   Devices dev;
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(seed);
-  // Columns [1, 1 + 32) of [8, 40]: the first element sits one element past an aligned address.
-  Tensor wide = dev.gpu_copy(random_tensor(dev.cpu, {8, 40}, dtype(), seed));
-  Tensor w = dev.gpu_copy(random_tensor(dev.cpu, {16, 32}, dtype(), seed + 1));
-  Tensor y = testing::poisoned_tensor(dev.gpu, {8, 16}, dtype());
-  testing::expect_input_error(
-      [&] { ops::linear(dev.gpu, wide.slice(1, 1, 33), w, Tensor(), y, ops::LinearPath::epilogue); },
-      {"cuBLASLt", "operand A", "not 16-byte aligned"});
+  Tensor wide = random_tensor(dev.cpu, {8, 40}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {16, 32}, dtype(), seed + 1);
+  Tensor bias_wide = random_tensor(dev.cpu, {17}, dtype(), seed + 2);
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "bias" : "no bias");
+    Tensor b_cpu = with_bias ? bias_wide.slice(0, 1, 17) : Tensor();
+    Tensor b_gpu = with_bias ? dev.gpu_copy(bias_wide).slice(0, 1, 17) : Tensor();
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({8, 16}, dtype(), &y_gpu);
+    ops::linear(dev.cpu, wide.slice(1, 1, 33), w, b_cpu, y_cpu, ops::LinearPath::epilogue);
+    ops::linear(dev.gpu, dev.gpu_copy(wide).slice(1, 1, 33), dev.gpu_copy(w), b_gpu, y_gpu,
+                ops::LinearPath::epilogue);
+    expect_close(y_gpu, y_cpu, tolerance(dtype()), "misaligned slice");
+  }
 }
 
 TEST_P(CudaOps, BatchedMatmulWithGqaGroupsAndAlpha) {
@@ -569,13 +580,32 @@ TEST_P(CudaOps, AttentionMaterialisingPathsWithGqa) {
   }
 }
 
-TEST_P(CudaOps, FlashAttentionIsRefusedNotSubstituted) {
+// The CUDA flash kernels (tensor cores for f16/bf16 at head_dim 64 and 128, FP32 cores
+// otherwise) against the CPU's flash, which shares no code with them.
+TEST_P(CudaOps, FlashAttentionMatchesTheCpu) {
   Devices dev;
-  Tensor q = random_tensor(dev.gpu, {1, 2, 8, 64}, dtype(), fresh_seed());
-  Tensor out = testing::poisoned_tensor(dev.gpu, q.shape(), dtype());
-  testing::expect_input_error(
-      [&] { ops::attention(dev.gpu, q, q, q, out, ops::AttentionPath::flash, true, 0.125f); },
-      {"flash attention path has no CUDA kernel yet", "fused_softmax"});
+  struct Case {
+    int64_t batch, heads, kv_heads, sq, sk, d;
+  };
+  for (Case c : {Case{1, 2, 2, 1, 1, 64}, Case{2, 4, 2, 7, 70, 64}, Case{1, 4, 1, 65, 33, 128},
+                 Case{2, 2, 2, 13, 5, 64}, Case{1, 2, 1, 20, 20, 80}}) {
+    for (bool causal : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " H " << c.heads << " Hkv " << c.kv_heads << " Sq "
+                                        << c.sq << " Sk " << c.sk << " D " << c.d << (causal ? " causal" : ""));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+      Tensor q = random_tensor(dev.cpu, {c.batch, c.heads, c.sq, c.d}, dtype(), seed);
+      Tensor k = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 1);
+      Tensor v = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 2);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair(q.shape(), dtype(), &out_gpu);
+      ops::attention(dev.cpu, q, k, v, out_cpu, ops::AttentionPath::flash, causal, scale);
+      ops::attention(dev.gpu, dev.gpu_copy(q), dev.gpu_copy(k), dev.gpu_copy(v), out_gpu, ops::AttentionPath::flash,
+                     causal, scale);
+      // Both round P differently (the tensor-core kernel rounds it to the input type for P·V).
+      expect_close(out_gpu, out_cpu, tolerance(dtype(), 8.0), "flash");
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);

@@ -50,7 +50,9 @@ cublasLtEpilogue_t cublas_epilogue(Epilogue epilogue) {
 bool uses_bias(Epilogue epilogue) { return epilogue == Epilogue::bias || epilogue == Epilogue::gelu_bias; }
 
 // The largest power of two up to 16 dividing every value: the alignment, in bytes, that every
-// column (and batch entry) of an operand keeps when its base pointer is 16-byte aligned.
+// column (and batch entry) of an operand keeps, given its base address, leading dimension and
+// batch stride in bytes. cuBLASLt is told this real alignment (MIN_ALIGNMENT_*), so a row
+// slice that starts mid-pack still finds an algorithm instead of being refused.
 uint32_t alignment_bytes(std::initializer_list<int64_t> byte_offsets) {
   uint32_t alignment = 16;
   for (int64_t offset : byte_offsets) {
@@ -65,7 +67,7 @@ using PlanKey = std::tuple<int, int64_t, int64_t, int64_t,  // dtype, m, n, k
                            int64_t, int64_t, int64_t,       // strides a, b, d
                            int64_t, bool, int, bool,        // batch, trans_b, epilogue, accumulate (beta != 0)
                            uint32_t, uint32_t, uint32_t,    // alignments a, b, d
-                           int>;                            // compute type
+                           uint32_t, int>;                  // alignment of the bias, compute type
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
@@ -105,12 +107,14 @@ std::string describe(const RowMajorGemm& g) {
          ", B " + (g.trans_b ? "[n, k]" : "[k, n]") + ", epilogue " + epilogue_name(g.epilogue) + ")";
 }
 
-void check_aligned(const RowMajorGemm& g, const char* operand, const void* ptr) {
+int64_t address_of(const void* ptr) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(ptr) % 256); }
+
+// Every operand must at least be aligned to its element: a tensor's data always is.
+void check_element_aligned(const RowMajorGemm& g, const char* operand, const void* ptr) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
-  BS_CHECK_INPUT(address % 16 == 0, "cuBLASLt GEMM ", describe(g), ": operand ", operand, " starts at address 0x",
-                 std::hex, address, std::dec, ", which is not 16-byte aligned (offset ", address % 16,
-                 " bytes); cuBLASLt needs 16-byte aligned operands: start the tensor at a multiple of ",
-                 16 / dtype_size(g.dtype), " ", dtype_name(g.dtype), " elements or make it contiguous");
+  BS_CHECK(address % dtype_size(g.dtype) == 0, "cuBLASLt GEMM ", describe(g), ": operand ", operand,
+           " at address 0x", std::hex, address, std::dec, " is not aligned to its ", dtype_size(g.dtype),
+           "-byte elements");
 }
 
 }  // namespace
@@ -185,15 +189,18 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
   const GemmSettings& settings = backend.gemm_settings();
   const int64_t es = static_cast<int64_t>(dtype_size(g.dtype));
   const bool batched = g.batch > 1;
-  const uint32_t align_a = alignment_bytes({g.lda * es, batched ? g.stride_a * es : 0});
-  const uint32_t align_b = alignment_bytes({g.ldb * es, batched ? g.stride_b * es : 0});
-  const uint32_t align_d = alignment_bytes({g.ldd * es, batched ? g.stride_d * es : 0});
+  const uint32_t align_a = alignment_bytes({address_of(g.a), g.lda * es, batched ? g.stride_a * es : 0});
+  const uint32_t align_b = alignment_bytes({address_of(g.b), g.ldb * es, batched ? g.stride_b * es : 0});
+  const uint32_t align_d = alignment_bytes({address_of(g.d), g.ldd * es, batched ? g.stride_d * es : 0});
+  // The heuristic reads the bias pointer's alignment from the descriptor, so a plan made for an
+  // aligned bias must not serve a less aligned one.
+  const uint32_t align_bias = uses_bias(g.epilogue) ? alignment_bytes({address_of(g.bias)}) : 16;
   const cublasComputeType_t compute =
       g.dtype == DType::f32 && settings.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const PlanKey key{static_cast<int>(g.dtype), g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
                     batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
                     g.batch, g.trans_b, static_cast<int>(g.epilogue), g.beta != 0.0f,
-                    align_a, align_b, align_d, static_cast<int>(compute)};
+                    align_a, align_b, align_d, align_bias, static_cast<int>(compute)};
   auto& plans = backend.plan_cache().plans();
   auto found = plans.find(key);
   if (found != plans.end()) return found->second;
@@ -281,10 +288,10 @@ void gemm(Context& ctx, const RowMajorGemm& g) {
   BS_CHECK(g.lda >= g.k && g.ldd >= g.n && g.ldb >= (g.trans_b ? g.k : g.n), "leading dimensions too small for ",
            describe(g), ": lda ", g.lda, " ldb ", g.ldb, " ldd ", g.ldd);
   BS_CHECK(!uses_bias(g.epilogue) || g.bias != nullptr, "epilogue ", epilogue_name(g.epilogue), " needs a bias");
-  check_aligned(g, "A", g.a);
-  check_aligned(g, "B", g.b);
-  check_aligned(g, "D", g.d);
-  if (uses_bias(g.epilogue)) check_aligned(g, "bias", g.bias);
+  check_element_aligned(g, "A", g.a);
+  check_element_aligned(g, "B", g.b);
+  check_element_aligned(g, "D", g.d);
+  if (uses_bias(g.epilogue)) check_element_aligned(g, "bias", g.bias);
 
   // The plan (heuristic query, and with GemmSettings::autotune the timed candidate runs) is
   // made before the kernel scope opens: inside it, the first call's kernel event would span

@@ -71,10 +71,10 @@ struct RowMajorGemm {
   const void* bias = nullptr;
 };
 
-// Runs `gemm` on the context's stream, recorded as one kernel named gemm.name. Base pointers
-// (a, b, d, bias) must be 16-byte aligned: a misaligned one is an input error that names the
-// operand. Leading dimensions and batch strides may be anything: their real alignment is passed
-// to the heuristic, which then picks kernels that accept it.
+// Runs `gemm` on the context's stream, recorded as one kernel named gemm.name. Base pointers,
+// leading dimensions and batch strides may be anything element-aligned: their real alignment
+// (up to 16 bytes) is passed to the heuristic, which then picks kernels that accept it; when it
+// has none, the error names the shape and the alignments.
 void gemm(Context& ctx, const RowMajorGemm& gemm);
 
 // Number of cached (descriptor, algorithm) entries in the backend of ctx (tests).
