@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/context.h"
 #include "runtime/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -295,7 +296,10 @@ TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
     const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
     ASSERT_FALSE(out.is_discarded()) << r.out;
     EXPECT_EQ(out["ok"], true);
-    EXPECT_EQ(out["results"].size(), 24u);  // 4 attention x 3 linear x 2 mlp paths on the CPU
+    // 4 attention x 3 linear x 2 mlp paths on the CPU and on every CUDA device (simulated too).
+    const size_t devices =
+        1 + (blockscope::cuda_available() ? static_cast<size_t>(blockscope::cuda_device_count()) : 0);
+    EXPECT_EQ(out["results"].size(), 24u * devices);
   }
   const Result modules = run_cli({"check", source("configs/series/04_attention.yaml"), "--set", "input.seq_len=20",
                                   "--dtype", "f32"});

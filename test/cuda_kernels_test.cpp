@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -166,8 +167,16 @@ TEST_P(CudaKernels, LaunchHelperRecordsConfigurationRegistersAndOccupancy) {
   EXPECT_EQ(kernel.name, "softmax_kernel");
   EXPECT_GE(kernel.grid.x, 1u);
   EXPECT_EQ(kernel.block.x % 32, 0u);
-  EXPECT_GT(kernel.registers, 0);
-  EXPECT_GT(kernel.static_smem, 0);  // the block reduction's scratch
+  if (cuda_simulated()) {
+    // Registers and static shared memory come from the compiler (ptxas); the simulated GPU runs
+    // host-compiled kernels and reports them as 0, unknown. Checked on a GPU only.
+    EXPECT_EQ(kernel.registers, 0);
+    EXPECT_EQ(kernel.static_smem, 0);
+    std::printf("[ simulated GPU ] registers and static shared memory are not modelled: checked on a GPU only\n");
+  } else {
+    EXPECT_GT(kernel.registers, 0);
+    EXPECT_GT(kernel.static_smem, 0);  // the block reduction's scratch
+  }
   EXPECT_GT(kernel.occupancy, 0.0);
   EXPECT_LE(kernel.occupancy, 1.0);
   EXPECT_GE(kernel.device_end_us, kernel.device_start_us);
