@@ -139,6 +139,45 @@ TEST_P(NormTest, StridedRowsAndInPlace) {
             norm_tolerance(dtype(), n));
 }
 
+// Every kernel shape the CUDA norms pick (a warp per row up to 1024 elements, a block per row up
+// to 16384, streaming beyond; packs or elements), rows 1 / 7 / 1000, a mean 100x the spread
+// (a one-pass E[x²] - E[x]² would lose every digit), against the reference and the CPU.
+TEST_P(NormTest, EveryRowShapeMatchesReferenceAndCpu) {
+  BS_SKIP_IF_UNAVAILABLE(device());
+  Context ctx(device());
+  Context cpu(Device::cpu());
+  const float eps = 1e-5f;
+  for (const Case& c : std::vector<Case>{{1, 1}, {7, 8}, {1000, 64}, {7, 1000}, {1, 1024}, {7, 4096}, {2, 16400}, {1, 20000}}) {
+    const uint64_t seed = testing::fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << " rows " << c.rows << " N " << c.n);
+    const Tensor x = testing::random_tensor(ctx, {c.rows, c.n}, dtype(), seed, 99.0f, 101.0f);
+    const Tensor w = testing::random_tensor(ctx, {c.n}, dtype(), seed + 1);
+    const Tensor b = testing::random_tensor(ctx, {c.n}, dtype(), seed + 2);
+    const RefTensor br = testing::ref(b);
+    const RefTensor expected = reference::layer_norm(testing::ref(x), testing::ref(w), &br, eps);
+    Tensor y = testing::poisoned_tensor(ctx, {c.rows, c.n}, dtype());
+    ops::layer_norm(ctx, x, w, b, eps, y);
+    const std::vector<float> got = to_floats(y);
+    ASSERT_EQ(testing::first_nan(got), -1);
+    // x is stored in the dtype: its own rounding (relative to the spread 2 at |x| ~ 100) is part
+    // of the reference's input, so the bound is the usual one times the mean / spread ratio for f32.
+    const double tol = norm_tolerance(dtype(), c.n) * (dtype() == DType::f32 ? 100.0 : 1.0);
+    if (c.n > 1) {
+      EXPECT_LE(testing::max_relative_error(got, expected.data), tol);
+    }
+    Tensor yc = testing::poisoned_tensor(cpu, {c.rows, c.n}, dtype());
+    ops::layer_norm(cpu, cpu.copy_from(x), cpu.copy_from(w), cpu.copy_from(b), eps, yc);
+    EXPECT_LE(testing::max_relative_error(got, testing::to_doubles(yc)), 2.0 * tol);
+
+    const RefTensor expected_rms = reference::rms_norm(testing::ref(x), testing::ref(w), eps);
+    Tensor z = testing::poisoned_tensor(ctx, {c.rows, c.n}, dtype());
+    ops::rms_norm(ctx, x, w, eps, z);
+    const std::vector<float> gz = to_floats(z);
+    ASSERT_EQ(testing::first_nan(gz), -1);
+    EXPECT_LE(testing::max_relative_error(gz, expected_rms.data), norm_tolerance(dtype(), c.n));
+  }
+}
+
 TEST_P(NormTest, KernelNames) {
   BS_SKIP_IF_UNAVAILABLE(device());
   Context ctx(device());

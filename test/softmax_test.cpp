@@ -113,6 +113,97 @@ TEST_P(Softmax, ScaleCausalMatchesReference) {
   }
 }
 
+// Every kernel shape the CUDA softmax picks (a warp per row up to 1024, a block per row up to
+// 16384, streaming beyond; 16-byte packs or elements), rows 1 / 7 / 1000, against the float64
+// reference and against the CPU backend; causal with Sq != Sk (limits <= 0 give zero rows).
+TEST_P(Softmax, EveryRowShapeMatchesReferenceAndCpu) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Context cpu(Device::cpu());
+  struct C { int64_t rows, n; };
+  for (DType dtype : bt::all_dtypes()) {
+    for (const C c : {C{1, 1}, C{7, 37}, C{1000, 37}, C{7, 64}, C{7, 1000}, C{1, 1024}, C{7, 1032}, C{1, 4097},
+                      C{3, 4096}, C{2, 16400}, C{1, 20000}}) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " " << c.rows << "x" << c.n);
+      Tensor x = bt::random_tensor(ctx, {c.rows, c.n}, dtype, seed, -8.0f, 8.0f);
+      Tensor y = bt::poisoned_tensor(ctx, {c.rows, c.n}, dtype);
+      ops::softmax(ctx, x, y);
+      const std::vector<float> got = to_floats(y);
+      ASSERT_EQ(bt::first_nan(got), -1);
+      EXPECT_LE(bt::max_relative_error(got, reference::softmax_rows(reference::from_tensor(x)).data), tolerance(dtype));
+      Tensor xc = cpu.copy_from(x);
+      Tensor yc = bt::poisoned_tensor(cpu, {c.rows, c.n}, dtype);
+      ops::softmax(cpu, xc, yc);
+      EXPECT_LE(bt::max_relative_error(got, bt::to_doubles(yc)), 2.0 * tolerance(dtype));
+
+      // Causal, Sq = rows > Sk for the short rows: the first rows see nothing (zeros).
+      const int64_t sq = c.rows;
+      for (float scale : {0.125f, 1.0f}) {
+        Tensor z = bt::poisoned_tensor(ctx, {1, sq, c.n}, dtype);
+        const Tensor x3 = x.reshape({1, sq, c.n});
+        ops::softmax_scale_causal(ctx, x3, scale, true, z);
+        const std::vector<float> gz = to_floats(z);
+        ASSERT_EQ(bt::first_nan(gz), -1);
+        EXPECT_LE(bt::max_relative_error(gz, reference::softmax_scale_causal(reference::from_tensor(x3), scale, true).data),
+                  tolerance(dtype));
+      }
+    }
+  }
+}
+
+// NaN semantics, as on the CPU: a NaN next to a finite value makes the whole row NaN; a row of
+// only -inf (and NaN) is zeros; masked NaNs (causal, past the limit) do not count.
+TEST_P(Softmax, NanRowsAndMaskedRows) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Context cpu(Device::cpu());
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (DType dtype : bt::all_dtypes()) {
+    for (int64_t n : {int64_t{8}, int64_t{37}, int64_t{1000}, int64_t{4097}, int64_t{20000}}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " n " << n);
+      std::vector<float> v(static_cast<size_t>(3 * n), 0.25f);
+      v[static_cast<size_t>(n / 2)] = nan;                                   // row 0: NaN among finite
+      for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(n + j)] = -inf;  // row 1: -inf and a NaN
+      v[static_cast<size_t>(n + n - 1)] = nan;
+      for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(2 * n + j)] = static_cast<float>(j % 7);
+      v[static_cast<size_t>(3 * n - 1)] = nan;                               // row 2: NaN at the end
+      Tensor x = ctx.empty({3, n}, dtype);
+      from_floats(x, v);
+      Tensor y = bt::poisoned_tensor(ctx, {3, n}, dtype);
+      ops::softmax(ctx, x, y);
+      const std::vector<float> got = to_floats(y);
+      Tensor xc = cpu.copy_from(x);
+      Tensor yc = bt::poisoned_tensor(cpu, {3, n}, dtype);
+      ops::softmax(cpu, xc, yc);
+      const std::vector<float> want = to_floats(yc);
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_TRUE(std::isnan(got[j])) << j;
+        EXPECT_EQ(got[n + j], 0.0f) << j;
+        EXPECT_TRUE(std::isnan(got[2 * n + j])) << j;
+        EXPECT_EQ(std::isnan(want[j]), std::isnan(got[j]));
+        EXPECT_EQ(want[n + j], got[n + j]);
+      }
+      // Causal with Sq = Sk = 3 rows of n: row i sees j <= i + n - 3; the NaN at the end of
+      // row 2 is visible, a NaN at the end of row 0 (masked when n > 1) is not.
+      std::vector<float> w(static_cast<size_t>(3 * n), 1.0f);
+      w[static_cast<size_t>(n - 1)] = nan;
+      w[static_cast<size_t>(3 * n - 1)] = nan;
+      Tensor xs = ctx.empty({1, 3, n}, dtype);
+      from_floats(xs, w);
+      Tensor z = bt::poisoned_tensor(ctx, {1, 3, n}, dtype);
+      ops::softmax_scale_causal(ctx, xs, 0.5f, true, z);
+      const std::vector<float> gz = to_floats(z);
+      if (n >= 3) {
+        EXPECT_EQ(bt::first_nan(std::vector<float>(gz.begin(), gz.begin() + 2 * n)), -1);
+        EXPECT_TRUE(std::isnan(gz[2 * n]));
+        EXPECT_EQ(gz[n - 1], 0.0f);
+        EXPECT_NEAR(gz[0], 1.0 / static_cast<double>(n - 2), 4.0 * dtype_epsilon(dtype));
+      }
+    }
+  }
+}
+
 TEST_P(Softmax, OneKernelEach) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());

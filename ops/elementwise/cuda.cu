@@ -6,6 +6,7 @@
 #include "ops/common/backends.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/elementwise_map.cuh"
+#include "runtime/cuda/fast_divmod.h"
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/vector_io.cuh"
 
@@ -26,7 +27,7 @@ __global__ void scale_kernel(const T* x, T* out, int64_t n, float factor, bool v
   unary_map(x, out, n, vectorized, [factor](float v) { return v * factor; });
 }
 
-// A strided view described by up to kMaxDims (size, stride) pairs, outermost first.
+// A strided view described by up to kMaxDims (size, stride) pairs, outermost first (host side).
 constexpr int kMaxDims = 8;
 struct StridedLayout {
   int dims = 0;
@@ -34,16 +35,56 @@ struct StridedLayout {
   int64_t stride[kMaxDims];
 };
 
-// dst (contiguous) = src (strided), element by element in logical order.
-template <typename T>
-__global__ void copy_kernel(const T* src, StridedLayout layout, T* dst, int64_t n) {
-  for (int64_t i = global_thread(); i < n; i += global_threads()) {
-    int64_t rest = i, offset = 0;
-    for (int d = layout.dims - 1; d >= 0; --d) {
-      offset += (rest % layout.size[d]) * layout.stride[d];
-      rest /= layout.size[d];
+// The same view for the kernel, in words W (an element, or 2 to 8 consecutive elements of the
+// contiguous last dimension moved as one 4-, 8- or 16-byte access): 32-bit sizes as
+// FastDivmods and 32-bit strides (every index and offset below 2^31, checked on the host), or
+// 64-bit ones (WIDE) for larger views.
+template <bool WIDE>
+struct CopyLayout;
+template <>
+struct CopyLayout<false> {
+  int dims = 0;
+  FastDivmod size[kMaxDims];
+  uint32_t stride[kMaxDims];
+};
+template <>
+struct CopyLayout<true> {
+  int dims = 0;
+  int64_t size[kMaxDims];
+  int64_t stride[kMaxDims];
+};
+
+// dst (contiguous) = src (strided), word by word in logical order: the divisions of the index by
+// every dimension but the outermost are multiply-high + shift (FastDivmod) on the 32-bit path.
+template <typename W, bool WIDE>
+__global__ void copy_kernel(const W* __restrict__ src, CopyLayout<WIDE> layout, W* __restrict__ dst,
+                            int64_t n) {
+  if constexpr (!WIDE) {
+    const uint32_t count = static_cast<uint32_t>(n), step = gridDim.x * blockDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+      uint32_t rest = i, offset = 0;
+#pragma unroll
+      for (int d = kMaxDims - 1; d >= 1; --d) {
+        if (d < layout.dims) {
+          uint32_t q, r;
+          layout.size[d].divmod(rest, q, r);
+          offset += r * layout.stride[d];
+          rest = q;
+        }
+      }
+      offset += rest * layout.stride[0];
+      dst[i] = src[offset];
     }
-    dst[i] = src[offset];
+  } else {
+    for (int64_t i = global_thread(); i < n; i += global_threads()) {
+      int64_t rest = i, offset = 0;
+      for (int d = layout.dims - 1; d >= 1; --d) {
+        offset += (rest % layout.size[d]) * layout.stride[d];
+        rest /= layout.size[d];
+      }
+      offset += rest * layout.stride[0];
+      dst[i] = src[offset];
+    }
   }
 }
 
@@ -104,20 +145,80 @@ cuda_kernels::StridedLayout collapse(const Tensor& t) {
   return layout;
 }
 
-// dst = src on the device: one "Memcpy DtoD" when src is contiguous, the gather kernel else.
+// Word size for the gather: the widest of 16, 8, 4 bytes (and the element itself) such that the
+// last dimension is contiguous and a whole number of words, every other stride a whole number of
+// words, and both base addresses aligned to it.
+int64_t copy_word_bytes(const cuda_kernels::StridedLayout& l, const void* src, const void* dst, int64_t esize) {
+  const int last = l.dims - 1;
+  for (int64_t bytes : {16, 8, 4}) {
+    if (bytes <= esize) break;
+    const int64_t group = bytes / esize;
+    bool ok = l.dims > 0 && l.stride[last] == 1 && l.size[last] % group == 0 &&
+              reinterpret_cast<uintptr_t>(src) % bytes == 0 && reinterpret_cast<uintptr_t>(dst) % bytes == 0;
+    for (int d = 0; ok && d < last; ++d) ok = l.stride[d] % group == 0;
+    if (ok) return bytes;
+  }
+  return esize;
+}
+
+template <typename W>
+void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const cuda_kernels::StridedLayout& words, int64_t n) {
+  // 32-bit path: every word index and every source offset below 2^31, strides non-negative.
+  int64_t max_offset = 0;
+  bool narrow = n < (int64_t{1} << 31);
+  for (int d = 0; d < words.dims; ++d) {
+    narrow = narrow && words.stride[d] >= 0 && cuda_kernels::fits_fast_divmod(words.size[d], n);
+    max_offset += (words.size[d] - 1) * std::max<int64_t>(words.stride[d], 0);
+  }
+  narrow = narrow && max_offset < (int64_t{1} << 31);
+  const unsigned blocks = grid_for(n, kThreads, sm_count(ctx));
+  const W* from = static_cast<const W*>(src.data());
+  W* to = static_cast<W*>(dst.data());
+  if (narrow) {
+    cuda_kernels::CopyLayout<false> l;
+    l.dims = words.dims;
+    for (int d = 0; d < l.dims; ++d) {
+      l.size[d] = cuda_kernels::FastDivmod(static_cast<uint32_t>(words.size[d]));
+      l.stride[d] = static_cast<uint32_t>(words.stride[d]);
+    }
+    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<W, false>, blocks, kThreads, 0, from, l, to, n);
+  } else {
+    cuda_kernels::CopyLayout<true> l;
+    l.dims = words.dims;
+    for (int d = 0; d < l.dims; ++d) {
+      l.size[d] = words.size[d];
+      l.stride[d] = words.stride[d];
+    }
+    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<W, true>, blocks, kThreads, 0, from, l, to, n);
+  }
+}
+
+// dst = src on the device: one "Memcpy DtoD" when src is contiguous, the gather kernel else
+// (in 16-byte words when the innermost dimension allows: the QKV split and the head merge).
 void copy_into(Context& ctx, const Tensor& src, Tensor& dst) {
   BS_CHECK(dst.is_contiguous(), "copy: dst ", dst.str(), " must be contiguous");
   if (src.is_contiguous()) {
     cuda_detail::memcpy_dtod(ctx, dst.data(), src.data(), src.nbytes());
     return;
   }
-  const cuda_kernels::StridedLayout layout = collapse(src);
-  const int64_t n = src.numel();
-  dispatch_dtype(src.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<T>, grid_for(n, kThreads, sm_count(ctx)), kThreads, 0,
-           src.data_as<const T>(), layout, dst.data_as<T>(), n);
-  });
+  if (src.numel() == 0) return;
+  cuda_kernels::StridedLayout layout = collapse(src);
+  if (layout.dims == 0) layout = {1, {1}, {1}};  // every dimension of size 1
+  const int64_t esize = static_cast<int64_t>(dtype_size(src.dtype()));
+  const int64_t word = copy_word_bytes(layout, src.data(), dst.data(), esize);
+  cuda_kernels::StridedLayout words = layout;
+  if (word != esize) {
+    const int64_t group = word / esize;
+    for (int d = 0; d + 1 < words.dims; ++d) words.stride[d] /= group;
+    words.size[words.dims - 1] /= group;
+  }
+  const int64_t n = src.numel() * esize / word;
+  switch (word) {
+    case 16: launch_copy<uint4>(ctx, src, dst, words, n); return;
+    case 8: launch_copy<uint2>(ctx, src, dst, words, n); return;
+    case 4: launch_copy<uint32_t>(ctx, src, dst, words, n); return;
+    default: launch_copy<uint16_t>(ctx, src, dst, words, n); return;
+  }
 }
 
 void fill_causal(Context& ctx, Tensor& scores, float value) {

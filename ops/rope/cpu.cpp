@@ -1,12 +1,15 @@
-// CPU RoPE (convention in ops/rope/rope.cpp): one "kernel"; a cos/sin table [S, D/2] is built
-// first, then every (b, h, s) head vector is rotated in f32. Each vector is loaded whole
-// before it is stored, so y may be the same view as x (in place).
+// CPU RoPE (convention in ops/rope/rope.cpp): one "kernel"; the cos/sin table [S][cos | sin][D/2]
+// of ops/rope/rope_table.h (the CUDA backend's too) is built first, then every (b, h, s) head
+// vector is rotated in f32, each product rounded before the sum (no FMA: the CUDA kernel rounds
+// the same way, so both backends give the same bits). Each vector is loaded whole before it is
+// stored, so y may be the same view as x (in place).
 #include <cmath>
 #include <vector>
 
 #include "ops/common/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
+#include "ops/rope/rope_table.h"
 #include "profiler/scope.h"
 
 namespace blockscope::ops::cpu {
@@ -16,22 +19,12 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
   if (x.numel() == 0) return;
 
-  // inv_freq in double, rounded to float once; angles as float products (HF's float32 math).
-  std::vector<float> inv_freq(static_cast<size_t>(half));
-  for (int64_t d = 0; d < half; ++d)
-    inv_freq[d] = static_cast<float>(1.0 / std::pow(static_cast<double>(theta), 2.0 * d / static_cast<double>(dim)));
-  Tensor table = ctx.empty({2, seq, half}, DType::f32);  // [cos | sin][s][d]
-  float* cos_table = table.data_as<float>();
-  float* sin_table = cos_table + seq * half;
+  // The table both backends use (ops/rope/rope_table.h): [S][cos | sin][D/2].
+  const std::vector<float> inv_freq = rope_inv_freq(theta, dim);
+  Tensor table = ctx.empty({seq, 2, half}, DType::f32);
+  float* rows = table.data_as<float>();
 #pragma omp parallel for if (seq * half >= kParallelMinElements) schedule(static)
-  for (int64_t s = 0; s < seq; ++s) {
-    const float pos = static_cast<float>(position_offset + s);
-    for (int64_t d = 0; d < half; ++d) {
-      const double angle = static_cast<double>(pos * inv_freq[d]);  // float product, then exact widening
-      cos_table[s * half + d] = static_cast<float>(std::cos(angle));
-      sin_table[s * half + d] = static_cast<float>(std::sin(angle));
-    }
-  }
+  for (int64_t s = 0; s < seq; ++s) rope_table_row(inv_freq, position_offset + s, rows + s * 2 * half);
 
   const DType dtype = x.dtype();
   const size_t esize = dtype_size(dtype);
@@ -51,8 +44,8 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
       } else {
         for (int64_t d = 0; d < dim; ++d) in[d] = load_as_float(dtype, src + d * xs3 * static_cast<int64_t>(esize));
       }
-      const float* c = cos_table + s * half;
-      const float* sn = sin_table + s * half;
+      const float* c = rows + s * 2 * half;
+      const float* sn = c + half;
       for (int64_t d = 0; d < half; ++d) {
         out[d] = in[d] * c[d] - in[d + half] * sn[d];
         out[d + half] = in[d + half] * c[d] + in[d] * sn[d];
