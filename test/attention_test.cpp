@@ -230,12 +230,101 @@ TEST_P(Attention, FlashOnTileTailsGqaAndLargeLogits) {
         }
         // With large logits the naive path's rounded scores cost more than naive_bound; only
         // the comparison with flash applies there.
-        if (c.range <= 2.0f) EXPECT_LE(errors[0], naive_bound(dtype)) << "naive";
+        if (c.range <= 2.0f) {
+          EXPECT_LE(errors[0], naive_bound(dtype)) << "naive";
+        }
         EXPECT_TRUE(bt::within_accuracy_rule(errors[1], errors[0], dtype))
             << "flash error " << errors[1] << " vs naive " << errors[0];
       }
     }
   }
+}
+
+// f16 logits past f16's largest finite value (65504) before the scale. naive and inplace follow
+// the series (and PyTorch eager): scores = q·kᵀ in the tensor dtype, THEN scores · scale, so a
+// raw logit above 65504 is already inf (and the softmax of its row NaN) before the scale could
+// bring it back: documented in attention.h and docs/ARCHITECTURE.md, and shown here.
+// fused_softmax (the scale is the QKᵀ GEMM's alpha, applied in f32 before rounding) and flash
+// (f32 tiles) never hold a raw logit in f16, and stay finite and correct.
+TEST_P(Attention, F16LogitsAbove65504BeforeTheScale) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const DType dtype = DType::f16;
+  const int64_t heads = 2, sq = 9, sk = 13, d = 64;
+  Tensor q = ctx.empty({1, heads, sq, d}, dtype), k = ctx.empty({1, heads, sk, d}, dtype);
+  std::vector<float> qv(static_cast<size_t>(heads * sq * d)), kv(static_cast<size_t>(heads * sk * d));
+  for (size_t i = 0; i < qv.size(); ++i) qv[i] = 32.0f * (1.0f + 0.005f * static_cast<float>((i / d) % sq));
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = 32.0f * (0.96f + 0.01f * static_cast<float>((i / d) % sk));
+  from_floats(q, qv);
+  from_floats(k, kv);
+  Tensor v = bt::random_tensor(ctx, {1, heads, sk, d}, dtype, bt::fresh_seed());
+  // Raw logits 64 · 32² · (1 + 0.005 i)(0.96 + 0.01 j) ≈ 62900 … 78700: most exceed 65504.
+  // Scaled by 1e-4 they are 6.3 … 7.9, a smooth softmax.
+  const float scale = 1e-4f;
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    const RefTensor expected = reference::attention(reference::from_tensor(q), reference::from_tensor(k),
+                                                    reference::from_tensor(v), causal, scale);
+    for (AttentionPath path : {AttentionPath::fused_softmax, AttentionPath::flash}) {
+      SCOPED_TRACE(ops::path_name(path));
+      Tensor out = bt::poisoned_tensor(ctx, q.shape(), dtype);
+      ops::attention(ctx, q, k, v, out, path, causal, scale);
+      const std::vector<float> actual = to_floats(out);
+      for (size_t i = 0; i < actual.size(); ++i) ASSERT_TRUE(std::isfinite(actual[i])) << "element " << i;
+      EXPECT_LE(bt::max_relative_error(actual, expected.data), naive_bound(dtype));
+    }
+    // naive and inplace: the unscaled f16 scores overflow, as PyTorch eager's `q @ k.T * scale`.
+    for (AttentionPath path : {AttentionPath::naive, AttentionPath::inplace}) {
+      SCOPED_TRACE(ops::path_name(path));
+      Tensor out = bt::poisoned_tensor(ctx, q.shape(), dtype);
+      ops::attention(ctx, q, k, v, out, path, causal, scale);
+      const std::vector<float> actual = to_floats(out);
+      EXPECT_FALSE(std::all_of(actual.begin(), actual.end(), [](float x) { return std::isfinite(x); }))
+          << "the raw f16 logits overflow before the scale on this path (the documented series order)";
+    }
+  }
+}
+
+// flash reads q, k, v and writes out through their strides: [B, S, H, D] views of a fused QKV
+// projection ([B, S, 3, H, D], here with GQA: [B, S, H + 2·Hkv, D]) and an output view into
+// [B, S, H, D], with no copy; the materialising paths refuse such views by name.
+TEST_P(Attention, FlashReadsStridedHeadsWithoutACopy) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const int64_t batch = 2, heads = 4, kv_heads = 2, seq = 70;
+  for (int64_t d : {64, 128, 40}) {
+    for (DType dtype : bt::all_dtypes()) {
+      const uint64_t seed = bt::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " D " << d << " " << dtype_name(dtype));
+      Tensor qkv = bt::random_tensor(ctx, {batch, seq, heads + 2 * kv_heads, d}, dtype, seed, -2.0f, 2.0f);
+      Tensor q = qkv.slice(2, 0, heads).permute({0, 2, 1, 3});
+      Tensor k = qkv.slice(2, heads, heads + kv_heads).permute({0, 2, 1, 3});
+      Tensor v = qkv.slice(2, heads + kv_heads, heads + 2 * kv_heads).permute({0, 2, 1, 3});
+      Tensor merged = bt::poisoned_tensor(ctx, {batch, seq, heads, d}, dtype);
+      Tensor out = merged.permute({0, 2, 1, 3});
+      ASSERT_FALSE(q.is_contiguous());
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+      ops::attention(ctx, q, k, v, out, AttentionPath::flash, true, scale);
+      const RefTensor expected = reference::attention(reference::from_tensor(q), reference::from_tensor(k),
+                                                      reference::from_tensor(v), true, scale);
+      const std::vector<float> actual = to_floats(out);
+      ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
+      // The same inputs made contiguous, through the naive path, set the bound.
+      Tensor qc = ctx.empty(q.shape(), dtype), kc = ctx.empty(k.shape(), dtype), vc = ctx.empty(v.shape(), dtype);
+      from_floats(qc, to_floats(q));
+      from_floats(kc, to_floats(k));
+      from_floats(vc, to_floats(v));
+      Tensor naive_out = bt::poisoned_tensor(ctx, q.shape(), dtype);
+      ops::attention(ctx, qc, kc, vc, naive_out, AttentionPath::naive, true, scale);
+      const double naive_error = bt::max_relative_error(to_floats(naive_out), expected.data);
+      EXPECT_TRUE(bt::within_accuracy_rule(bt::max_relative_error(actual, expected.data), naive_error, dtype));
+    }
+  }
+  Tensor qkv = ctx.empty({1, 8, 3, 64}, DType::f32);
+  Tensor q = qkv.slice(2, 0, 1).permute({0, 2, 1, 3});
+  Tensor out = ctx.empty({1, 1, 8, 64}, DType::f32);
+  expect_input_error([&] { ops::attention(ctx, q, q, q, out, AttentionPath::naive, true, 0.125f); },
+                     {"q", "must be contiguous", "only the flash path"});
 }
 
 TEST_P(Attention, FullyMaskedRowsAreZeros) {

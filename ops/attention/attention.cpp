@@ -12,8 +12,11 @@
 namespace blockscope::ops {
 namespace {
 
+// flash reads every tensor through its strides (the head dim contiguous), so q, k, v and out
+// may be views such as the [B, S, H, D] halves of a fused QKV projection; the materialising
+// paths hand q, k and v to GEMMs that need contiguous heads.
 void check_attention_inputs(const Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const Tensor& out) {
+                            const Tensor& out, bool strided_ok) {
   const Tensor* tensors[] = {&q, &k, &v, &out};
   const char* roles[] = {"q", "k", "v", "out"};
   for (int i = 0; i < 4; ++i) {
@@ -23,7 +26,13 @@ void check_attention_inputs(const Context& ctx, const Tensor& q, const Tensor& k
                    " but the context runs on ", ctx.device().str());
     BS_CHECK_INPUT(t.dim() == 4, "attention: ", roles[i], " ", t.str(), " must be 4-D ",
                    i == 1 || i == 2 ? "[B, Hkv, Sk, D]" : "[B, H, Sq, D]");
-    BS_CHECK_INPUT(t.is_contiguous(), "attention: ", roles[i], " ", t.str(), " must be contiguous");
+    if (strided_ok) {
+      BS_CHECK_INPUT(t.stride(3) == 1 || t.size(3) == 1, "attention: ", roles[i], " ", t.str(),
+                     " must have a contiguous head dim (stride 1 in the last dimension) for the flash path");
+    } else {
+      BS_CHECK_INPUT(t.is_contiguous(), "attention: ", roles[i], " ", t.str(),
+                     " must be contiguous (only the flash path reads strided views)");
+    }
     BS_CHECK_INPUT(t.dtype() == q.dtype(), "attention: ", roles[i], " ", t.str(), " and q ", q.str(),
                    " have different dtypes");
   }
@@ -60,7 +69,7 @@ void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, 
     if (t->defined()) bytes += static_cast<double>(t->nbytes());
   profiler::OpScope op_scope(ctx, "attention", path_name(path), profiler::Family::attention, {&q, &k, &v}, flops,
                              bytes);
-  check_attention_inputs(ctx, q, k, v, out);
+  check_attention_inputs(ctx, q, k, v, out, path == AttentionPath::flash);
   if (out.numel() == 0) return;
 
   if (path == AttentionPath::flash) {

@@ -7,11 +7,20 @@
 namespace blockscope::ops {
 
 // q: [B, H, Sq, D], k and v: [B, Hkv, Sk, D] with H % Hkv == 0 (query head h reads kv head
-// h / (H / Hkv)), out: [B, H, Sq, D]. All contiguous, same dtype. causal masks key j > query i
+// h / (H / Hkv)), out: [B, H, Sq, D]. Same dtype; contiguous, except on the flash path, which
+// takes any strides with a contiguous head dim (e.g. q, k, v as [B, S, H, D] views permuted to
+// [B, H, S, D], straight from a fused QKV projection, and out as a view into [B, S, H·D]). causal masks key j > query i
 // + (Sk - Sq). scale is usually 1/sqrt(D). A query that sees no key (causal with Sq > Sk:
 // queries i < Sq - Sk) gets an all-zero output row, not NaN, on every path.
 // naive and inplace materialise the [B, H, Sq, Sk] scores in the tensor dtype (as PyTorch
 // eager does); fused_softmax too, with one softmax kernel; flash keeps only tiles.
+// Order of the scale: naive and inplace follow the series (and PyTorch eager's
+// `q @ k.transpose(-2, -1) * scale`): QKᵀ is stored in the tensor dtype, then multiplied by
+// scale. In f16 a raw logit above 65504 is therefore inf before the scale, and its row's
+// softmax NaN, exactly as in PyTorch eager. fused_softmax (scale as the QKᵀ GEMM's alpha, in
+// f32 before rounding) and flash (f32 tiles) never store a raw logit and stay finite there.
+// Masking and empty rows differ from PyTorch: causal is bottom-right aligned (PyTorch SDPA's
+// is_causal is top-left when Sq != Sk), and a fully masked row is zeros (torch.softmax: NaN).
 void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
                bool causal, float scale);
 

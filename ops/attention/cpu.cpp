@@ -62,21 +62,33 @@ struct Geometry {
   int64_t heads, kv_heads, sq, sk, d;
   bool causal;
   float scale;
+  int64_t q_ld, k_ld, v_ld, o_ld;  // elements from one row (query or key) to the next
 };
 
+// Rows [row0, row0 + rows) of an [S, D] matrix with row stride ld, converted to f32 into dst
+// ([rows, D], contiguous), and the way back.
+void load_rows(DType dtype, const void* head, int64_t ld, int64_t row0, int64_t rows, int64_t d, float* dst) {
+  if (ld == d) return load_row(dtype, element_at(dtype, head, row0 * d), dst, rows * d);
+  for (int64_t r = 0; r < rows; ++r) load_row(dtype, element_at(dtype, head, (row0 + r) * ld), dst + r * d, d);
+}
+void store_rows(DType dtype, const float* src, void* head, int64_t ld, int64_t row0, int64_t rows, int64_t d) {
+  if (ld == d) return store_row(dtype, src, element_at(dtype, head, row0 * d), rows * d);
+  for (int64_t r = 0; r < rows; ++r) store_row(dtype, src + r * d, element_at(dtype, head, (row0 + r) * ld), d);
+}
+
 // Attention for query rows [i0, i1) of head h of batch entry b. q_head, k_head, v_head and
-// out_head point at the [S, D] matrices of that head (and its kv head).
+// out_head point at the [S, D] matrices of that head (and its kv head), rows g.*_ld apart.
 void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_head, const void* k_head, const void* v_head,
                        void* out_head, int64_t i0, int64_t i1, TileBuffers& t) {
   const int64_t d = g.d, rows = i1 - i0, bc = key_tile(d);
   const int64_t offset = g.sk - g.sq;  // causal: query i sees keys j <= i + offset
   const float minus_inf = -std::numeric_limits<float>::infinity();
 
-  // f32 tensors are used in place (each head's [S, D] is contiguous); other dtypes are
-  // converted tile by tile into the f32 buffers.
-  const bool direct = dtype == DType::f32;
+  // f32 heads with contiguous rows are used in place; other dtypes and strided rows are
+  // converted (copied) tile by tile into the f32 buffers.
+  const bool direct = dtype == DType::f32 && g.q_ld == d && g.k_ld == d && g.v_ld == d;
   const float* q = direct ? static_cast<const float*>(q_head) + i0 * d : t.q;
-  if (!direct) load_row(dtype, element_at(dtype, q_head, i0 * d), t.q, rows * d);
+  if (!direct) load_rows(dtype, q_head, g.q_ld, i0, rows, d, t.q);
   std::fill(t.o, t.o + rows * d, 0.0f);
   std::fill(t.m, t.m + rows, minus_inf);
   std::fill(t.l, t.l + rows, 0.0f);
@@ -88,8 +100,8 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
     const float* k = direct ? static_cast<const float*>(k_head) + j0 * d : t.k;
     const float* v = direct ? static_cast<const float*>(v_head) + j0 * d : t.v;
     if (!direct) {
-      load_row(dtype, element_at(dtype, k_head, j0 * d), t.k, cols * d);
-      load_row(dtype, element_at(dtype, v_head, j0 * d), t.v, cols * d);
+      load_rows(dtype, k_head, g.k_ld, j0, cols, d, t.k);
+      load_rows(dtype, v_head, g.v_ld, j0, cols, d, t.v);
     }
 
     // S[r, c] = scale · q_r · k_c for the whole tile pair (masked entries are dropped below).
@@ -129,7 +141,7 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
 
   // Normalise. A row that saw no key (causal with Sq > Sk) has l = 0 and is defined as zeros.
   for (int64_t r = 0; r < rows; ++r) scale_row(t.o + r * d, d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
-  store_row(dtype, t.o, element_at(dtype, out_head, i0 * d), rows * d);
+  store_rows(dtype, t.o, out_head, g.o_ld, i0, rows, d);
 }
 
 }  // namespace
@@ -137,7 +149,8 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
 void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
                      float scale) {
   profiler::KernelScope kernel(ctx, "flash_attention_kernel");
-  const Geometry g{q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), causal, scale};
+  const Geometry g{q.size(1),  k.size(1),  q.size(2),  k.size(2),  q.size(3),  causal, scale,
+                   q.stride(2), k.stride(2), v.stride(2), out.stride(2)};
   const DType dtype = q.dtype();
   const int64_t batch = q.size(0);
   const int64_t group = g.heads / g.kv_heads;  // query head h reads kv head h / group
@@ -169,12 +182,12 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
       const int64_t head = (item / query_tiles) % g.heads;
       const int64_t b = item / (query_tiles * g.heads);
       const int64_t kv_head = head / group;
-      const int64_t q_head_offset = (b * g.heads + head) * g.sq * g.d;   // q, out: [B, H, Sq, D]
-      const int64_t kv_head_offset = (b * g.kv_heads + kv_head) * g.sk * g.d;  // k, v: [B, Hkv, Sk, D]
+      // q, out: [B, H, Sq, D]; k, v: [B, Hkv, Sk, D]; through their strides.
       const int64_t i0 = tile * kQueryTile, i1 = std::min(g.sq, i0 + kQueryTile);
-      attend_query_tile(g, dtype, blas, element_at(dtype, q_data, q_head_offset), element_at(dtype, k_data, kv_head_offset),
-                        element_at(dtype, v_data, kv_head_offset), element_at(dtype, out_data, q_head_offset), i0, i1,
-                        tiles);
+      attend_query_tile(g, dtype, blas, element_at(dtype, q_data, b * q.stride(0) + head * q.stride(1)),
+                        element_at(dtype, k_data, b * k.stride(0) + kv_head * k.stride(1)),
+                        element_at(dtype, v_data, b * v.stride(0) + kv_head * v.stride(1)),
+                        element_at(dtype, out_data, b * out.stride(0) + head * out.stride(1)), i0, i1, tiles);
     }
   }
 }

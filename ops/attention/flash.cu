@@ -112,16 +112,21 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi);
 template <>
 __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
   const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&pair);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof bits);  // a register move once compiled
+  return bits;
 }
 template <>
 __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
   const __half2 pair = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&pair);
+  uint32_t bits;
+  memcpy(&bits, &pair, sizeof bits);
+  return bits;
 }
 template <typename T>
 __device__ __forceinline__ float packed_sum(uint32_t packed) {
-  const T* pair = reinterpret_cast<const T*>(&packed);
+  T pair[2];
+  memcpy(static_cast<void*>(pair), &packed, sizeof pair);
   return to_float(pair[0]) + to_float(pair[1]);
 }
 
@@ -392,13 +397,13 @@ __global__ void __launch_bounds__(kSimpleThreads) flash_attention_simple_kernel(
       v_tile[r][c] = valid ? to_float(v[static_cast<int64_t>(k0 + r) * p.v_row_stride + c]) : 0.0f;
     }
     __syncthreads();
-    // Thread `part` of a row scores key k0 + part (kSimpleKeys == kSimpleSplit), in four
+    // Thread `part` of a row scores key k0 + part (kSimpleKeys == kSimpleSplit), in eight
     // partial sums (shorter rounding chains). Scores stay unscaled (times the scale's sign):
     // the exponent is then (s - max)·|scale·log2(e)|, whose error is relative to s - max, small
     // for the keys that matter, instead of to the scaled score itself.
-    float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int c = 0; c < d; ++c) dot[c & 3] += q_tile[local_row][c] * k_tile[part][c];
-    const float score = ((dot[0] + dot[1]) + (dot[2] + dot[3])) * direction;
+    float dot[8] = {};
+    for (int c = 0; c < d; ++c) dot[c & 7] += q_tile[local_row][c] * k_tile[part][c];
+    const float score = (((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]))) * direction;
     s_tile[local_row][part] = key_visible(p, row, k0 + part) ? score : -INFINITY;
     __syncthreads();
     // Every thread of the row runs the row's online softmax (8 values): no warp traffic.

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
@@ -42,18 +43,27 @@ struct alignas(16) Pack {
   T v[size];
 };
 
+// One 128-bit load or store; the caller guarantees 16-byte alignment. On the simulated GPU the
+// same 16 bytes move by memcpy: the host compiler's strict-aliasing rules do not allow the
+// uint4 reinterpretation nvcc turns into LDG.128/STG.128.
 template <typename T>
 __device__ __forceinline__ Pack<T> load_pack(const T* ptr) {
-  // One 128-bit load; the caller guarantees 16-byte alignment.
-  const uint4 raw = *reinterpret_cast<const uint4*>(ptr);
   Pack<T> pack;
-  *reinterpret_cast<uint4*>(pack.v) = raw;
+#ifdef BLOCKSCOPE_CUDA_SIM
+  std::memcpy(static_cast<void*>(pack.v), ptr, sizeof pack.v);
+#else
+  *reinterpret_cast<uint4*>(pack.v) = *reinterpret_cast<const uint4*>(ptr);
+#endif
   return pack;
 }
 
 template <typename T>
 __device__ __forceinline__ void store_pack(T* ptr, const Pack<T>& pack) {
+#ifdef BLOCKSCOPE_CUDA_SIM
+  std::memcpy(static_cast<void*>(ptr), pack.v, sizeof pack.v);
+#else
   *reinterpret_cast<uint4*>(ptr) = *reinterpret_cast<const uint4*>(pack.v);
+#endif
 }
 
 // ---- Dynamic shared memory ------------------------------------------------------------------
