@@ -9,6 +9,10 @@ namespace blockscope::profiler {
 OpScope::OpScope(Context& ctx, const char* op, const char* path, Family family,
                  std::initializer_list<const Tensor*> inputs, double flops, double bytes)
     : ctx_(ctx), op_(op), uncaught_(std::uncaught_exceptions()) {
+  // Before anything is pushed or recorded: a refused call leaves no trace, like validation.
+  for (const Tensor* t : inputs) {
+    if (t != nullptr) check_same_context(ctx, op, *t);
+  }
   nvtx_push(op, family);
   ctx_.push_scope(op);
   if (Recorder* recorder = ctx_.recorder()) {

@@ -50,6 +50,9 @@ Tensor Context::copy_from(const Tensor& src) {
   Tensor out = empty(src.shape(), src.dtype());
   if (out.numel() == 0) return out;
   if (src.is_contiguous() && src.device() == device_) {
+    // From another context on this GPU: its stream may still be writing src (no ordering
+    // between two contexts' streams, see check_same_context).
+    if (device_.is_cuda() && &src.backend() != backend_.get()) src.backend().synchronize();
     backend_->copy_within(out.data(), src.data(), out.nbytes());
   } else if (src.is_contiguous() && src.device().is_cpu()) {
     backend_->copy_to_device(out.data(), src.data(), out.nbytes());
@@ -59,6 +62,13 @@ Tensor Context::copy_from(const Tensor& src) {
     from_floats(out, to_floats(src));  // strided or cross-device: through the host (exact: same dtype)
   }
   return out;
+}
+
+void check_same_context(Context& ctx, const char* op, const Tensor& t) {
+  if (!t.defined() || !t.device().is_cuda() || t.device() != ctx.device()) return;
+  BS_CHECK_INPUT(&t.backend() == &ctx.backend(), op, ": tensor ", t.str(), " belongs to another context on ",
+                 t.device().str(), " (its own stream): nothing orders that stream's writes before this op; copy it "
+                 "into this context first (ctx.copy_from(t) synchronises the other stream)");
 }
 
 std::string Context::scope_path() const {

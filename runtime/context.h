@@ -29,7 +29,9 @@ class Context {
 
   // A new, uninitialised tensor on this context's device (contiguous).
   Tensor empty(const Shape& shape, DType dtype);
-  // A copy of `src` (any device, any strides) as a contiguous tensor on this device.
+  // A copy of `src` (any device, any strides) as a contiguous tensor on this device. Also the
+  // way to hand a tensor from another context on the same GPU to this one: the source
+  // context's stream is synchronised first, so the copy reads finished data.
   Tensor copy_from(const Tensor& src);
 
   void synchronize() { backend_->synchronize(); }
@@ -56,6 +58,16 @@ class Context {
   std::vector<std::string> scope_;
   bool sync_after_each_op_ = false;
 };
+
+// Cross-context use on one GPU. Each CUDA context has its own stream, and nothing orders two
+// streams: a tensor written on context A's stream and read by an op on context B's stream
+// (same GPU) could be read before A's kernels finish. Ops therefore refuse (InputError) an
+// input whose storage belongs to another CUDA context, naming the fix: `b.copy_from(t)`,
+// which synchronises A's stream first. (Ordering by events instead would need every tensor
+// to carry its producer's stream and every consumer to wait on it; a refusal is simpler and
+// never silently slower.) Called by profiler::OpScope for the tensors each op lists, so it
+// covers every public op; CPU contexts run synchronously and share tensors freely.
+void check_same_context(Context& ctx, const char* op, const Tensor& t);
 
 // Backend factories. make_cuda_backend exists only in CUDA builds; cuda_available() says
 // whether a usable GPU is present (false in CPU-only builds).

@@ -287,6 +287,107 @@ TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
 #endif
 }
 
+// Where cuBLASLt has no algorithm for the BIAS / GELU_BIAS / GELU epilogue, the epilogue path
+// runs the DEFAULT epilogue and our own kernels, visibly: the kernel table shows them and a
+// note on stderr (once per shape) says why. GemmSettings::force_epilogue_fallback stands in
+// for the heuristic's refusal (the simulated heuristic, like the real one on most shapes,
+// accepts every element-aligned bias).
+TEST_P(CudaOps, LinearEpilogueFallsBackWhenCublasLtHasNoAlgorithm) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  cuda_backend(dev.gpu).gemm_settings().force_epilogue_fallback = true;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 37, in = 64, out = 50;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  struct Case {
+    ops::LinearActivation act;
+    bool bias;
+    std::vector<std::string> kernels;
+  };
+  for (const Case& c : {Case{ops::LinearActivation::gelu_tanh, true, {"gemm", "bias_add_kernel", "gelu_tanh_kernel"}},
+                        Case{ops::LinearActivation::none, true, {"gemm", "bias_add_kernel"}},
+                        Case{ops::LinearActivation::gelu_tanh, false, {"gemm", "gelu_tanh_kernel"}}}) {
+    const Tensor no_bias;
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+    // The CPU's naive path rounds where the fallback does (after the GEMM, the bias, the GELU).
+    ops::linear(dev.cpu, x, w, c.bias ? b : no_bias, y_cpu, ops::LinearPath::naive, ops::WeightLayout::out_in, c.act);
+    ::testing::internal::CaptureStderr();
+    profiler::Recorder recorder(dev.gpu);
+    dev.gpu.set_recorder(&recorder);
+    for (int call = 0; call < 2; ++call) {
+      ops::linear(dev.gpu, x_gpu, w_gpu, c.bias ? b_gpu : no_bias, y_gpu, ops::LinearPath::epilogue,
+                  ops::WeightLayout::out_in, c.act);
+    }
+    dev.gpu.set_recorder(nullptr);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    recorder.resolve();
+    std::vector<std::string> twice = c.kernels;
+    twice.insert(twice.end(), c.kernels.begin(), c.kernels.end());
+    EXPECT_EQ(testing::kernel_names(recorder), twice);
+    const size_t note = err.find("epilogue is not used");
+    EXPECT_NE(note, std::string::npos) << err;
+    EXPECT_EQ(err.find("epilogue is not used", note + 1), std::string::npos) << "one note per shape: " << err;
+    EXPECT_NE(err.find("force_epilogue_fallback"), std::string::npos) << err;
+    expect_close(y_gpu, y_cpu, tolerance(dtype()), "epilogue fallback");
+  }
+  // The knob off again: the fused epilogue is back.
+  cuda_backend(dev.gpu).gemm_settings().force_epilogue_fallback = false;
+  Tensor y_gpu = testing::poisoned_tensor(dev.gpu, {rows, out}, dtype());
+  profiler::Recorder recorder(dev.gpu);
+  dev.gpu.set_recorder(&recorder);
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in,
+              ops::LinearActivation::gelu_tanh);
+  dev.gpu.set_recorder(nullptr);
+  recorder.resolve();
+  EXPECT_EQ(testing::kernel_names(recorder), std::vector<std::string>{"gemm_bias_gelu"});
+#endif
+}
+
+// A plan cached while autotune was off must not serve forever once it is turned on: the first
+// call that may autotune re-plans it (replacing, not adding, the cache entry).
+TEST_P(CudaOps, PlanMadeBeforeAutotuneIsReplannedWhenItIsTurnedOn) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  cuda_gemm::GemmSettings& settings = cuda_backend(dev.gpu).gemm_settings();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 70, in = 96, out = 80;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  Tensor y_gpu;
+  Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+  ops::linear(dev.cpu, x, w, b, y_cpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  settings.autotune = false;
+  const size_t plans_before = cuda_gemm::cached_plans(dev.gpu);
+  const size_t tuned_before = cuda_gemm::autotuned_plans(dev.gpu);
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  ASSERT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before) << "autotune is off: the plan is the heuristic's";
+  settings.autotune = true;
+  settings.autotune_candidates = 4;
+  settings.autotune_iterations = 2;
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1) << "the entry is replaced, not added";
+  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before + 1) << "the old plan was re-planned with autotune";
+  expect_close(y_gpu, y_cpu, tolerance(dtype()), "re-planned");
+  // And it stays: a third call neither re-plans nor adds.
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before + 1);
+#endif
+}
+
 // ---- elementwise --------------------------------------------------------------------------
 
 TEST_P(CudaOps, ElementwiseAddMulScaleCopy) {
@@ -632,6 +733,72 @@ TEST(CudaMultiDevice, OpsLaunchOnTheirContextsGpu) {
   const std::vector<float> in = to_floats(host), got0 = to_floats(y0);
   for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(got0[i], 2.0f * in[i]) << "element " << i;
   EXPECT_EQ(testing::first_nan(to_floats(y1)), -1);
+}
+
+// The backend's own entry points (timing marks, synchronize, memory_available, copies) must
+// select the context's GPU like the ops do: the recorder takes its first mark before the op
+// reaches cuda_backend(ctx), with the other context's GPU still current. An event recorded on
+// another device's stream is cudaErrorInvalidResourceHandle, so without the fix the first mark
+// (or resolve) throws.
+TEST(CudaMultiDevice, RecorderOnTheFirstContextAfterTheSecondWasCreated) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  if (cuda_device_count() < 2) GTEST_SKIP() << "needs two CUDA GPUs, found " << cuda_device_count();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  Context cpu(Device::cpu());
+  Context first(Device::cuda(0));
+  Context second(Device::cuda(1));  // now the current device
+  const Tensor host = random_tensor(cpu, {37, 65}, DType::f32, seed);
+  Tensor x0 = first.copy_from(host);
+  Tensor y0 = testing::poisoned_tensor(first, host.shape(), DType::f32);
+  Tensor x1 = second.copy_from(host);  // the second context's GPU is current again
+  EXPECT_GT(first.backend().memory_available(), 0u);
+  profiler::Recorder recorder(first);
+  first.set_recorder(&recorder);
+  ops::scale(first, x0, 2.0f, y0);
+  first.set_recorder(nullptr);
+  Tensor y1 = testing::poisoned_tensor(second, host.shape(), DType::f32);  // second current again
+  ops::softmax(second, x1, y1);
+  ASSERT_NO_THROW(recorder.resolve());
+  ASSERT_EQ(recorder.ops().size(), 1u);
+  const profiler::OpEvent& op = recorder.ops()[0];
+  EXPECT_TRUE(std::isfinite(op.device_start_us) && std::isfinite(op.device_end_us));
+  EXPECT_GE(op.device_end_us, op.device_start_us);
+  first.synchronize();
+  second.synchronize();
+  const std::vector<float> in = to_floats(host), got0 = to_floats(y0);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(got0[i], 2.0f * in[i]) << "element " << i;
+}
+
+// Two contexts on one GPU have two streams and nothing orders them: an op on context B reading
+// a tensor that context A's stream wrote could run before A's kernels finish. Ops refuse such
+// an input (InputError naming the fix) and ctx.copy_from, which synchronises A's stream first,
+// is the hand-over. The simulated GPU cannot show the race itself (it runs every queue lazily
+// in enqueue order, so B's kernels always see A's finished results): this tests the mechanism.
+TEST(CudaMultiContext, OpsRefuseAnInputFromAnotherContextsStreamOnTheSameGpu) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  Context cpu(Device::cpu());
+  Context a(Device::cuda(0)), b(Device::cuda(0));
+  const Tensor host = random_tensor(cpu, {37, 65}, DType::f32, seed);
+  Tensor x = a.copy_from(host);
+  Tensor produced = testing::poisoned_tensor(a, host.shape(), DType::f32);
+  ops::scale(a, x, 2.0f, produced);  // queued on a's stream, not synchronised
+  Tensor y = testing::poisoned_tensor(b, host.shape(), DType::f32);
+  profiler::Recorder recorder(b);
+  b.set_recorder(&recorder);
+  testing::expect_input_error([&] { ops::scale(b, produced, 3.0f, y); },
+                              {"scale", "another context", "cuda:0", "copy_from"});
+  b.set_recorder(nullptr);
+  EXPECT_TRUE(recorder.ops().empty()) << "a refused call records no op";
+  // The hand-over: copy_from synchronises a's stream, then the op runs on b's.
+  const Tensor handed = b.copy_from(produced);
+  ops::scale(b, handed, 3.0f, y);
+  const std::vector<float> in = to_floats(host), got = to_floats(y);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(got[i], 6.0f * in[i]) << "element " << i;
+  // The same tensors on their own context are fine.
+  EXPECT_NO_THROW(ops::scale(a, produced, 0.5f, produced));
 }
 
 }  // namespace

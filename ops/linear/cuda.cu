@@ -2,7 +2,9 @@
 // (runtime/cuda/cublaslt_gemm.h maps row-major onto column-major).
 //
 //   naive     GEMM (DEFAULT epilogue), bias_add_kernel [, gelu_tanh_kernel]
-//   epilogue  one GEMM with the BIAS / GELU_BIAS (or GELU) epilogue
+//   epilogue  one GEMM with the BIAS / GELU_BIAS (or GELU) epilogue; where cuBLASLt has no
+//             algorithm for that epilogue (cuda_gemm::epilogue_available), the naive kernels
+//             instead, with a note on stderr once per shape
 //   addmm     bias_broadcast_copy_kernel into y, then GEMM with beta = 1 [, gelu_tanh_kernel]
 //             (what torch.compile makes of matmul + add)
 #include "ops/common/backends.h"
@@ -135,6 +137,17 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       g.epilogue = has_bias ? (gelu ? Epilogue::gelu_bias : Epilogue::bias) : (gelu ? Epilogue::gelu : Epilogue::none);
       g.name = has_bias ? (gelu ? "gemm_bias_gelu" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
       g.bias = has_bias ? bias.data() : nullptr;
+      if (!cuda_gemm::epilogue_available(ctx, g)) {
+        // cuBLASLt has no algorithm for this epilogue here (a note on stderr says so, once per
+        // shape): the naive path's kernels instead, which the kernel table shows.
+        g.epilogue = Epilogue::none;
+        g.name = "gemm";
+        g.bias = nullptr;
+        cuda_gemm::gemm(ctx, g);
+        if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
+        if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
+        return;
+      }
       cuda_gemm::gemm(ctx, g);
       return;
     case LinearPath::addmm:

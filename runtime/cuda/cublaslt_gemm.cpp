@@ -4,7 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -76,6 +78,9 @@ struct Plan {
   cublasLtMatrixLayout_t layout_d = nullptr;  // C and D share it (C is D)
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
+  // Made with GemmSettings::autotune on, outside a graph capture (its candidates were timed when
+  // the heuristic offered more than one). A plan made before autotune was turned on, or during
+  // a capture, is re-planned by the first call that may autotune.
   bool autotuned = false;
 };
 
@@ -125,9 +130,15 @@ class PlanCache {
     for (auto& entry : plans_) destroy(entry.second);
   }
   std::map<PlanKey, Plan>& plans() { return plans_; }
+  // Keys for which cuBLASLt has no algorithm (asked once: epilogue_available() falls back).
+  std::set<PlanKey>& refused() { return refused_; }
+  // Keys whose epilogue fallback was already said on stderr (once per shape and backend).
+  std::set<PlanKey>& noted() { return noted_; }
 
  private:
   std::map<PlanKey, Plan> plans_;
+  std::set<PlanKey> refused_;
+  std::set<PlanKey> noted_;
 };
 
 void PlanCacheDeleter::operator()(PlanCache* cache) const { delete cache; }
@@ -136,6 +147,12 @@ std::unique_ptr<PlanCache, PlanCacheDeleter> make_plan_cache() {
 }
 
 size_t cached_plans(Context& ctx) { return cuda_backend(ctx).plan_cache().plans().size(); }
+
+size_t autotuned_plans(Context& ctx) {
+  size_t count = 0;
+  for (const auto& entry : cuda_backend(ctx).plan_cache().plans()) count += entry.second.autotuned ? 1 : 0;
+  return count;
+}
 
 namespace {
 
@@ -185,7 +202,13 @@ size_t autotune(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g,
   return best;
 }
 
-Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
+struct KeyedGemm {
+  PlanKey key;
+  uint32_t align_a, align_b, align_d;
+  cublasComputeType_t compute;
+};
+
+KeyedGemm plan_key(CudaBackend& backend, const RowMajorGemm& g) {
   const GemmSettings& settings = backend.gemm_settings();
   const int64_t es = static_cast<int64_t>(dtype_size(g.dtype));
   const bool batched = g.batch > 1;
@@ -201,9 +224,36 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
                     batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
                     g.batch, g.trans_b, static_cast<int>(g.epilogue), g.beta != 0.0f,
                     align_a, align_b, align_d, align_bias, static_cast<int>(compute)};
+  return KeyedGemm{key, align_a, align_b, align_d, compute};
+}
+
+std::string no_algorithm_message(const RowMajorGemm& g, const KeyedGemm& keyed) {
+  return "cuBLASLt has no algorithm for GEMM " + describe(g) + " with alignments A " + std::to_string(keyed.align_a) +
+         ", B " + std::to_string(keyed.align_b) + ", D " + std::to_string(keyed.align_d) +
+         " bytes (leading dimensions lda " + std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) + ", ldd " +
+         std::to_string(g.ldd) + " elements; rows that are a multiple of 16 bytes give 16-byte alignment)";
+}
+
+// The cached plan of g, made (and with autotune, timed) on first use. When cuBLASLt has no
+// algorithm: an error naming the shape and alignments, or, with may_refuse, nullptr (and the
+// refusal is cached, so the heuristic is asked once per shape).
+Plan* plan_for(CudaBackend& backend, const RowMajorGemm& g, bool may_refuse = false) {
+  const GemmSettings& settings = backend.gemm_settings();
+  const KeyedGemm keyed = plan_key(backend, g);
+  const PlanKey& key = keyed.key;
+  const uint32_t align_a = keyed.align_a, align_b = keyed.align_b, align_d = keyed.align_d;
+  const cublasComputeType_t compute = keyed.compute;
+  if (backend.plan_cache().refused().count(key) != 0) {
+    if (may_refuse) return nullptr;
+    throw Error(ErrorKind::runtime, no_algorithm_message(g, keyed));
+  }
   auto& plans = backend.plan_cache().plans();
   auto found = plans.find(key);
-  if (found != plans.end()) return found->second;
+  // A cached plan serves every later call, except that one made without autotuning (autotune
+  // was off then, or a graph capture was open) is made again once autotuning may run.
+  if (found != plans.end() && (found->second.autotuned || !settings.autotune || backend.capturing())) {
+    return &found->second;
+  }
 
   Plan plan;
   try {
@@ -258,17 +308,17 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
     }
     cublasLtMatmulPreferenceDestroy(preference);
     if (found_count <= 0) {
-      throw Error(ErrorKind::runtime, "cuBLASLt has no algorithm for GEMM " + describe(g) + " with alignments A " +
-                                          std::to_string(align_a) + ", B " + std::to_string(align_b) + ", D " +
-                                          std::to_string(align_d) + " bytes (leading dimensions lda " +
-                                          std::to_string(g.lda) + ", ldb " + std::to_string(g.ldb) + ", ldd " +
-                                          std::to_string(g.ldd) + " elements; rows that are a multiple of 16 bytes " +
-                                          "give 16-byte alignment)");
+      if (may_refuse) {
+        destroy(plan);
+        backend.plan_cache().refused().insert(key);
+        return nullptr;
+      }
+      throw Error(ErrorKind::runtime, no_algorithm_message(g, keyed));
     }
     results.resize(static_cast<size_t>(found_count));
     size_t chosen = 0;
-    if (settings.autotune && results.size() > 1 && !backend.capturing()) {
-      chosen = autotune(backend, plan, g, results);
+    if (settings.autotune && !backend.capturing()) {
+      if (results.size() > 1) chosen = autotune(backend, plan, g, results);
       plan.autotuned = true;
     }
     plan.algo = results[chosen].algo;
@@ -277,10 +327,36 @@ Plan& plan_for(CudaBackend& backend, const RowMajorGemm& g) {
     destroy(plan);
     throw;
   }
-  return plans.emplace(key, plan).first->second;
+  if (found != plans.end()) {  // re-planned for autotuning: the new plan replaces the old one
+    destroy(found->second);
+    found->second = plan;
+    return &found->second;
+  }
+  return &plans.emplace(key, plan).first->second;
 }
 
 }  // namespace
+
+bool epilogue_available(Context& ctx, const RowMajorGemm& g) {
+  if (g.epilogue == Epilogue::none) return true;
+  CudaBackend& backend = cuda_backend(ctx);
+  std::string why;
+  if (backend.gemm_settings().force_epilogue_fallback) {
+    why = "GemmSettings::force_epilogue_fallback is set (a test and diagnostic knob)";
+  } else if (g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0 && plan_for(backend, g, /*may_refuse=*/true) == nullptr) {
+    why = "cuBLASLt's heuristic has no algorithm for it";
+  } else {
+    return true;
+  }
+  const PlanKey key = plan_key(backend, g).key;
+  if (backend.plan_cache().noted().insert(key).second) {
+    std::fprintf(stderr,
+                 "blockscope: note: GEMM %s: the %s epilogue is not used: %s; running the DEFAULT epilogue and "
+                 "separate bias/GELU kernels instead (they show in the kernel table)\n",
+                 describe(g).c_str(), epilogue_name(g.epilogue), why.c_str());
+  }
+  return false;
+}
 
 void gemm(Context& ctx, const RowMajorGemm& g) {
   CudaBackend& backend = cuda_backend(ctx);
@@ -296,7 +372,7 @@ void gemm(Context& ctx, const RowMajorGemm& g) {
   // The plan (heuristic query, and with GemmSettings::autotune the timed candidate runs) is
   // made before the kernel scope opens: inside it, the first call's kernel event would span
   // every autotune launch (device time, and the CUPTI name joined from all of their kernels).
-  Plan& plan = plan_for(backend, g);
+  Plan& plan = *plan_for(backend, g);
   profiler::KernelScope scope(ctx, g.name);
   if (uses_bias(g.epilogue)) {
     // The descriptor is shared by every call of this shape; the bias pointer is per call.

@@ -42,10 +42,16 @@ struct GemmSettings {
   bool allow_tf32 = false;
   // Time the top `autotune_candidates` heuristic algorithms once per new shape and keep the
   // fastest, instead of taking the heuristic's first choice. Off by default; never during a
-  // CUDA graph capture (timing synchronises), where the first choice is used.
+  // CUDA graph capture (timing synchronises), where the first choice is used. A plan cached
+  // before autotune was turned on, or during a capture, is re-planned (and timed) by the first
+  // call that may autotune.
   bool autotune = false;
   int autotune_candidates = 8;
   int autotune_iterations = 5;
+  // Test and diagnostic knob: epilogue_available() answers false for every BIAS / GELU /
+  // GELU_BIAS epilogue, as when cuBLASLt's heuristic has no algorithm for it, so the fallback
+  // (DEFAULT epilogue + our bias/GELU kernels) can be exercised and compared on any GPU.
+  bool force_epilogue_fallback = false;
 };
 
 // One (strided-batched) row-major GEMM: for every batch entry i < batch,
@@ -77,8 +83,18 @@ struct RowMajorGemm {
 // has none, the error names the shape and the alignments.
 void gemm(Context& ctx, const RowMajorGemm& gemm);
 
+// Whether `gemm` can run with its epilogue (always true for Epilogue::none). False when
+// cuBLASLt's heuristic has no algorithm for it (NOT_SUPPORTED or no result: seen for some
+// output widths in bf16; asked once per shape, the answer cached) or when
+// GemmSettings::force_epilogue_fallback is set. Then the caller runs the DEFAULT epilogue and
+// applies bias / GELU with its own kernels; the first refusal per shape is said on stderr.
+bool epilogue_available(Context& ctx, const RowMajorGemm& gemm);
+
 // Number of cached (descriptor, algorithm) entries in the backend of ctx (tests).
 size_t cached_plans(Context& ctx);
+// How many of them were made with autotuning (GemmSettings::autotune on, outside a capture;
+// tests: a plan made before autotune was turned on is re-planned, not kept).
+size_t autotuned_plans(Context& ctx);
 
 // The descriptor and algorithm cache owned by each CudaBackend (defined in cublaslt_gemm.cpp).
 class PlanCache;

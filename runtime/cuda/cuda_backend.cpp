@@ -59,6 +59,7 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::name() const { return std::string("cuda:") + std::to_string(index_) + " (" + properties_.name + ")"; }
 
 void* CudaBackend::allocate(size_t bytes) {
+  make_current();
   void* ptr = nullptr;
   BS_CUDA_CHECK(cudaMallocFromPoolAsync(&ptr, bytes == 0 ? 256 : bytes, pool_, stream_));
   stats_.in_use += bytes;
@@ -84,6 +85,7 @@ void CudaBackend::deallocate(void* ptr, size_t bytes) {
 }
 
 size_t CudaBackend::memory_available() const {
+  make_current();  // cudaMemGetInfo reports the current device, not this backend's
   size_t free_bytes = 0, total_bytes = 0;
   BS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   return free_bytes;
@@ -107,7 +109,7 @@ void CudaBackend::ensure_staging() {
 
 void CudaBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) {
   check_not_capturing("copy_to_device");
-  BS_CUDA_CHECK(cudaSetDevice(index_));
+  make_current();
   if (bytes < kStagingThreshold) {
     BS_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
     // Pageable host memory: the copy must finish before the caller may reuse its buffer.
@@ -131,7 +133,7 @@ void CudaBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) 
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   check_not_capturing("copy_to_host");
-  BS_CUDA_CHECK(cudaSetDevice(index_));
+  make_current();
   if (bytes < kStagingThreshold) {
     BS_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -158,12 +160,20 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::copy_within(void* dst, const void* src, size_t bytes) {
+  make_current();
   BS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
-void CudaBackend::synchronize() { BS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() {
+  make_current();
+  BS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 TimeMark CudaBackend::mark() {
+  // The event must be created on, and recorded from, this backend's device: an event recorded
+  // on another device's stream is cudaErrorInvalidResourceHandle (the recorder calls mark()
+  // from whichever context an op runs on, in any order).
+  make_current();
   // An event recorded on a capturing stream is not a timestamp: it only marks a point of the
   // graph being built, nothing runs, and cudaEventElapsedTime on it fails later (in
   // Recorder::resolve, far from the cause). A recorder attached during a capture is therefore
@@ -186,12 +196,14 @@ TimeMark CudaBackend::mark() {
 
 double CudaBackend::elapsed_ms(TimeMark start, TimeMark end) {
   BS_CHECK(start.valid() && end.valid() && static_cast<size_t>(end.value) < next_event_, "unknown time mark");
+  make_current();
   float ms = 0.0f;
   BS_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[start.value], events_[end.value]));
   return ms;
 }
 
 bool CudaBackend::capturing() const {
+  make_current();
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   BS_CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
   return status == cudaStreamCaptureStatusActive;
