@@ -324,10 +324,23 @@ int cmd_profile(const CommonOptions& options) {
   std::vector<std::pair<std::string, bs::PathConfig>> variants{{"base " + applicable_paths_str(config, config.paths), config.paths}};
   for (const bs::Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   std::vector<bs::profiler::Profile> profiles;
-  for (const auto& [label, paths] : variants) {
+  std::vector<size_t> profiled;  // index into variants of each profile
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const auto& [label, paths] = variants[v];
     g_activity = "profiling " + applicable_paths_str(config, paths) + " on " + ctx.device().str();
     workload.set_paths(paths);
-    profiles.push_back(bs::profiler::profile_steps(ctx, label, schedule, [&](int) { workload.forward(); }));
+    try {
+      profiles.push_back(bs::profiler::profile_steps(ctx, label, schedule, [&](int) { workload.forward(); }));
+      profiled.push_back(v);
+    } catch (const bs::Error& error) {
+      // A compare: variant this device cannot run (its op refuses the inputs before launching
+      // anything: invalid_input) is skipped, said with the reason, and the others still print
+      // and save. The base variant, and any runtime failure, stays an error.
+      if (v == 0 || error.kind() != bs::ErrorKind::invalid_input) throw;
+      std::cout.flush();
+      std::cerr << "blockscope: profile: variant '" << label << "' skipped on " << ctx.device().str() << ": "
+                << error.what() << "\n";
+    }
   }
 
   if (format == bs::profiler::Format::json) {
@@ -369,13 +382,13 @@ int cmd_profile(const CommonOptions& options) {
   const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
   for (size_t i = 0; i < profiles.size(); ++i) {
     if (!trace.empty()) {
-      const std::string path = i == 0 ? trace : variant_path(trace, variants[i].first);
+      const std::string path = i == 0 ? trace : variant_path(trace, variants[profiled[i]].first);
       bs::profiler::write_chrome_trace(profiles[i], path);
       g_outputs.written(path);
       std::cerr << "wrote trace " << path << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
     }
     if (!options.save.empty()) {
-      const std::string path = i == 0 ? options.save : variant_path(options.save, variants[i].first);
+      const std::string path = i == 0 ? options.save : variant_path(options.save, variants[profiled[i]].first);
       bs::profiler::save_profile(profiles[i], path);
       g_outputs.written(path);
       std::cerr << "saved profile " << path << "\n";

@@ -24,23 +24,41 @@
 #   2. On the GPU machine (device tool: carry ["build/device-kit.tar.xz"]):
 #        tools/device_check.sh
 #      which: checks the GPU (exits 3 with "no GPU" when nvidia-smi is absent or fails),
-#      unpacks the kit, runs the CUDA tests and the per-op tests (their CUDA cases run there),
-#      compute-sanitizer memcheck and racecheck over a small subset, `blockscope profile` on
-#      every configs/series/*.yaml, the benchmark suites, tools/torch_peer.py on the same
-#      workloads and tools/side_by_side.py when present; then writes one summary file and prints
-#      a short table. Every step has a time limit and the whole run a budget
-#      (DEVICE_CHECK_BUDGET_S, default 450 s), so it ends inside 8 minutes; a step that no
-#      longer fits is reported as skipped, never silently dropped.
+#      checks up front that the kit can run here (exits 4 with the reason: the driver's CUDA
+#      version older than the kit's runtime, or a compute capability the kit has no code for),
+#      unpacks the kit (with Python's lzma/tarfile when xz is missing), compares the kit's
+#      commit with this tree's, then in four phases, cheapest evidence first, each with its own
+#      time budget so that a slow phase cannot starve the next:
+#        tests       (DEVICE_CHECK_TESTS_S, 150 s)  `blockscope info`, the CUDA tests and the
+#                    per-op tests (their CUDA cases run there), `blockscope profile` on every
+#                    configs/series/*.yaml (a compare: variant the device cannot run is
+#                    reported as skipped with the reason; the others still print and save)
+#        sanitizers  (DEVICE_CHECK_SANITIZERS_S, 110 s)  compute-sanitizer memcheck and
+#                    racecheck over a small subset; a run cut by its limit is "timeout"
+#        benchmarks  (DEVICE_CHECK_BENCH_S, 110 s)  the suites, --benchmark_filter'd to their
+#                    CUDA cases (names with /cuda:N); a suite without any is skipped
+#        pytorch     (DEVICE_CHECK_TORCH_S, 80 s)  tools/torch_peer.py on the same workloads
+#                    and tools/side_by_side.py
+#      then writes one summary file and prints a short table. Every step has a time limit
+#      clipped to its phase's budget and the whole run's (DEVICE_CHECK_BUDGET_S, default
+#      450 s), so it ends inside 8 minutes; a step that no longer fits is reported as skipped,
+#      never silently dropped.
+#   Test knobs (test/cuda_tools_test.cpp runs all of this on a fake GPU and a fake kit):
+#   NVIDIA_SMI, DEVICE_CHECK_KIT (the archive), DEVICE_CHECK_XZ (the xz to use),
+#   COMPUTE_SANITIZER, DEVICE_CHECK_MIN_STEP_S (least time a step needs, 15 s).
 #
 # Results: $OUT when set (the device tool), else bench/results/<date>-<gpu>/:
 #   summary.md (the table, the GPU, the commit, test counts, sanitizer verdicts),
 #   logs.tar.gz (every log, gtest XML, benchmark and PyTorch JSON), bench.json (all suites),
 #   torch_peer.json and side_by_side.txt when PyTorch ran.
-# Exit status: 0 every step passed, 1 some step failed, 2 bad usage or no kit, 3 no GPU.
+# Exit status: 0 every step passed (timeouts of sanitizer, benchmark and PyTorch steps are
+# reported, not failures), 1 some step failed (a test that timed out too), 2 bad usage or no
+# kit, 3 no GPU, 4 the kit cannot run on this GPU (driver too old, or no code for its
+# compute capability).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KIT_ARCHIVE="$ROOT/build/device-kit.tar.xz"
+KIT_ARCHIVE="${DEVICE_CHECK_KIT:-$ROOT/build/device-kit.tar.xz}"
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
@@ -78,6 +96,11 @@ prepare() {
   done
   cp -L /lib64/ld-linux-x86-64.so.2 "$kit/loader/"
   git -C "$ROOT" rev-parse HEAD > "$kit/COMMIT" 2>/dev/null || echo unknown > "$kit/COMMIT"
+  # What the GPU machine must offer (checked there before anything runs): a driver whose CUDA
+  # version is at least the runtime's, and a GPU these architectures have code for.
+  nvcc --version | grep -Eo 'release [0-9]+\.[0-9]+' | grep -Eo '[0-9.]+$' > "$kit/CUDA_VERSION" ||
+    echo unknown > "$kit/CUDA_VERSION"
+  echo 90 > "$kit/CUDA_ARCHS"  # CMAKE_CUDA_ARCHITECTURES above: sm_90 code + compute_90 PTX
   # Tests and benchmarks have this checkout's path compiled in (BLOCKSCOPE_SOURCE_DIR).
   echo "$ROOT" > "$kit/SOURCE_DIR"
   git -C "$ROOT" status --porcelain --untracked-files=no | head -20 > "$kit/DIRTY" || true
@@ -100,26 +123,51 @@ prepare() {
 # ---------------------------------------------------------------------------------------------
 START=$(date +%s)
 BUDGET_S=${DEVICE_CHECK_BUDGET_S:-450}
+MIN_STEP_S=${DEVICE_CHECK_MIN_STEP_S:-15}
 ROWS=()        # "step|status|seconds|note" for the table
 FAILED=0
+PHASE=setup    # the current phase and when its budget ends (begin_phase)
+PHASE_BUDGET_S=$BUDGET_S
+PHASE_END=$(( START + BUDGET_S ))
 
-remaining() { echo $(( START + BUDGET_S - $(date +%s) )); }
+# begin_phase NAME BUDGET_S: the steps that follow share BUDGET_S seconds (never past the
+# whole run's budget), so a slow phase cannot take the time of the phases after it.
+begin_phase() {
+  PHASE="$1"
+  PHASE_BUDGET_S="$2"
+  PHASE_END=$(( $(date +%s) + $2 ))
+  (( PHASE_END > START + BUDGET_S )) && PHASE_END=$(( START + BUDGET_S ))
+  echo "device_check: phase $PHASE (budget ${PHASE_BUDGET_S}s, $(( PHASE_END - $(date +%s) ))s available)"
+}
+
+remaining() { echo $(( PHASE_END - $(date +%s) )); }
 
 record() {  # record STEP STATUS SECONDS NOTE
   ROWS+=("$1|$2|$3|$4")
   [[ "$2" == FAIL ]] && FAILED=1
-  printf "device_check: %-34s %-5s %4ss  %s\n" "$1" "$2" "$3" "$4"
+  [[ "$2" == timeout && "$PHASE" == tests ]] && FAILED=1  # a hung test is a failure
+  printf "device_check: %-34s %-7s %4ss  %s\n" "$1" "$2" "$3" "$4"
 }
 
-# run_step NAME LIMIT_S LOG COMMAND...: runs with a time limit clipped to the budget left;
-# sets STEP_RC (124 on timeout) and STEP_S. Returns 1 (and records "skip") if no time is left.
+# status_of RC: ok, timeout (timeout(1) gives 124, or 137 after its --kill-after) or FAIL.
+status_of() {
+  case "$1" in
+    0) echo ok ;;
+    124|137) echo timeout ;;
+    *) echo FAIL ;;
+  esac
+}
+
+# run_step NAME LIMIT_S LOG COMMAND...: runs with a time limit clipped to the phase's budget
+# left; sets STEP_RC (124 on timeout) and STEP_S. Returns 1 (and records "skip") if no time
+# is left.
 run_step() {
   local name="$1" limit="$2" log="$3"
   shift 3
   local left
   left=$(remaining)
-  if (( left < 15 )); then
-    record "$name" skip 0 "no time left in the ${BUDGET_S}s budget"
+  if (( left < MIN_STEP_S )); then
+    record "$name" skip 0 "no time left in the $PHASE phase's ${PHASE_BUDGET_S}s budget (run budget ${BUDGET_S}s)"
     return 1
   fi
   (( limit > left )) && limit=$left
@@ -198,12 +246,60 @@ main_run() {
          "and carry build/device-kit.tar.xz" >&2
     exit 2
   fi
-  tar -C "$WORK" -xJf "$KIT_ARCHIVE" || { echo "device_check: cannot unpack $KIT_ARCHIVE" >&2; exit 2; }
+  # xz where there is one; else Python's lzma + tarfile (the GPU image may lack xz-utils).
+  local xz="${DEVICE_CHECK_XZ:-xz}"
+  if command -v "$xz" > /dev/null 2>&1; then
+    { "$xz" -dc "$KIT_ARCHIVE" | tar -C "$WORK" -xf - ; } ||
+      { echo "device_check: cannot unpack $KIT_ARCHIVE" >&2; exit 2; }
+  else
+    echo "device_check: no $xz here: unpacking the kit with Python's lzma/tarfile"
+    python3 - "$KIT_ARCHIVE" "$WORK" <<'PY' || { echo "device_check: cannot unpack $KIT_ARCHIVE (python3 lzma/tarfile)" >&2; exit 2; }
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:xz") as tar:
+    if hasattr(tarfile, "fully_trusted_filter"):
+        tar.extractall(sys.argv[2], filter="fully_trusted")  # our own kit; no warning on 3.12+
+    else:
+        tar.extractall(sys.argv[2])
+PY
+  fi
   KIT="$WORK/kit"
+  [[ -d "$KIT/bin" ]] || { echo "device_check: $KIT_ARCHIVE holds no kit/bin" >&2; exit 2; }
+
+  # ---- can the kit run on this GPU? (before anything runs: exit 4 with the reason) ------------
+  local driver_cuda kit_cuda compute_cap kit_archs
+  driver_cuda=$("$smi" 2>/dev/null | grep -Eo 'CUDA Version: *[0-9]+\.[0-9]+' | grep -Eo '[0-9]+\.[0-9]+' | head -1)
+  kit_cuda=$(cat "$KIT/CUDA_VERSION" 2>/dev/null || echo unknown)
+  if [[ -n "$driver_cuda" && "$kit_cuda" =~ ^[0-9]+\.[0-9]+$ ]] &&
+     [[ "$(printf '%s\n%s\n' "$driver_cuda" "$kit_cuda" | sort -V | head -1)" != "$kit_cuda" ]]; then
+    echo "device_check: the kit cannot run here: its CUDA runtime is $kit_cuda but the driver supports CUDA" \
+         "$driver_cuda only (update the driver, or build the kit with a CUDA $driver_cuda toolkit)" >&2
+    exit 4
+  fi
+  compute_cap=$("$smi" --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+  kit_archs=$(cat "$KIT/CUDA_ARCHS" 2>/dev/null || true)
+  if [[ "$compute_cap" =~ ^[0-9]+\.[0-9]+$ && -n "$kit_archs" ]]; then
+    # sm_XY code runs on compute capability X.Y only; a plain "XY" (CMake's default) also
+    # carries compute_XY PTX, which the driver compiles for any later capability.
+    local cc=$(( ${compute_cap%%.*} * 10 + ${compute_cap##*.} )) arch fits=0
+    for arch in ${kit_archs//[;,]/ }; do
+      local num=${arch%%-*}
+      num=${num//[!0-9]/}
+      [[ -z "$num" ]] && continue
+      if (( num == cc )) || { [[ "$arch" != *-real ]] && (( num < cc )); }; then fits=1; fi
+    done
+    if (( fits == 0 )); then
+      echo "device_check: the kit cannot run here: the GPU has compute capability $compute_cap but the kit" \
+           "was built for CUDA architectures $kit_archs (rebuild with -DCMAKE_CUDA_ARCHITECTURES=$cc)" >&2
+      exit 4
+    fi
+  fi
+  echo "device_check: driver CUDA ${driver_cuda:-unknown}, kit runtime $kit_cuda;" \
+       "compute capability ${compute_cap:-unknown}, kit architectures ${kit_archs:-unknown}"
   CUDA_LIBS=$(find_cuda_libs)
   SYSTEM_LIBS=/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64
-  local commit compiled_root
-  commit=$(cat "$KIT/COMMIT")
+  local commit compiled_root tree_commit
+  commit=$(cat "$KIT/COMMIT" 2>/dev/null || echo unknown)
+  tree_commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
   # Binaries read configs and test data under the checkout path they were built in: point
   # that path at this checkout when it does not exist here.
   compiled_root=$(cat "$KIT/SOURCE_DIR" 2>/dev/null || true)
@@ -229,9 +325,24 @@ main_run() {
   fi
   record "start binaries" ok 0 "runner: $RUNNER"
 
+  # The kit's commit against this tree's: the binaries test the kit's code, the configs and
+  # tools/*.py come from this tree.
+  local dirty=""
+  [[ -s "$KIT/DIRTY" ]] && dirty=" (built with uncommitted changes: $(wc -l < "$KIT/DIRTY") files)"
+  if [[ "$tree_commit" == unknown ]]; then
+    record "kit commit" ok 0 "kit ${commit:0:12}$dirty; this tree's commit is unknown (no git here)"
+  elif [[ "$commit" == "$tree_commit" ]]; then
+    record "kit commit" ok 0 "kit = tree ${commit:0:12}$dirty"
+  else
+    record "kit commit" WARN 0 "kit ${commit:0:12}$dirty but this tree is at ${tree_commit:0:12}: rebuild the kit"
+  fi
+  COMMITS="kit $commit, tree $tree_commit"
+
+  begin_phase tests "${DEVICE_CHECK_TESTS_S:-150}"
+
   set_bin blockscope
   if run_step "blockscope info" 30 "$LOGS/info.log" "${BIN[@]}" info; then
-    record "blockscope info" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
+    record "blockscope info" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
   fi
 
   # ---- tests ------------------------------------------------------------------------------------
@@ -243,15 +354,35 @@ main_run() {
   for t in "${tests[@]}"; do
     set_bin "$t"
     if run_step "test $t" 120 "$LOGS/$t.log" "${BIN[@]}" --gtest_output="xml:$LOGS/$t.xml"; then
-      local status=ok
-      [[ $STEP_RC != 0 ]] && status=FAIL
-      record "test $t" "$status" "$STEP_S" "$(gtest_counts "$LOGS/$t.log")"
+      record "test $t" "$(status_of $STEP_RC)" "$STEP_S" "$(gtest_counts "$LOGS/$t.log")"
+    fi
+  done
+
+  # ---- the series configs through the CLI (cheap: part of the tests phase) --------------------
+  local config name line variant reason
+  for config in "$ROOT"/configs/series/*.yaml; do
+    [[ -e "$config" ]] || continue
+    name=$(basename "$config" .yaml)
+    set_bin blockscope
+    if run_step "profile $name" 60 "$LOGS/profile_$name.log" "${BIN[@]}" profile "$config" --device cuda \
+         --save "$LOGS/profile_$name.json"; then
+      record "profile $name" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+      # A compare: variant this device cannot run: the CLI skips it with the reason and still
+      # prints and saves the others; each gets its own row here.
+      while IFS= read -r line; do
+        variant=$(sed -E "s/^blockscope: profile: variant '([^']*)' skipped on [^:]*:[0-9]*: .*/\1/" <<< "$line")
+        reason=$(sed -E "s/^blockscope: profile: variant '[^']*' skipped on [^:]*:[0-9]*: //" <<< "$line")
+        record "profile $name [$variant]" skip 0 "$reason"
+      done < <(grep -E "^blockscope: profile: variant '[^']*' skipped on " "$LOGS/profile_$name.log")
     fi
   done
 
   # ---- compute-sanitizer ------------------------------------------------------------------------
-  local sanitizer
-  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  begin_phase sanitizers "${DEVICE_CHECK_SANITIZERS_S:-110}"
+  local sanitizer="${COMPUTE_SANITIZER:-}"
+  [[ -z "$sanitizer" ]] &&
+    sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  [[ -n "$sanitizer" && ! -x "$sanitizer" ]] && sanitizer=$(command -v "$sanitizer" || true)
   if [[ -z "$sanitizer" ]]; then
     record "compute-sanitizer" skip 0 "not installed"
   else
@@ -265,7 +396,11 @@ main_run() {
       if run_step "$step" "$5" "$log" "$sanitizer" --tool "$2" --target-processes all --error-exitcode 99 \
            "${BIN[@]}" --gtest_filter="$4"; then
         summary=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+ [a-z]+' "$log" | tail -1)
-        record "$step" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "${summary:-no summary} rc $STEP_RC"
+        local verdict
+        verdict=$(status_of $STEP_RC)
+        # Cut by its time limit: no verdict on the code (the sanitizer is 10-100x slower).
+        [[ "$verdict" == timeout ]] && summary="cut at the limit, no verdict${summary:+; so far $summary}"
+        record "$step" "$verdict" "$STEP_S" "${summary:-no summary} rc $STEP_RC"
       fi
     }
     sanitize memcheck memcheck cuda_ops_test "$memcheck_filter" 150
@@ -273,28 +408,24 @@ main_run() {
     sanitize racecheck racecheck cuda_ops_test "$racecheck_filter" 120
   fi
 
-  # ---- the series configs through the CLI -------------------------------------------------------
-  local config name
-  for config in "$ROOT"/configs/series/*.yaml; do
-    [[ -e "$config" ]] || continue
-    name=$(basename "$config" .yaml)
-    set_bin blockscope
-    if run_step "profile $name" 60 "$LOGS/profile_$name.log" "${BIN[@]}" profile "$config" --device cuda \
-         --save "$LOGS/profile_$name.json"; then
-      record "profile $name" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
-    fi
-  done
-
   # ---- benchmarks -------------------------------------------------------------------------------
-  local bench bench_jsons=()
+  # Only the CUDA cases: every suite registers each workload per device (name KEY/cuda:0[/manual_time] or
+  # .../cpu); the CPU cases would spend the phase on what the build machine measures anyway.
+  begin_phase benchmarks "${DEVICE_CHECK_BENCH_S:-110}"
+  local bench bench_jsons=() cuda_filter='/cuda:[0-9]+' cases
   for bench in "$KIT"/bin/*_bench; do
     [[ -x "$bench" ]] || continue
     name=$(basename "$bench")
     set_bin "$name"
-    if run_step "bench $name" 90 "$LOGS/$name.log" "${BIN[@]}" --benchmark_min_time=0.1 \
-         --benchmark_out="$LOGS/$name.json" --benchmark_out_format=json; then
-      record "bench $name" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" \
-        "$(grep -c '"name"' "$LOGS/$name.json" 2>/dev/null || echo 0) results"
+    cases=$("${BIN[@]}" --benchmark_list_tests=true --benchmark_filter="$cuda_filter" 2>/dev/null | grep -c . || true)
+    if [[ "${cases:-0}" == 0 ]]; then
+      record "bench $name" skip 0 "no CUDA cases (--benchmark_filter='$cuda_filter')"
+      continue
+    fi
+    if run_step "bench $name" 90 "$LOGS/$name.log" "${BIN[@]}" --benchmark_filter="$cuda_filter" \
+         --benchmark_min_time=0.1 --benchmark_out="$LOGS/$name.json" --benchmark_out_format=json; then
+      record "bench $name" "$(status_of $STEP_RC)" "$STEP_S" \
+        "$(grep -c '"name"' "$LOGS/$name.json" 2>/dev/null || echo 0) results of $cases CUDA cases"
       [[ -s "$LOGS/$name.json" ]] && bench_jsons+=("$LOGS/$name.json")
     fi
   done
@@ -312,18 +443,19 @@ PY
   fi
 
   # ---- PyTorch side by side ---------------------------------------------------------------------
+  begin_phase pytorch "${DEVICE_CHECK_TORCH_S:-80}"
   if [[ -f "$ROOT/tools/torch_peer.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     local peer_args=(--device cuda --out "$LOGS/torch_peer.json")
     if (( ${#bench_jsons[@]} > 0 )); then peer_args+=(--from-json "${bench_jsons[@]}"); else peer_args+=(--sizes gpu); fi
-    (( $(remaining) < 150 )) && peer_args+=(--no-compile)
+    (( $(remaining) < 150 )) && peer_args+=(--no-compile)  # torch.compile alone takes minutes
     if run_step "torch_peer.py" 150 "$LOGS/torch_peer.log" python3 "$ROOT/tools/torch_peer.py" "${peer_args[@]}"; then
-      record "torch_peer.py" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "rc $STEP_RC"
+      record "torch_peer.py" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
       [[ -s "$LOGS/torch_peer.json" ]] && cp "$LOGS/torch_peer.json" "$DEST/torch_peer.json"
     fi
     if [[ -f "$ROOT/tools/side_by_side.py" && -s "$LOGS/torch_peer.json" && ${#bench_jsons[@]} -gt 0 ]]; then
       if run_step "side_by_side.py" 30 "$DEST/side_by_side.txt" python3 "$ROOT/tools/side_by_side.py" \
            --blockscope "${bench_jsons[@]}" --torch "$LOGS/torch_peer.json" --json "$LOGS/side_by_side.json"; then
-        record "side_by_side.py" "$([[ $STEP_RC == 0 ]] && echo ok || echo FAIL)" "$STEP_S" "side_by_side.txt"
+        record "side_by_side.py" "$(status_of $STEP_RC)" "$STEP_S" "side_by_side.txt"
       fi
     fi
   else
@@ -339,7 +471,7 @@ finish() {  # finish GPU COMMIT: summary file, logs archive, stdout table, exit 
     echo "# blockscope device check"
     echo
     echo "- GPU: $gpu"
-    echo "- commit: $commit (kit built on the build machine; runner: ${RUNNER:-none})"
+    echo "- commit: ${COMMITS:-kit $commit} (kit built on the build machine; runner: ${RUNNER:-none})"
     echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); wall time $(( $(date +%s) - START )) s of a ${BUDGET_S} s budget"
     echo "- logs: logs.tar.gz (gtest XML, sanitizer reports, profiles, benchmark and PyTorch JSON)"
     echo
@@ -353,10 +485,10 @@ finish() {  # finish GPU COMMIT: summary file, logs archive, stdout table, exit 
   tar -C "$WORK" -czf "$DEST/logs.tar.gz" logs 2>/dev/null || true
 
   echo
-  printf "%-34s %-5s %7s  %s\n" STEP STATUS SECONDS NOTE
+  printf "%-34s %-7s %7s  %s\n" STEP STATUS SECONDS NOTE
   for row in "${ROWS[@]}"; do
     IFS='|' read -r step status seconds note <<< "$row"
-    printf "%-34s %-5s %7s  %s\n" "$step" "$status" "$seconds" "$note"
+    printf "%-34s %-7s %7s  %s\n" "$step" "$status" "$seconds" "$note"
   done
   echo "device_check: summary in $DEST/summary.md ($(( $(date +%s) - START )) s)"
   rm -rf "$WORK"

@@ -42,6 +42,10 @@ joined by commas in a fixed order per workload. blockscope's suites put the same
 benchmark's label; tools/side_by_side.py matches the two on (key, device).
 
 Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch).
+
+Like with like: causal masks are bottom-right aligned as blockscope's (SDPA's is_causal is
+top-left when Sq != Sk, so such shapes get an explicit attn_mask), and a fully masked row is
+zeros as in blockscope (torch.softmax gives NaN): see causal_mask() and masked_softmax().
 """
 
 import argparse
@@ -75,6 +79,28 @@ def torch_version():
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
+
+
+# ---- blockscope's masking semantics (docs/ARCHITECTURE.md, "Semantics that differ from PyTorch")
+
+def causal_mask(sq, sk, device):
+    """True where masked, BOTTOM-RIGHT aligned as in blockscope: key j is visible to query i when
+    j <= i + sk - sq. (PyTorch SDPA's is_causal is top-left, j <= i; the two agree when sq == sk.)"""
+    return torch.ones(sq, sk, dtype=torch.bool, device=device).triu(1 + sk - sq)
+
+
+def empty_rows(mask):
+    """[sq, 1] True for queries that see no key (only when sq > sk), or None when there are none.
+    Computed once, outside the timed region (bool() synchronises)."""
+    empty = mask.all(dim=-1, keepdim=True)
+    return empty if bool(empty.any()) else None
+
+
+def masked_softmax(scores, mask, empty):
+    """softmax(scores.masked_fill(mask, -inf)) with blockscope's rule for a fully masked row:
+    zeros (torch.softmax gives NaN there); `empty` from empty_rows(mask)."""
+    p = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    return p if empty is None else p.masked_fill(empty, 0.0)
 
 
 # ---- Built-in workload lists (mirror bench/*_bench.cpp) -------------------------------------
@@ -267,7 +293,7 @@ def build(workload, variant, dtype_name, s, device, generator, allow_compile):
     if workload == "softmax_scale_causal":
         b, h, n = s["B"], s["H"], s["S"]
         x = r(b, h, n, n)
-        mask = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        mask = causal_mask(n, n, device)
         scale = 0.125
         return ("eager: mul(scale), masked_fill(-inf), softmax",
                 lambda: torch.softmax((x * scale).masked_fill(mask, float("-inf")), dim=-1))
@@ -290,15 +316,18 @@ def build(workload, variant, dtype_name, s, device, generator, allow_compile):
         return "eager RMSNorm (pow, mean, rsqrt, mul, mul)", lambda: rms(x)
 
     if workload == "attention":
-        b, h, n, d, causal = s["B"], s["H"], s["S"], s["D"], bool(s["causal"])
-        q, k, v = r(b, h, n, d), r(b, h, n, d), r(b, h, n, d)
+        b, h, d, causal = s["B"], s["H"], s["D"], bool(s["causal"])
+        # The suites' keys are square (S); Sq / Sk, where a shape has them, may differ.
+        sq, sk = s.get("Sq", s.get("S")), s.get("Sk", s.get("S"))
+        q, k, v = r(b, h, sq, d), r(b, h, sk, d), r(b, h, sk, d)
         scale = 1.0 / math.sqrt(d)
-        mask = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+        mask = causal_mask(sq, sk, device)  # bottom-right, as blockscope masks
+        empty = empty_rows(mask) if causal else None
         if variant == "naive":
             def naive():  # the series' module: masked_fill out of place (a copy)
                 scores = torch.matmul(q, k.transpose(-2, -1)) * scale
                 if causal:
-                    scores = scores.masked_fill(mask, float("-inf"))
+                    return torch.matmul(masked_softmax(scores, mask, empty), v)
                 return torch.matmul(torch.softmax(scores, dim=-1), v)
             return "series naive: matmul, mul, masked_fill, softmax, matmul", naive
         if variant == "inplace":
@@ -306,6 +335,8 @@ def build(workload, variant, dtype_name, s, device, generator, allow_compile):
                 scores = torch.matmul(q, k.transpose(-2, -1)) * scale
                 if causal:
                     scores.masked_fill_(mask, float("-inf"))
+                    p = torch.softmax(scores, dim=-1)
+                    return torch.matmul(p if empty is None else p.masked_fill_(empty, 0.0), v)
                 return torch.matmul(torch.softmax(scores, dim=-1), v)
             return "series in place: matmul, mul, masked_fill_, softmax, matmul", inplace
         if variant == "fused_softmax":
@@ -319,6 +350,18 @@ def build(workload, variant, dtype_name, s, device, generator, allow_compile):
 
         # scale= exists from PyTorch 2.1; the default 1/sqrt(D) is the same value.
         extra = {"scale": scale} if torch_version() >= (2, 1) else {}
+
+        if causal and sq != sk:
+            # is_causal would be top-left aligned here: pass blockscope's bottom-right mask
+            # (attn_mask is True where attending is allowed), and zero the rows that see no key.
+            allowed = ~mask
+
+            def sdpa_bottom_right():
+                with pin():
+                    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, **extra)
+                return out if empty is None else out.masked_fill(empty, 0.0)
+            return (f"F.scaled_dot_product_attention (backend {backend}, bottom-right attn_mask)",
+                    sdpa_bottom_right)
 
         def sdpa():
             with pin():
