@@ -198,6 +198,9 @@ TEST_F(Runtime, EventTimesAndTheirErrors) {
   EXPECT_LT(ms, 2000.0f);
   EXPECT_EQ(cudaEventElapsedTime(&ms, start, untimed), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(cudaEventElapsedTime(&ms, start, never), cudaErrorInvalidResourceHandle);
+  // The untimed record may still be queued (the sync above ran the queue up to `stop`): finish
+  // it, or the destroyed event would be freed only when that record runs, after the test.
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   for (cudaEvent_t e : {start, stop, untimed, never}) EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
   EXPECT_EQ(cudaEventQuery(start), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
