@@ -206,7 +206,7 @@ using cuda_detail::aligned16;
 using cuda_detail::dispatch_dtype;
 using cuda_detail::launch;
 using cuda_detail::RowLaunch;
-using cuda_detail::RowMode;
+using cuda_detail::pick_row_kernel;
 using cuda_detail::RowRegsLaunch;
 
 namespace {
@@ -220,37 +220,16 @@ RowLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor&
   return plan;
 }
 
-// Calls run(V, MODE constants, launch shape) for the kernel instance that fits the rows.
-template <typename T, typename Run>
-void pick(Context& ctx, const RowLaunch& plan, Run run) {
-  const int64_t pack = 16 / static_cast<int64_t>(sizeof(T));
-  auto go = [&](auto vec) {
-    constexpr bool V = decltype(vec)::value;
-    const RowRegsLaunch rl = cuda_detail::plan_row_regs(
-        plan, pack, cuda_kernels::RowShape<T, V, true>::kUnits, cuda_kernels::RowShape<T, V, false>::kUnits,
-        cuda_backend(ctx).properties().multiProcessorCount);
-    switch (rl.mode) {
-      case RowMode::warp: run(vec, std::integral_constant<int, 0>{}, rl); return;
-      case RowMode::block: run(vec, std::integral_constant<int, 1>{}, rl); return;
-      case RowMode::stream: run(vec, std::integral_constant<int, 2>{}, rl); return;
-    }
-  };
-  if (plan.vectorized) {
-    go(std::true_type{});
-  } else {
-    go(std::false_type{});
-  }
-}
-
 }  // namespace
 
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y) {
   const void* bias_data = bias.defined() ? bias.data() : nullptr;
   const RowLaunch plan = plan_norm(ctx, "layer_norm", x, y, weight.data(), bias_data);
   if (plan.rows == 0) return;
+  const int sm_count = cuda_backend(ctx).properties().multiProcessorCount;
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    pick<T>(ctx, plan, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
+    pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
       launch(ctx, "layer_norm_kernel", cuda_kernels::layer_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(),
              static_cast<const T*>(bias_data), y.data_as<T>(), plan.rows, plan.n, eps);
@@ -261,9 +240,10 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
 void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
   const RowLaunch plan = plan_norm(ctx, "rms_norm", x, y, weight.data(), nullptr);
   if (plan.rows == 0) return;
+  const int sm_count = cuda_backend(ctx).properties().multiProcessorCount;
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    pick<T>(ctx, plan, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
+    pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
       launch(ctx, "rms_norm_kernel", cuda_kernels::rms_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(), y.data_as<T>(),
              plan.rows, plan.n, eps);

@@ -128,46 +128,16 @@ namespace blockscope::ops::cuda {
 using cuda_detail::dispatch_dtype;
 using cuda_detail::launch;
 using cuda_detail::RowLaunch;
-using cuda_detail::RowMode;
+using cuda_detail::pick_row_kernel;
 using cuda_detail::RowRegsLaunch;
 
 namespace {
 
+int sm_count(Context& ctx) { return cuda_backend(ctx).properties().multiProcessorCount; }
+
 RowLaunch plan_rows(Context& ctx, const Tensor& x, const Tensor& y) {
-  return cuda_detail::plan_row_launch("softmax", x, y, cuda_backend(ctx).properties().multiProcessorCount);
+  return cuda_detail::plan_row_launch("softmax", x, y, sm_count(ctx));
 }
-
-// Picks the kernel instance (vectorised or not, warp / block / stream) and calls
-// run(kernel_instance_tag, launch shape).
-template <typename T, template <typename, bool, int> class K, typename Run>
-void pick(Context& ctx, const RowLaunch& plan, Run run) {
-  const int64_t pack = 16 / static_cast<int64_t>(sizeof(T));
-  auto go = [&](auto vec) {
-    constexpr bool V = decltype(vec)::value;
-    const RowRegsLaunch rl = cuda_detail::plan_row_regs(
-        plan, pack, cuda_kernels::RowShape<T, V, true>::kUnits, cuda_kernels::RowShape<T, V, false>::kUnits,
-        cuda_backend(ctx).properties().multiProcessorCount);
-    switch (rl.mode) {
-      case RowMode::warp: run(K<T, V, 0>{}, rl); return;
-      case RowMode::block: run(K<T, V, 1>{}, rl); return;
-      case RowMode::stream: run(K<T, V, 2>{}, rl); return;
-    }
-  };
-  if (plan.vectorized) {
-    go(std::true_type{});
-  } else {
-    go(std::false_type{});
-  }
-}
-
-template <typename T, bool V, int M>
-struct Plain {
-  static constexpr auto kernel = cuda_kernels::softmax_kernel<T, V, M>;
-};
-template <typename T, bool V, int M>
-struct Causal {
-  static constexpr auto kernel = cuda_kernels::softmax_causal_scale_kernel<T, V, M>;
-};
 
 }  // namespace
 
@@ -176,8 +146,9 @@ void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   if (plan.rows == 0) return;
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    pick<T, Plain>(ctx, plan, [&](auto k, const RowRegsLaunch& rl) {
-      launch(ctx, "softmax_kernel", decltype(k)::kernel, rl.blocks, rl.threads, 0, x.data_as<const T>(),
+    pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
+      launch(ctx, "softmax_kernel", cuda_kernels::softmax_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+             rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, plan.n);
     });
   });
@@ -190,8 +161,9 @@ void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causa
   const int64_t sq = x.dim() >= 2 ? x.size(-2) : 1;
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    pick<T, Causal>(ctx, plan, [&](auto k, const RowRegsLaunch& rl) {
-      launch(ctx, "softmax_causal_scale_kernel", decltype(k)::kernel, rl.blocks, rl.threads, 0, x.data_as<const T>(),
+    pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
+      launch(ctx, "softmax_causal_scale_kernel",
+             cuda_kernels::softmax_causal_scale_kernel<T, decltype(vec)::value, decltype(mode)::value>, rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, sq, plan.n, scale, causal);
     });
   });

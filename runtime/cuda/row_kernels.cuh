@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/common/rows.h"
 #include "runtime/cuda/vector_io.cuh"
@@ -243,6 +244,29 @@ inline RowRegsLaunch plan_row_regs(const RowLaunch& plan, int64_t pack, int warp
     out.blocks = plan.blocks;
   }
   return out;
+}
+
+// Calls run(V, MODE, launch) for the register-row kernel instance that fits plan's rows:
+// V = std::bool_constant (vectorised or not), MODE = std::integral_constant<int, RowMode>, so
+// the caller names its kernel template as kernel<T, decltype(V)::value, decltype(MODE)::value>.
+template <typename T, typename Run>
+void pick_row_kernel(const RowLaunch& plan, int sm_count, Run run) {
+  const int64_t pack = 16 / static_cast<int64_t>(sizeof(T));
+  auto go = [&](auto vec) {
+    constexpr bool V = decltype(vec)::value;
+    const RowRegsLaunch rl = plan_row_regs(plan, pack, cuda_kernels::RowShape<T, V, true>::kUnits,
+                                           cuda_kernels::RowShape<T, V, false>::kUnits, sm_count);
+    switch (rl.mode) {
+      case RowMode::warp: run(vec, std::integral_constant<int, 0>{}, rl); return;
+      case RowMode::block: run(vec, std::integral_constant<int, 1>{}, rl); return;
+      case RowMode::stream: run(vec, std::integral_constant<int, 2>{}, rl); return;
+    }
+  };
+  if (plan.vectorized) {
+    go(std::true_type{});
+  } else {
+    go(std::false_type{});
+  }
 }
 
 }  // namespace blockscope::cuda_detail
