@@ -1,5 +1,5 @@
-// Attention on its four paths (DESIGN.md): naive (6 kernels, out-of-place masked_fill),
-// inplace (5), fused_softmax (3) and flash (1, no S x S scores in memory).
+// Attention on every path of the path table (ops/common/paths.h): naive (6 kernels,
+// out-of-place masked_fill), inplace (5), fused_softmax (3) and flash (1, no S x S scores).
 //
 // Shapes: the series' B=8, H=16, S=1024, D=64 causal and long sequences (8k with D=64, 16k
 // with D=128) on CUDA; a smaller head count and S up to 2048 on CPU; tiny with --smoke (one
@@ -18,8 +18,7 @@ struct AttentionShape {
   bool causal;
 };
 
-const std::vector<ops::AttentionPath> kPaths = {ops::AttentionPath::naive, ops::AttentionPath::inplace,
-                                                ops::AttentionPath::fused_softmax, ops::AttentionPath::flash};
+const std::vector<ops::AttentionPath> kPaths = ops::all_paths<ops::AttentionPath>(ops::PathOp::attention);
 
 void register_attention(Device device, DType dtype, const AttentionShape& s, ops::AttentionPath path) {
   Case c;

@@ -1,5 +1,5 @@
-// Whole blocks and stacks, registered at run time from YAML configs (runtime/config.h,
-// runtime/workload.h): any config is a benchmark. One benchmark per config, path mix (the
+// Whole blocks and stacks, registered at run time from YAML configs (model/config.h,
+// model/workload.h): any config is a benchmark. One benchmark per config, path mix (the
 // config's `paths` and each `compare:` variant) and device.
 //
 //   block_bench [CONFIG.yaml ...] [--set=key.sub=value ...] [--smoke] [benchmark flags]
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "bench/support/bench_support.h"
-#include "runtime/config.h"
+#include "model/config.h"
 #include "runtime/error.h"
-#include "runtime/workload.h"
+#include "model/workload.h"
 
 #ifndef BLOCKSCOPE_SOURCE_DIR
 #define BLOCKSCOPE_SOURCE_DIR "."

@@ -16,8 +16,7 @@ struct GemmShape {
   int64_t m, n, k;  // Y [m, n] = X [m, k] · W + bias [n]
 };
 
-const std::vector<ops::LinearPath> kPaths = {ops::LinearPath::naive, ops::LinearPath::epilogue,
-                                             ops::LinearPath::addmm};
+const std::vector<ops::LinearPath> kPaths = ops::all_paths<ops::LinearPath>(ops::PathOp::linear);
 
 // workload "matmul_add": W is [k, n] (in_out, Y = A·B + c); "linear": W is [n, k] (out_in,
 // nn.Linear's layout; the transpose is a GEMM flag, never a copy).

@@ -64,9 +64,12 @@ void register_all() {
     }
     for (DType dtype : dtypes) {
       for (const MlpShape& s : shapes) {
-        for (ops::MlpPath path : {ops::MlpPath::naive, ops::MlpPath::fused}) register_mlp(device, dtype, s, true, path);
-        for (ops::MlpPath path : {ops::MlpPath::naive, ops::MlpPath::epilogue})
-          register_mlp(device, dtype, s, false, path);
+        // Every MLP path of the path table, on the MLPs it applies to.
+        for (const ops::PathInfo& row : ops::paths_of(ops::PathOp::mlp)) {
+          const auto path = static_cast<ops::MlpPath>(row.value);
+          if (row.gated_mlp) register_mlp(device, dtype, s, true, path);
+          if (row.plain_mlp) register_mlp(device, dtype, s, false, path);
+        }
       }
     }
   }

@@ -22,15 +22,13 @@ class OpScope {
  public:
   OpScope(Context& ctx, const char* op, const char* path, Family family,
           std::initializer_list<const Tensor*> inputs, double flops = 0, double bytes = 0);
-  ~OpScope() noexcept(false);
+  ~OpScope();
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
 
  private:
   Context& ctx_;
-  const char* op_;
   int event_ = -1;
-  int uncaught_ = 0;
 };
 
 class RegionScope {

@@ -1,13 +1,19 @@
-// The interface every backend implements: memory, copies, synchronisation and timing marks.
-// Nothing about ops lives here; ops dispatch on the device of their tensors and reach backend
-// specifics (the CUDA stream, the cuBLASLt handle) through runtime/cuda/.
+// The interface every backend implements: memory, copies, synchronisation, timing marks and a
+// description of the hardware (name, peaks). Nothing about ops lives here; ops dispatch on the
+// device of their tensors and reach backend specifics (the CUDA stream, the cuBLASLt handle)
+// through runtime/cuda/. State a higher layer keeps per backend (ops/common/cuda's cuBLASLt
+// plan cache) hangs off it as an attachment, so this layer never names that layer's types.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <typeindex>
 
 #include "runtime/device.h"
+#include "runtime/dtype.h"
 
 namespace blockscope {
 
@@ -27,12 +33,23 @@ struct TimeMark {
   bool valid() const { return value >= 0; }
 };
 
+// What the profiler says about the hardware and measures against. Peaks are 0 when unknown
+// (the % of peak column then shows "-"); `peak_source` says where the figures come from.
+struct BackendInfo {
+  std::string description;  // "NVIDIA H200", "cpu (2 threads, openblas gemm)"
+  bool simulated = false;   // the simulated GPU: times say nothing about the modelled GPU
+  double peak_tflops = 0;   // dense, in the dtype asked for
+  double peak_gbps = 0;     // memory bandwidth, GB/s
+  std::string peak_source;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
 
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
+  virtual BackendInfo info(DType dtype) = 0;
 
   // Raw device memory. allocate(0) returns a non-null unique pointer.
   virtual void* allocate(size_t bytes) = 0;
@@ -56,6 +73,22 @@ class Backend {
   virtual double elapsed_ms(TimeMark start, TimeMark end) = 0;
   // Returns every mark to the pool (call once per profiled step, after resolving).
   virtual void release_marks() = 0;
+
+  // The attachment of type T, made (default-constructed) on first use and destroyed with the
+  // backend, before its streams and library handles. One per type per backend.
+  template <class T>
+  T& attachment() {
+    std::shared_ptr<void>& slot = attachments_[std::type_index(typeid(T))];
+    if (!slot) slot = std::make_shared<T>();
+    return *static_cast<T*>(slot.get());
+  }
+
+ protected:
+  // Backends whose attachments hold library objects call this first in their destructor.
+  void destroy_attachments() { attachments_.clear(); }
+
+ private:
+  std::map<std::type_index, std::shared_ptr<void>> attachments_;
 };
 
 }  // namespace blockscope

@@ -9,7 +9,7 @@
 #include "ops/activation/activation.h"
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
-#include "test/reference/ops_reference.h"
+#include "reference/ops_reference.h"
 
 namespace blockscope {
 namespace {

@@ -16,7 +16,7 @@
 #include "ops/linear/batched_matmul.h"
 #include "profiler/recorder.h"
 #include "runtime/error.h"
-#include "test/reference/attention_reference.h"
+#include "reference/attention_reference.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 

@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "profiler/recorder.h"
-#include "runtime/config.h"
+#include "model/config.h"
 #include "runtime/error.h"
-#include "runtime/init.h"
-#include "runtime/safetensors.h"
-#include "runtime/workload.h"
-#include "test/reference/block_reference.h"
+#include "model/init.h"
+#include "model/safetensors.h"
+#include "model/workload.h"
+#include "reference/block_reference.h"
 #include "test/support/test_support.h"
 
 namespace bs = blockscope;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/context.h"
-#include "runtime/safetensors.h"
+#include "model/safetensors.h"
 
 namespace fs = std::filesystem;
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config.h"
+#include "model/config.h"
 #include "runtime/error.h"
 
 namespace bs = blockscope;

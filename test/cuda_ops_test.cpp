@@ -24,7 +24,7 @@
 #include "test/support/test_support.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
-#include "runtime/cuda/cublaslt_gemm.h"
+#include "ops/common/cuda/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_backend.h"
 #endif
 
@@ -252,7 +252,7 @@ TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
   GTEST_SKIP() << "CUDA is not built";
 #else
   Devices dev;
-  cuda_gemm::GemmSettings& settings = cuda_backend(dev.gpu).gemm_settings();
+  ops::cuda::cublaslt::GemmSettings& settings = ops::cuda::cublaslt::settings(dev.gpu);
   settings.autotune = true;
   settings.autotune_candidates = 4;
   settings.autotune_iterations = 2;
@@ -271,7 +271,7 @@ TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
   for (const Case& c : {Case{ops::LinearPath::addmm, ops::LinearActivation::none, {"bias_broadcast_copy_kernel", "gemm"}},
                         Case{ops::LinearPath::epilogue, ops::LinearActivation::gelu_tanh, {"gemm_bias_gelu"}},
                         Case{ops::LinearPath::epilogue, ops::LinearActivation::none, {"gemm_bias"}}}) {
-    const size_t plans_before = cuda_gemm::cached_plans(dev.gpu);
+    const size_t plans_before = ops::cuda::cublaslt::cached_plans(dev.gpu);
     Tensor y_gpu;
     Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
     ops::linear(dev.cpu, x, w, b, y_cpu, c.path, ops::WeightLayout::out_in, c.act);
@@ -281,7 +281,7 @@ TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
     dev.gpu.set_recorder(nullptr);
     recorder.resolve();
     EXPECT_EQ(testing::kernel_names(recorder), c.kernels) << ops::path_name(c.path);
-    EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1) << "one new (autotuned) plan per epilogue";
+    EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1) << "one new (autotuned) plan per epilogue";
     expect_close(y_gpu, y_cpu, tolerance(dtype()), std::string("autotuned ") + ops::path_name(c.path));
   }
 #endif
@@ -297,7 +297,7 @@ TEST_P(CudaOps, LinearEpilogueFallsBackWhenCublasLtHasNoAlgorithm) {
   GTEST_SKIP() << "CUDA is not built";
 #else
   Devices dev;
-  cuda_backend(dev.gpu).gemm_settings().force_epilogue_fallback = true;
+  ops::cuda::cublaslt::settings(dev.gpu).force_epilogue_fallback = true;
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(seed);
   const int64_t rows = 37, in = 64, out = 50;
@@ -338,7 +338,7 @@ TEST_P(CudaOps, LinearEpilogueFallsBackWhenCublasLtHasNoAlgorithm) {
     expect_close(y_gpu, y_cpu, tolerance(dtype()), "epilogue fallback");
   }
   // The knob off again: the fused epilogue is back.
-  cuda_backend(dev.gpu).gemm_settings().force_epilogue_fallback = false;
+  ops::cuda::cublaslt::settings(dev.gpu).force_epilogue_fallback = false;
   Tensor y_gpu = testing::poisoned_tensor(dev.gpu, {rows, out}, dtype());
   profiler::Recorder recorder(dev.gpu);
   dev.gpu.set_recorder(&recorder);
@@ -357,7 +357,7 @@ TEST_P(CudaOps, PlanMadeBeforeAutotuneIsReplannedWhenItIsTurnedOn) {
   GTEST_SKIP() << "CUDA is not built";
 #else
   Devices dev;
-  cuda_gemm::GemmSettings& settings = cuda_backend(dev.gpu).gemm_settings();
+  ops::cuda::cublaslt::GemmSettings& settings = ops::cuda::cublaslt::settings(dev.gpu);
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE(seed);
   const int64_t rows = 70, in = 96, out = 80;
@@ -369,22 +369,22 @@ TEST_P(CudaOps, PlanMadeBeforeAutotuneIsReplannedWhenItIsTurnedOn) {
   Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
   ops::linear(dev.cpu, x, w, b, y_cpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
   settings.autotune = false;
-  const size_t plans_before = cuda_gemm::cached_plans(dev.gpu);
-  const size_t tuned_before = cuda_gemm::autotuned_plans(dev.gpu);
+  const size_t plans_before = ops::cuda::cublaslt::cached_plans(dev.gpu);
+  const size_t tuned_before = ops::cuda::cublaslt::autotuned_plans(dev.gpu);
   ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
-  ASSERT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1);
-  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before) << "autotune is off: the plan is the heuristic's";
+  ASSERT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before) << "autotune is off: the plan is the heuristic's";
   settings.autotune = true;
   settings.autotune_candidates = 4;
   settings.autotune_iterations = 2;
   ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
-  EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1) << "the entry is replaced, not added";
-  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before + 1) << "the old plan was re-planned with autotune";
+  EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1) << "the entry is replaced, not added";
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before + 1) << "the old plan was re-planned with autotune";
   expect_close(y_gpu, y_cpu, tolerance(dtype()), "re-planned");
   // And it stays: a third call neither re-plans nor adds.
   ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
-  EXPECT_EQ(cuda_gemm::cached_plans(dev.gpu), plans_before + 1);
-  EXPECT_EQ(cuda_gemm::autotuned_plans(dev.gpu), tuned_before + 1);
+  EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before + 1);
 #endif
 }
 

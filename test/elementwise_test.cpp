@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "ops/elementwise/elementwise.h"
-#include "runtime/cuda/fast_divmod.h"
+#include "ops/common/cuda/fast_divmod.h"
 #include "profiler/recorder.h"
 #include "runtime/error.h"
-#include "test/reference/attention_reference.h"
+#include "reference/attention_reference.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 
@@ -230,14 +230,14 @@ TEST_P(Elementwise, ErrorsNameTheTensors) {
   expect_input_error([&] { ops::masked_fill_causal(ctx, a, 0.0f, a); }, {"masked_fill_causal", "aliases"});
 }
 
-// The copy kernel's magic-number division (runtime/cuda/fast_divmod.h), checked on the host
+// The copy kernel's magic-number division (ops/common/cuda/fast_divmod.h), checked on the host
 // (the device uses __umulhi, the same product): every divisor edge and random pairs, n < 2^31.
 TEST(FastDivmod, MatchesDivisionBelowTwoToThe31) {
   std::mt19937_64 rng(bt::fresh_seed());
   std::vector<uint32_t> divisors = {1, 2, 3, 5, 7, 37, 64, 1000, 4097, 65535, 65537, (1u << 30) + 1, (1u << 31) - 1};
   for (int i = 0; i < 200; ++i) divisors.push_back(1 + static_cast<uint32_t>(rng() % ((1u << 31) - 1)));
   for (uint32_t d : divisors) {
-    const cuda_kernels::FastDivmod fd(d);
+    const ops::cuda::kernels::FastDivmod fd(d);
     std::vector<uint32_t> ns = {0, 1, d - 1, d, d + 1, (1u << 31) - 1, (1u << 31) - 2, 2 * d - 1};
     for (int i = 0; i < 2000; ++i) ns.push_back(static_cast<uint32_t>(rng() % (1u << 31)));
     for (uint32_t n : ns) {

@@ -11,7 +11,7 @@
 #include "ops/linear/linear.h"
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
-#include "test/reference/ops_reference.h"
+#include "reference/ops_reference.h"
 
 namespace blockscope {
 namespace {

@@ -10,7 +10,7 @@
 #include "ops/norm/norm.h"
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
-#include "test/reference/ops_reference.h"
+#include "reference/ops_reference.h"
 
 namespace blockscope {
 namespace {

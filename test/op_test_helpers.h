@@ -13,7 +13,7 @@
 
 #include "profiler/recorder.h"
 #include "runtime/error.h"
-#include "test/reference/reference_tensor.h"
+#include "reference/reference_tensor.h"
 #include "test/support/test_support.h"
 
 namespace blockscope::testing {

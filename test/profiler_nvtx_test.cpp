@@ -13,8 +13,8 @@
 #include "ops/attention/attention.h"
 #include "profiler/scope.h"
 #include "profiler/session.h"
-#include "runtime/config.h"
-#include "runtime/workload.h"
+#include "model/config.h"
+#include "model/workload.h"
 #include "test/support/test_support.h"
 
 #ifdef BLOCKSCOPE_NVTX_INJECTION_PATH

@@ -14,9 +14,9 @@
 #include "profiler/scope.h"
 #include "profiler/session.h"
 #include "profiler/table.h"
-#include "runtime/config.h"
+#include "model/config.h"
 #include "runtime/error.h"
-#include "runtime/workload.h"
+#include "model/workload.h"
 #include "test/support/test_support.h"
 
 namespace blockscope::profiler {

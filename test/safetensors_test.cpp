@@ -14,7 +14,7 @@
 
 #include "runtime/context.h"
 #include "runtime/error.h"
-#include "runtime/safetensors.h"
+#include "model/safetensors.h"
 #include "test/support/test_support.h"
 
 namespace blockscope {

@@ -2,8 +2,9 @@
 """CI gates on blockscope's Google Benchmark JSON: only what is stable on a shared machine.
 
 Gated (each a failure with a message naming the benchmark):
-  * kernels per iteration against the table in docs/ARCHITECTURE.md (DESIGN.md's "Ops and
-    paths"), per workload and path;
+  * kernels per iteration, per workload and path: for the ops with paths from blockscope's
+    own path table (`blockscope info --format json`, ops/common/paths.h), for the single-path
+    ops from the table below;
   * FLOPs and bytes per iteration: the ops' own records (counters op_flops, op_bytes) and the
     suites' rate counters (FLOPs, bytes_per_second x time) against the formulas below,
     recomputed from the shape in the workload key;
@@ -18,6 +19,8 @@ Usage:
   bench_gate.py run --out-dir DIR SUITE_BINARY...   smoke-run each suite on CPU (--smoke
                                                      --cpu_only), keep DIR/<suite>.json, gate
   bench_gate.py check FILE.json...                  gate existing runs (CPU or CUDA)
+  (both take --blockscope BIN, the CLI whose path table to read; default: `blockscope`
+   next to the first suite binary, as in a build's bin/)
   bench_gate.py self-test                           doctored inputs must fail each gate
 
 The workload key (also each benchmark's label) is `<workload>/<variant>/<dtype>/<shape>`;
@@ -105,24 +108,47 @@ def formulas(workload, dtype, s):
     raise ValueError(f"no formula for workload {workload!r}")
 
 
+# Which op of the path table a workload runs, and for MLPs which kind it is.
+PATH_WORKLOADS = {
+    "matmul_add": ("linear", None), "linear": ("linear", None), "attention": ("attention", None),
+    "mlp_gelu": ("mlp", "plain_mlp"), "mlp_geglu": ("mlp", "gated_mlp"),
+}
+# Kernels per forward of the ops that have one path.
+SINGLE_PATH_KERNELS = {
+    ("softmax", "plain"): 1, ("softmax_scale_causal", "fused"): 1,
+    ("layer_norm", "plain"): 1, ("rms_norm", "plain"): 1,
+}
+PATH_TABLE = None  # rows of `blockscope info --format json`["paths"], set by load_path_table()
+
+
+class GateError(Exception):
+    """A problem with the gate's own inputs (not a benchmark failure)."""
+
+
+def load_path_table(blockscope):
+    """Reads the path table from `blockscope info --format json`."""
+    global PATH_TABLE
+    try:
+        result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, check=True)
+        PATH_TABLE = json.loads(result.stdout)["paths"]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
+        raise GateError(f"cannot read the path table from `{blockscope} info --format json`: {error}")
+
+
 def expected_kernels(workload, variant, shape):
-    """Kernels per forward, docs/ARCHITECTURE.md's table (the same on CPU and CUDA).
-    Attention without a causal mask has no masked_fill kernels: naive and inplace run
-    gemm_qk, scale, softmax, gemm_pv (4)."""
-    table = {
-        ("matmul_add", "naive"): 2, ("matmul_add", "epilogue"): 1, ("matmul_add", "addmm"): 2,
-        ("linear", "naive"): 2, ("linear", "epilogue"): 1, ("linear", "addmm"): 2,
-        ("mlp_gelu", "naive"): 5, ("mlp_gelu", "epilogue"): 2,
-        ("mlp_geglu", "naive"): 5, ("mlp_geglu", "fused"): 3,
-        ("attention", "fused_softmax"): 3, ("attention", "flash"): 1,
-        ("softmax", "plain"): 1, ("softmax_scale_causal", "fused"): 1,
-        ("layer_norm", "plain"): 1, ("rms_norm", "plain"): 1,
-    }
-    if workload == "attention" and variant in ("naive", "inplace"):
-        if not shape["causal"]:
-            return 4
-        return 6 if variant == "naive" else 5
-    return table.get((workload, variant))
+    """Kernels per forward (the same on CPU and CUDA); None for an unknown workload or path.
+    Attention without a causal mask has no masked_fill kernels (the table's
+    kernels_without_mask)."""
+    if workload in PATH_WORKLOADS:
+        if PATH_TABLE is None:
+            raise GateError("the path table was not loaded (load_path_table)")
+        op, kind = PATH_WORKLOADS[workload]
+        for row in PATH_TABLE:
+            if row["op"] == op and row["name"] == variant and (kind is None or row[kind]):
+                return row["kernels"] if shape.get("causal", 1) else row["kernels_without_mask"]
+        return None
+    return SINGLE_PATH_KERNELS.get((workload, variant))
 
 
 TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -286,7 +312,18 @@ def _self_test_bench_compare(benchmarks, problems):
     return 2
 
 
+# The attention rows of the path table, as `blockscope info --format json` writes them.
+_SELF_TEST_PATHS = [
+    {"op": "attention", "name": "naive", "kernels": 6, "kernels_without_mask": 4},
+    {"op": "attention", "name": "inplace", "kernels": 5, "kernels_without_mask": 4},
+    {"op": "attention", "name": "fused_softmax", "kernels": 3, "kernels_without_mask": 3},
+    {"op": "attention", "name": "flash", "kernels": 1, "kernels_without_mask": 1},
+]
+
+
 def self_test():
+    global PATH_TABLE
+    PATH_TABLE = _SELF_TEST_PATHS
     good = _synthetic_run()
     problems = []
     if gate_benchmarks(good, "synthetic"):
@@ -320,14 +357,22 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="smoke-run suites on CPU, keep their JSON, gate them")
     run.add_argument("--out-dir", required=True)
+    run.add_argument("--blockscope", help="the blockscope CLI whose path table to read")
     run.add_argument("binaries", nargs="+")
     check = sub.add_parser("check", help="gate existing benchmark JSON files")
+    check.add_argument("--blockscope", required=True, help="the blockscope CLI whose path table to read")
     check.add_argument("files", nargs="+")
     sub.add_parser("self-test", help="check that every gate can fail")
     args, extra = parser.parse_known_args(argv)
 
     if args.command == "self-test":
         return self_test()
+    blockscope = args.blockscope or os.path.join(os.path.dirname(os.path.abspath(args.binaries[0])), "blockscope")
+    try:
+        load_path_table(blockscope)
+    except GateError as error:
+        print(f"bench_gate: FAIL: {error}")
+        return 1
     if args.command == "run":
         paths, failures = run_suites(args.binaries, args.out_dir, extra)
     else:

@@ -3,10 +3,11 @@
 
 #include <cmath>
 
-#include "ops/common/backends.h"
+#include "ops/activation/backends.h"
 #include "ops/common/flops.h"
 #include "ops/common/rows.h"
-#include "profiler/scope.h"
+#include "ops/common/checks.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -27,12 +28,6 @@ float activation_value(Activation act, float x) {
 
 namespace {
 
-void check_same_device(const Context& ctx, const char* op, const Tensor& t, const char* what) {
-  BS_CHECK_INPUT(t.defined(), op, ": ", what, " is undefined");
-  BS_CHECK_INPUT(t.device() == ctx.device(), op, ": ", what, " ", t.str(), " is on ", t.device().str(),
-                 " but the context runs on ", ctx.device().str());
-}
-
 // Rough FLOPs per element of each activation (for the profiler's rate columns).
 double flops_per_element(Activation act) {
   switch (act) {
@@ -47,31 +42,24 @@ double flops_per_element(Activation act) {
 }  // namespace
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
-  check_same_device(ctx, "activation", x, "input x");
-  check_same_device(ctx, "activation", y, "output y");
+  check_on_context(ctx, "activation", "input x", x);
+  check_on_context(ctx, "activation", "output y", y);
   BS_CHECK_INPUT(x.shape() == y.shape(), "activation (", activation_name(act), "): x ", x.str(), " and y ", y.str(),
                  " must have the same shape");
   BS_CHECK_INPUT(x.dtype() == y.dtype(), "activation (", activation_name(act), "): dtypes differ: x ", x.str(),
                  ", y ", y.str());
   BS_CHECK_INPUT(x.is_contiguous() && y.is_contiguous(), "activation (", activation_name(act),
                  "): x ", x.str(), " and y ", y.str(), " must be contiguous");
-  profiler::OpScope scope(ctx, activation_name(act), "", profiler::Family::activation, {&x},
-                          flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::activation(ctx, x, y, act);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::activation(ctx, x, y, act);
-#else
-  throw Error(ErrorKind::runtime, "activation: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx,
+         {activation_name(act), "", profiler::Family::activation, {&x},
+          flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y})},
+         [&] { cpu::activation(ctx, x, y, act); }, [&] { cuda::activation(ctx, x, y, act); });
 }
 
 void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor& y, Activation act) {
-  check_same_device(ctx, "gated_activation", gate, "gate");
-  check_same_device(ctx, "gated_activation", up, "up");
-  check_same_device(ctx, "gated_activation", y, "output y");
+  check_on_context(ctx, "gated_activation", "gate", gate);
+  check_on_context(ctx, "gated_activation", "up", up);
+  check_on_context(ctx, "gated_activation", "output y", y);
   BS_CHECK_INPUT(gate.shape() == up.shape() && gate.shape() == y.shape(), "gated_activation (",
                  activation_name(act), "): gate ", gate.str(), ", up ", up.str(), " and y ", y.str(),
                  " must have the same shape");
@@ -84,18 +72,11 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   BS_CHECK_INPUT(row_layout(up, &layout), "gated_activation: up ", up.str(),
                  " must have contiguous rows with one row stride (column slices are fine)");
   BS_CHECK_INPUT(y.is_contiguous(), "gated_activation: output y ", y.str(), " must be contiguous");
-  profiler::OpScope scope(ctx, "gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up},
-                          (flops_per_element(act) + 1) * static_cast<double>(y.numel()),
-                          tensor_bytes({&gate, &up, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::gated_activation(ctx, gate, up, y, act);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::gated_activation(ctx, gate, up, y, act);
-#else
-  throw Error(ErrorKind::runtime, "gated_activation: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx,
+         {"gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up},
+          (flops_per_element(act) + 1) * static_cast<double>(y.numel()), tensor_bytes({&gate, &up, &y})},
+         [&] { cpu::gated_activation(ctx, gate, up, y, act); },
+         [&] { cuda::gated_activation(ctx, gate, up, y, act); });
 }
 
 }  // namespace blockscope::ops

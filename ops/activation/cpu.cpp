@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "ops/common/backends.h"
+#include "ops/activation/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"

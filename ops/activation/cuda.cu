@@ -1,14 +1,14 @@
 // CUDA activations: GELU (erf), GELU (tanh), SiLU, ReLU, and the fused gated act(gate) · up of
 // GeGLU / SwiGLU MLPs (one kernel instead of activation + mul: the intermediate never makes
 // an extra trip through memory).
-#include "ops/common/backends.h"
+#include "ops/activation/backends.h"
 #include "ops/common/rows.h"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/elementwise_map.cuh"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/elementwise_map.cuh"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 // Device copies of the scalar definitions in ops/activation (f32, full-precision libm).
 struct GeluErf {
@@ -78,15 +78,10 @@ BLOCKSCOPE_GATED_KERNEL(gated_silu_mul_kernel, Silu)
 BLOCKSCOPE_GATED_KERNEL(gated_relu_mul_kernel, Relu)
 #undef BLOCKSCOPE_GATED_KERNEL
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
-using cuda_detail::dispatch_dtype;
-using cuda_detail::grid_for;
-using cuda_detail::launch;
-using cuda_detail::pack_elems;
 
 namespace {
 
@@ -107,14 +102,14 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
     T* out = y.data_as<T>();
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, "gelu_kernel", cuda_kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, "gelu_kernel", kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, "gelu_tanh_kernel", cuda_kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n,
+        return launch(ctx, "gelu_tanh_kernel", kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n,
                       vectorized);
       case Activation::silu:
-        return launch(ctx, "silu_kernel", cuda_kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, "silu_kernel", kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::relu:
-        return launch(ctx, "relu_kernel", cuda_kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, "relu_kernel", kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
     }
   });
 }
@@ -137,16 +132,16 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
     T* out = y.data_as<T>();
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, "gated_gelu_mul_kernel", cuda_kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, "gated_gelu_mul_kernel", kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, "gated_gelu_tanh_mul_kernel", cuda_kernels::gated_gelu_tanh_mul_kernel<T>, blocks,
+        return launch(ctx, "gated_gelu_tanh_mul_kernel", kernels::gated_gelu_tanh_mul_kernel<T>, blocks,
                       kThreads, 0, g, gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::silu:
-        return launch(ctx, "gated_silu_mul_kernel", cuda_kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, "gated_silu_mul_kernel", kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::relu:
-        return launch(ctx, "gated_relu_mul_kernel", cuda_kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, "gated_relu_mul_kernel", kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
     }
   });

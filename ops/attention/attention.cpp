@@ -1,12 +1,16 @@
-// Public attention: profiler scope, validation once for every device, then one of four paths.
+// Public attention: validation once for every device, then one of four paths.
 // The composite paths (naive, inplace, fused_softmax) are written here once in terms of public
 // ops, so they run on any device; flash dispatches to a per-device kernel.
 #include "ops/attention/attention.h"
 
 #include <limits>
 
-#include "ops/common/backends.h"
-#include "profiler/scope.h"
+#include "ops/attention/backends.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/linear/batched_matmul.h"
+#include "ops/softmax/softmax.h"
+#include "ops/common/dispatch.h"
+#include "ops/common/flops.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -45,42 +49,11 @@ void check_attention_inputs(const Context& ctx, const Tensor& q, const Tensor& k
                  " heads, which is not a multiple of the Hkv = ", k.size(1), " heads of k ", k.str());
 }
 
-}  // namespace
-
-double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal) {
-  // Two GEMMs of 2·Sq·Sk·D each per head; causal skips about half of both.
-  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
-                      static_cast<double>(sk) * static_cast<double>(head_dim);
-  return causal ? full / 2.0 : full;
-}
-
-double attention_scores_bytes(int64_t batch, int64_t heads, int64_t sq, int64_t sk, DType dtype) {
-  return static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
-         static_cast<double>(sk) * static_cast<double>(dtype_size(dtype));
-}
-
-void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
-               bool causal, float scale) {
-  const bool shaped = q.defined() && k.defined() && q.dim() == 4 && k.dim() == 4;
-  const double flops =
-      shaped ? attention_flops(q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal) : 0.0;
-  double bytes = 0;  // the least traffic: q, k, v read once, out written once
-  for (const Tensor* t : {&q, &k, &v, static_cast<const Tensor*>(&out)})
-    if (t->defined()) bytes += static_cast<double>(t->nbytes());
-  profiler::OpScope op_scope(ctx, "attention", path_name(path), profiler::Family::attention, {&q, &k, &v}, flops,
-                             bytes);
-  check_attention_inputs(ctx, q, k, v, out, path == AttentionPath::flash);
-  if (out.numel() == 0) return;
-
-  if (path == AttentionPath::flash) {
-#ifdef BLOCKSCOPE_WITH_CUDA
-    if (ctx.device().is_cuda()) return cuda::attention_flash(ctx, q, k, v, out, causal, scale);
-#endif
-    return cpu::attention_flash(ctx, q, k, v, out, causal, scale);
-  }
-
-  // Materialising paths: scores [B, H, Sq, Sk] in the tensor dtype, as PyTorch eager has them.
-  // GQA: the b_group = H / Hkv query heads sharing a kv head are read as one taller matrix.
+// naive, inplace and fused_softmax: scores [B, H, Sq, Sk] in the tensor dtype, as PyTorch
+// eager has them. GQA: the b_group = H / Hkv query heads sharing a kv head are read as one
+// taller matrix.
+void materialising_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out,
+                             AttentionPath path, bool causal, float scale) {
   const int64_t group = q.size(1) / k.size(1);
   const Shape scores_shape{q.size(0), q.size(1), q.size(2), k.size(2)};
   const float minus_inf = -std::numeric_limits<float>::infinity();
@@ -106,6 +79,38 @@ void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, 
     }
   }
   batched_matmul(ctx, scores, v, out, /*trans_b=*/false, 1.0f, group, "gemm_pv");
+}
+
+}  // namespace
+
+double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal) {
+  // Two GEMMs of 2·Sq·Sk·D each per head; causal skips about half of both.
+  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
+                      static_cast<double>(sk) * static_cast<double>(head_dim);
+  return causal ? full / 2.0 : full;
+}
+
+double attention_scores_bytes(int64_t batch, int64_t heads, int64_t sq, int64_t sk, DType dtype) {
+  return static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
+         static_cast<double>(sk) * static_cast<double>(dtype_size(dtype));
+}
+
+void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
+               bool causal, float scale) {
+  check_attention_inputs(ctx, q, k, v, out, path == AttentionPath::flash);
+  const OpRecord record{"attention",
+                        path_name(path),
+                        profiler::Family::attention,
+                        {&q, &k, &v},
+                        attention_flops(q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal),
+                        tensor_bytes({&q, &k, &v, &out}),  // the least traffic: each read or written once
+                        out.numel() == 0};
+  if (path == AttentionPath::flash) {
+    run_op(ctx, record, [&] { cpu::attention_flash(ctx, q, k, v, out, causal, scale); },
+           [&] { cuda::attention_flash(ctx, q, k, v, out, causal, scale); });
+    return;
+  }
+  run_composite_op(ctx, record, [&] { materialising_attention(ctx, q, k, v, out, path, causal, scale); });
 }
 
 }  // namespace blockscope::ops

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <limits>
 
-#include "ops/common/backends.h"
+#include "ops/attention/backends.h"
 #include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"

@@ -18,13 +18,13 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/common/backends.h"
+#include "ops/attention/backends.h"
 #include "ops/common/cuda/tensor_core.cuh"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 // Where the tensors are and how they are laid out. Strides are in elements; the head dim is
 // contiguous. Query head h reads kv head h / group.
@@ -437,12 +437,11 @@ __global__ void __launch_bounds__(kSimpleThreads) flash_attention_simple_kernel(
   }
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::launch;
-using cuda_kernels::FlashParams;
+using kernels::FlashParams;
 
 namespace {
 
@@ -460,7 +459,7 @@ FlashParams flash_params(const Tensor& q, const Tensor& k, const Tensor& v, Tens
   p.sk = static_cast<int>(k.size(2));
   p.group = static_cast<int>(q.size(1) / k.size(1));
   p.causal = causal ? 1 : 0;
-  p.scale_log2 = scale * cuda_kernels::kLog2e;
+  p.scale_log2 = scale * kernels::kLog2e;
   p.splits = 1;
   p.heads = static_cast<int>(q.size(1));
   p.batch = static_cast<int>(q.size(0));
@@ -479,16 +478,16 @@ int key_splits(int64_t query_tiles, int64_t heads_and_batch, int64_t key_tiles, 
 
 template <typename T, int D>
 void launch_tensor_core(Context& ctx, FlashParams p, const Tensor& q) {
-  auto* kernel = cuda_kernels::flash_attention_kernel<T, D>;
-  const size_t smem = static_cast<size_t>(cuda_kernels::kFlashRows + 2 * cuda_kernels::kFlashKeys) * D * sizeof(T);
+  auto* kernel = kernels::flash_attention_kernel<T, D>;
+  const size_t smem = static_cast<size_t>(kernels::kFlashRows + 2 * kernels::kFlashKeys) * D * sizeof(T);
   // Up to 48 KiB needs no opt-in; set it anyway (it is per device, so on every launch: a cheap
   // host call), so a change of tile sizes cannot silently exceed the default limit.
   const cudaError_t opt_in =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   BS_CHECK(opt_in == cudaSuccess, "flash attention: cudaFuncSetAttribute(", smem, " bytes) failed: ",
            cudaGetErrorString(opt_in));
-  const int64_t query_tiles = (p.sq + cuda_kernels::kFlashRows - 1) / cuda_kernels::kFlashRows;
-  const int64_t key_tiles = (p.sk + cuda_kernels::kFlashKeys - 1) / cuda_kernels::kFlashKeys;
+  const int64_t query_tiles = (p.sq + kernels::kFlashRows - 1) / kernels::kFlashRows;
+  const int64_t key_tiles = (p.sk + kernels::kFlashKeys - 1) / kernels::kFlashKeys;
   p.splits = key_splits(query_tiles, q.size(1) * q.size(0), key_tiles,
                         cuda_backend(ctx).properties().multiProcessorCount);
   Tensor partial_out, partial_lse;  // freed (stream-ordered) after the combine kernel is queued
@@ -500,21 +499,21 @@ void launch_tensor_core(Context& ctx, FlashParams p, const Tensor& q) {
   }
   const dim3 grid(static_cast<unsigned>(query_tiles * p.splits), static_cast<unsigned>(q.size(1)),
                   static_cast<unsigned>(q.size(0)));
-  launch(ctx, "flash_attention_kernel", kernel, grid, dim3(cuda_kernels::kFlashThreads), smem, p);
+  launch(ctx, "flash_attention_kernel", kernel, grid, dim3(kernels::kFlashThreads), smem, p);
   if (p.splits > 1) {
     const int64_t elements = q.size(0) * q.size(1) * p.sq * D;
-    launch(ctx, "flash_attention_combine_kernel", cuda_kernels::flash_attention_combine_kernel<T>,
-           cuda_detail::grid_for(elements, 256, cuda_backend(ctx).properties().multiProcessorCount), dim3(256), 0,
+    launch(ctx, "flash_attention_combine_kernel", kernels::flash_attention_combine_kernel<T>,
+           cuda::grid_for(elements, 256, cuda_backend(ctx).properties().multiProcessorCount), dim3(256), 0,
            p, D);
   }
 }
 
 template <typename T>
 void launch_simple(Context& ctx, const FlashParams& p, const Tensor& q) {
-  const dim3 grid(static_cast<unsigned>((p.sq + cuda_kernels::kSimpleRows - 1) / cuda_kernels::kSimpleRows),
+  const dim3 grid(static_cast<unsigned>((p.sq + kernels::kSimpleRows - 1) / kernels::kSimpleRows),
                   static_cast<unsigned>(q.size(1)), static_cast<unsigned>(q.size(0)));
-  launch(ctx, "flash_attention_kernel", cuda_kernels::flash_attention_simple_kernel<T>, grid,
-         dim3(cuda_kernels::kSimpleThreads), 0, p, static_cast<int>(q.size(3)));
+  launch(ctx, "flash_attention_kernel", kernels::flash_attention_simple_kernel<T>, grid,
+         dim3(kernels::kSimpleThreads), 0, p, static_cast<int>(q.size(3)));
 }
 
 }  // namespace
@@ -522,14 +521,14 @@ void launch_simple(Context& ctx, const FlashParams& p, const Tensor& q) {
 void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
                      float scale) {
   const int64_t d = q.size(3);
-  BS_CHECK_INPUT(d <= cuda_kernels::kSimpleMaxDim, "attention: flash on CUDA supports head_dim up to ",
-                 cuda_kernels::kSimpleMaxDim, "; q ", q.str(), " has ", d);
+  BS_CHECK_INPUT(d <= kernels::kSimpleMaxDim, "attention: flash on CUDA supports head_dim up to ",
+                 kernels::kSimpleMaxDim, "; q ", q.str(), " has ", d);
   BS_CHECK_INPUT(q.size(2) <= INT32_MAX && k.size(2) <= INT32_MAX, "attention: sequence lengths of q ", q.str(),
                  " and k ", k.str(), " must fit in 32 bits");
   const FlashParams p = flash_params(q, k, v, out, causal, scale);
   // The tensor-core kernel reads 16-byte chunks: rows must start 16-byte aligned.
-  const bool chunked = cuda_detail::aligned16(q.data()) && cuda_detail::aligned16(k.data()) &&
-                       cuda_detail::aligned16(v.data()) && q.stride(2) % 8 == 0 && k.stride(2) % 8 == 0 &&
+  const bool chunked = cuda::aligned16(q.data()) && cuda::aligned16(k.data()) &&
+                       cuda::aligned16(v.data()) && q.stride(2) % 8 == 0 && k.stride(2) % 8 == 0 &&
                        v.stride(2) % 8 == 0 && q.stride(1) % 8 == 0 && k.stride(1) % 8 == 0 &&
                        v.stride(1) % 8 == 0 && q.stride(0) % 8 == 0 && k.stride(0) % 8 == 0 && v.stride(0) % 8 == 0;
   switch (q.dtype()) {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "ops/common/backends.h"
+#include "ops/elementwise/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"
 

@@ -3,14 +3,14 @@
 // Inputs are validated by ops/elementwise/elementwise.cpp; only cheap invariants are checked.
 #include <algorithm>
 
-#include "ops/common/backends.h"
+#include "ops/elementwise/backends.h"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/elementwise_map.cuh"
-#include "runtime/cuda/fast_divmod.h"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/elementwise_map.cuh"
+#include "ops/common/cuda/fast_divmod.h"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, int64_t n, int64_t b_period, bool vectorized) {
@@ -101,15 +101,10 @@ __global__ void masked_fill_causal_kernel(T* scores, int64_t rows, int64_t sq, i
   }
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
-using cuda_detail::dispatch_dtype;
-using cuda_detail::grid_for;
-using cuda_detail::launch;
-using cuda_detail::pack_elems;
 
 namespace {
 
@@ -122,7 +117,7 @@ int64_t work_items(int64_t n, bool vectorized, DType dtype) { return vectorized 
 
 // Merges adjacent dimensions that are contiguous with each other and drops size-1 ones, so the
 // gather kernel does as few divisions as the view allows.
-cuda_kernels::StridedLayout collapse(const Tensor& t) {
+kernels::StridedLayout collapse(const Tensor& t) {
   std::vector<int64_t> sizes, strides;
   for (int64_t d = 0; d < t.dim(); ++d) {
     if (t.size(d) == 1) continue;
@@ -134,9 +129,9 @@ cuda_kernels::StridedLayout collapse(const Tensor& t) {
       strides.push_back(t.stride(d));
     }
   }
-  BS_CHECK_INPUT(static_cast<int>(sizes.size()) <= cuda_kernels::kMaxDims, "copy: ", t.str(), " has ", sizes.size(),
-                 " non-mergeable dimensions; the CUDA gather supports ", cuda_kernels::kMaxDims);
-  cuda_kernels::StridedLayout layout;
+  BS_CHECK_INPUT(static_cast<int>(sizes.size()) <= kernels::kMaxDims, "copy: ", t.str(), " has ", sizes.size(),
+                 " non-mergeable dimensions; the CUDA gather supports ", kernels::kMaxDims);
+  kernels::StridedLayout layout;
   layout.dims = static_cast<int>(sizes.size());
   for (int d = 0; d < layout.dims; ++d) {
     layout.size[d] = sizes[d];
@@ -148,7 +143,7 @@ cuda_kernels::StridedLayout collapse(const Tensor& t) {
 // Word size for the gather: the widest of 16, 8, 4 bytes (and the element itself) such that the
 // last dimension is contiguous and a whole number of words, every other stride a whole number of
 // words, and both base addresses aligned to it.
-int64_t copy_word_bytes(const cuda_kernels::StridedLayout& l, const void* src, const void* dst, int64_t esize) {
+int64_t copy_word_bytes(const kernels::StridedLayout& l, const void* src, const void* dst, int64_t esize) {
   const int last = l.dims - 1;
   for (int64_t bytes : {16, 8, 4}) {
     if (bytes <= esize) break;
@@ -162,12 +157,12 @@ int64_t copy_word_bytes(const cuda_kernels::StridedLayout& l, const void* src, c
 }
 
 template <typename W>
-void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const cuda_kernels::StridedLayout& words, int64_t n) {
+void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const kernels::StridedLayout& words, int64_t n) {
   // 32-bit path: every word index and every source offset below 2^31, strides non-negative.
   int64_t max_offset = 0;
   bool narrow = n < (int64_t{1} << 31);
   for (int d = 0; d < words.dims; ++d) {
-    narrow = narrow && words.stride[d] >= 0 && cuda_kernels::fits_fast_divmod(words.size[d], n);
+    narrow = narrow && words.stride[d] >= 0 && kernels::fits_fast_divmod(words.size[d], n);
     max_offset += (words.size[d] - 1) * std::max<int64_t>(words.stride[d], 0);
   }
   narrow = narrow && max_offset < (int64_t{1} << 31);
@@ -175,21 +170,21 @@ void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const cuda_kernel
   const W* from = static_cast<const W*>(src.data());
   W* to = static_cast<W*>(dst.data());
   if (narrow) {
-    cuda_kernels::CopyLayout<false> l;
+    kernels::CopyLayout<false> l;
     l.dims = words.dims;
     for (int d = 0; d < l.dims; ++d) {
-      l.size[d] = cuda_kernels::FastDivmod(static_cast<uint32_t>(words.size[d]));
+      l.size[d] = kernels::FastDivmod(static_cast<uint32_t>(words.size[d]));
       l.stride[d] = static_cast<uint32_t>(words.stride[d]);
     }
-    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<W, false>, blocks, kThreads, 0, from, l, to, n);
+    launch(ctx, "copy_kernel", kernels::copy_kernel<W, false>, blocks, kThreads, 0, from, l, to, n);
   } else {
-    cuda_kernels::CopyLayout<true> l;
+    kernels::CopyLayout<true> l;
     l.dims = words.dims;
     for (int d = 0; d < l.dims; ++d) {
       l.size[d] = words.size[d];
       l.stride[d] = words.stride[d];
     }
-    launch(ctx, "copy_kernel", cuda_kernels::copy_kernel<W, true>, blocks, kThreads, 0, from, l, to, n);
+    launch(ctx, "copy_kernel", kernels::copy_kernel<W, true>, blocks, kThreads, 0, from, l, to, n);
   }
 }
 
@@ -198,15 +193,15 @@ void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const cuda_kernel
 void copy_into(Context& ctx, const Tensor& src, Tensor& dst) {
   BS_CHECK(dst.is_contiguous(), "copy: dst ", dst.str(), " must be contiguous");
   if (src.is_contiguous()) {
-    cuda_detail::memcpy_dtod(ctx, dst.data(), src.data(), src.nbytes());
+    cuda::memcpy_dtod(ctx, dst.data(), src.data(), src.nbytes());
     return;
   }
   if (src.numel() == 0) return;
-  cuda_kernels::StridedLayout layout = collapse(src);
+  kernels::StridedLayout layout = collapse(src);
   if (layout.dims == 0) layout = {1, {1}, {1}};  // every dimension of size 1
   const int64_t esize = static_cast<int64_t>(dtype_size(src.dtype()));
   const int64_t word = copy_word_bytes(layout, src.data(), dst.data(), esize);
-  cuda_kernels::StridedLayout words = layout;
+  kernels::StridedLayout words = layout;
   if (word != esize) {
     const int64_t group = word / esize;
     for (int d = 0; d + 1 < words.dims; ++d) words.stride[d] /= group;
@@ -232,7 +227,7 @@ void fill_causal(Context& ctx, Tensor& scores, float value) {
   const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((sk + 31) / 32 * 32, 32, 256));
   dispatch_dtype(scores.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "masked_fill_causal_kernel", cuda_kernels::masked_fill_causal_kernel<T>, blocks, threads, 0,
+    launch(ctx, "masked_fill_causal_kernel", kernels::masked_fill_causal_kernel<T>, blocks, threads, 0,
            scores.data_as<T>(), rows, sq, sk, value);
   });
 }
@@ -247,7 +242,7 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
                           period % pack_elems(a.dtype()) == 0;
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "add_kernel", cuda_kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, "add_kernel", kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, period, vectorized);
   });
 }
@@ -259,7 +254,7 @@ void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   const bool vectorized = aligned16(a.data()) && aligned16(b.data()) && aligned16(out.data());
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "mul_kernel", cuda_kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, "mul_kernel", kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, vectorized);
   });
 }
@@ -270,7 +265,7 @@ void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
   const bool vectorized = aligned16(x.data()) && aligned16(out.data());
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "scale_kernel", cuda_kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, "scale_kernel", kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, x.data_as<const T>(), out.data_as<T>(), n, factor, vectorized);
   });
 }

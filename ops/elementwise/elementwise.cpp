@@ -1,35 +1,16 @@
-// Public elementwise ops: profiler scope, validation once for every device, then dispatch.
+// Public elementwise ops: validation once for every device, then run_op (ops/common/dispatch.h).
 #include "ops/elementwise/elementwise.h"
 
 #include <algorithm>
 #include <string>
 
-#include "ops/common/backends.h"
-#include "profiler/scope.h"
+#include "ops/common/checks.h"
+#include "ops/common/dispatch.h"
+#include "ops/elementwise/backends.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
 namespace {
-
-void check_on_context(const Context& ctx, const char* op, const char* role, const Tensor& t) {
-  BS_CHECK_INPUT(t.defined(), op, ": ", role, " is an undefined tensor");
-  BS_CHECK_INPUT(t.device() == ctx.device(), op, ": ", role, " ", t.str(), " is on ", t.device().str(),
-                 " but the context runs on ", ctx.device().str());
-}
-
-void check_contiguous(const char* op, const char* role, const Tensor& t) {
-  BS_CHECK_INPUT(t.is_contiguous(), op, ": ", role, " ", t.str(), " must be contiguous");
-}
-
-void check_same_dtype(const char* op, const char* role_a, const Tensor& a, const char* role_b, const Tensor& b) {
-  BS_CHECK_INPUT(a.dtype() == b.dtype(), op, ": ", role_a, " ", a.str(), " and ", role_b, " ", b.str(),
-                 " have different dtypes");
-}
-
-void check_same_shape(const char* op, const char* role_a, const Tensor& a, const char* role_b, const Tensor& b) {
-  BS_CHECK_INPUT(a.shape() == b.shape(), op, ": ", role_a, " ", a.str(), " and ", role_b, " ", b.str(),
-                 " must have the same shape");
-}
 
 // True when b's shape equals the last b.dim() dimensions of a's shape (row broadcast).
 bool is_trailing_shape(const Tensor& a, const Tensor& b) {
@@ -38,9 +19,7 @@ bool is_trailing_shape(const Tensor& a, const Tensor& b) {
 }
 
 // Number of elements of scores [..., Sq, Sk] that the causal mask covers (j > i + Sk - Sq).
-// 0 for a tensor that is not [..., Sq, Sk] (validation reports it after the scope opens).
 double masked_count(const Tensor& scores) {
-  if (!scores.defined() || scores.dim() < 2) return 0;
   const int64_t sq = scores.size(-2), sk = scores.size(-1);
   const int64_t matrices = sq * sk == 0 ? 0 : scores.numel() / (sq * sk);
   double per_matrix = 0;
@@ -60,8 +39,6 @@ void check_scores(const Context& ctx, const char* op, const Tensor& scores) {
 }  // namespace
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  profiler::OpScope scope(ctx, "add", "", profiler::Family::elementwise, {&a, &b}, static_cast<double>(a.numel()),
-                          static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()));
   check_on_context(ctx, "add", "a", a);
   check_on_context(ctx, "add", "b", b);
   check_on_context(ctx, "add", "out", out);
@@ -73,16 +50,12 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_contiguous("add", "a", a);
   check_contiguous("add", "b", b);
   check_contiguous("add", "out", out);
-  if (a.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::add(ctx, a, b, out);
-#endif
-  cpu::add(ctx, a, b, out);
+  run_op(ctx, {"add", "", profiler::Family::elementwise, {&a, &b}, static_cast<double>(a.numel()),
+                static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()), a.numel() == 0},
+         [&] { cpu::add(ctx, a, b, out); }, [&] { cuda::add(ctx, a, b, out); });
 }
 
 void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  profiler::OpScope scope(ctx, "mul", "", profiler::Family::elementwise, {&a, &b}, static_cast<double>(a.numel()),
-                          static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()));
   check_on_context(ctx, "mul", "a", a);
   check_on_context(ctx, "mul", "b", b);
   check_on_context(ctx, "mul", "out", out);
@@ -93,48 +66,35 @@ void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_contiguous("mul", "a", a);
   check_contiguous("mul", "b", b);
   check_contiguous("mul", "out", out);
-  if (a.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::mul(ctx, a, b, out);
-#endif
-  cpu::mul(ctx, a, b, out);
+  run_op(ctx, {"mul", "", profiler::Family::elementwise, {&a, &b}, static_cast<double>(a.numel()),
+                static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()), a.numel() == 0},
+         [&] { cpu::mul(ctx, a, b, out); }, [&] { cuda::mul(ctx, a, b, out); });
 }
 
 void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
-  profiler::OpScope scope(ctx, "scale", "", profiler::Family::elementwise, {&x}, static_cast<double>(x.numel()),
-                          static_cast<double>(x.nbytes() + out.nbytes()));
   check_on_context(ctx, "scale", "x", x);
   check_on_context(ctx, "scale", "out", out);
   check_same_dtype("scale", "x", x, "out", out);
   check_same_shape("scale", "x", x, "out", out);
   check_contiguous("scale", "x", x);
   check_contiguous("scale", "out", out);
-  if (x.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::scale(ctx, x, factor, out);
-#endif
-  cpu::scale(ctx, x, factor, out);
+  run_op(ctx, {"scale", "", profiler::Family::elementwise, {&x}, static_cast<double>(x.numel()),
+                static_cast<double>(x.nbytes() + out.nbytes()), x.numel() == 0},
+         [&] { cpu::scale(ctx, x, factor, out); }, [&] { cuda::scale(ctx, x, factor, out); });
 }
 
 void copy(Context& ctx, const Tensor& src, Tensor& dst) {
-  profiler::OpScope scope(ctx, "copy", "", profiler::Family::copy, {&src}, 0.0,
-                          static_cast<double>(src.nbytes() + dst.nbytes()));
   check_on_context(ctx, "copy", "src", src);
   check_on_context(ctx, "copy", "dst", dst);
   check_same_dtype("copy", "src", src, "dst", dst);
   check_same_shape("copy", "src", src, "dst", dst);
   check_contiguous("copy", "dst", dst);
-  if (src.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::copy(ctx, src, dst);
-#endif
-  cpu::copy(ctx, src, dst);
+  run_op(ctx, {"copy", "", profiler::Family::copy, {&src}, 0.0,
+                static_cast<double>(src.nbytes() + dst.nbytes()), src.numel() == 0},
+         [&] { cpu::copy(ctx, src, dst); }, [&] { cuda::copy(ctx, src, dst); });
 }
 
 void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor& out) {
-  const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
-  profiler::OpScope scope(ctx, "masked_fill", "", profiler::Family::elementwise, {&scores}, 0.0,
-                          static_cast<double>(scores.nbytes() + out.nbytes()) + masked_bytes);
   check_scores(ctx, "masked_fill_causal", scores);
   check_on_context(ctx, "masked_fill_causal", "out", out);
   check_same_dtype("masked_fill_causal", "scores", scores, "out", out);
@@ -142,22 +102,18 @@ void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor&
   check_contiguous("masked_fill_causal", "out", out);
   BS_CHECK_INPUT(scores.numel() == 0 || scores.data() != out.data(), "masked_fill_causal: out ", out.str(),
                  " aliases scores; use masked_fill_causal_ for in-place masking");
-  if (scores.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::masked_fill_causal(ctx, scores, value, out);
-#endif
-  cpu::masked_fill_causal(ctx, scores, value, out);
+  const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
+  run_op(ctx, {"masked_fill", "", profiler::Family::elementwise, {&scores}, 0.0,
+                static_cast<double>(scores.nbytes() + out.nbytes()) + masked_bytes, scores.numel() == 0},
+         [&] { cpu::masked_fill_causal(ctx, scores, value, out); }, [&] { cuda::masked_fill_causal(ctx, scores, value, out); });
 }
 
 void masked_fill_causal_(Context& ctx, Tensor& scores, float value) {
-  const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
-  profiler::OpScope scope(ctx, "masked_fill_", "", profiler::Family::elementwise, {&scores}, 0.0, masked_bytes);
   check_scores(ctx, "masked_fill_causal_", scores);
-  if (scores.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::masked_fill_causal_(ctx, scores, value);
-#endif
-  cpu::masked_fill_causal_(ctx, scores, value);
+  const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
+  run_op(ctx, {"masked_fill_", "", profiler::Family::elementwise, {&scores}, 0.0,
+                masked_bytes, scores.numel() == 0},
+         [&] { cpu::masked_fill_causal_(ctx, scores, value); }, [&] { cuda::masked_fill_causal_(ctx, scores, value); });
 }
 
 }  // namespace blockscope::ops

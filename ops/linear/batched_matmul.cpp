@@ -1,8 +1,9 @@
 // Public batched matmul: profiler scope, validation once for every device, then dispatch.
 #include "ops/linear/batched_matmul.h"
 
-#include "ops/common/backends.h"
-#include "profiler/scope.h"
+#include "ops/linear/backends.h"
+#include "ops/common/flops.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -19,13 +20,6 @@ int64_t flat_batch(const Tensor& t) {
 
 void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
                     int64_t b_group, const char* kernel_name) {
-  // FLOPs from c's shape and a's depth (validated below; 0 for shapes that fail validation).
-  const bool ranked = a.defined() && c.defined() && a.dim() >= 2 && c.dim() >= 2;
-  const double flops = ranked ? 2.0 * static_cast<double>(c.numel()) * static_cast<double>(a.size(-1)) : 0.0;
-  const double bytes = static_cast<double>((a.defined() ? a.nbytes() : 0) + (b.defined() ? b.nbytes() : 0) +
-                                           (c.defined() ? c.nbytes() : 0));
-  profiler::OpScope scope(ctx, "batched_matmul", kernel_name, profiler::Family::linear, {&a, &b}, flops, bytes);
-
   const char* b_role = trans_b ? " (transposed: [..., n, k])" : " ([..., k, n])";
   for (const Tensor* t : {&a, &b, static_cast<const Tensor*>(&c)}) {
     const char* role = t == &a ? "a" : t == &b ? "b" : "c";
@@ -51,11 +45,13 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   BS_CHECK_INPUT(flat_batch(a) == b_group * flat_batch(b), "batched_matmul: the batch of a ", a.str(), " (",
                  flat_batch(a), ") must be b_group (", b_group, ") times the batch of b ", b.str(), " (",
                  flat_batch(b), ")");
-  if (c.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name);
-#endif
-  cpu::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name);
+  // Every element of c is a k-term dot product.
+  const double flops = gemm_flops(c.numel(), 1, k);
+  run_op(ctx,
+         {"batched_matmul", kernel_name, profiler::Family::linear, {&a, &b}, flops, tensor_bytes({&a, &b, &c}),
+          c.numel() == 0},
+         [&] { cpu::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name); },
+         [&] { cuda::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name); });
 }
 
 }  // namespace blockscope::ops

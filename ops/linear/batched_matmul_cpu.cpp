@@ -1,7 +1,7 @@
 // CPU batched matmul: one f32 GEMM per kv batch entry, with GQA folded into the rows of A.
 #include <algorithm>
 
-#include "ops/common/backends.h"
+#include "ops/linear/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"
 #include "runtime/cpu/gemm.h"

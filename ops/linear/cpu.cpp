@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "ops/activation/activation.h"
-#include "ops/common/backends.h"
+#include "ops/linear/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"

@@ -1,23 +1,24 @@
 // CUDA linear (three paths) and the batched GEMM of the attention paths, on cuBLASLt
-// (runtime/cuda/cublaslt_gemm.h maps row-major onto column-major).
+// (ops/common/cuda/cublaslt_gemm.h maps row-major onto column-major).
 //
 //   naive     GEMM (DEFAULT epilogue), bias_add_kernel [, gelu_tanh_kernel]
 //   epilogue  one GEMM with the BIAS / GELU_BIAS (or GELU) epilogue; where cuBLASLt has no
-//             algorithm for that epilogue (cuda_gemm::epilogue_available), the naive kernels
+//             algorithm for that epilogue (cublaslt::epilogue_available), the naive kernels
 //             instead, with a note on stderr once per shape
 //   addmm     bias_broadcast_copy_kernel into y, then GEMM with beta = 1 [, gelu_tanh_kernel]
 //             (what torch.compile makes of matmul + add)
-#include "ops/common/backends.h"
+#include "ops/activation/backends.h"
+#include "ops/linear/backends.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
-#include "runtime/cuda/cublaslt_gemm.h"
+#include "ops/common/cuda/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/elementwise_map.cuh"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/elementwise_map.cuh"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 // y[r, c] += bias[c]; y: [rows, cols] contiguous (n = rows · cols), bias: [cols].
 template <typename T>
@@ -40,16 +41,11 @@ __global__ void bias_broadcast_copy_kernel(const T* bias, T* y, int64_t n, int64
   for (int64_t i = done + global_thread(); i < n; i += global_threads()) y[i] = bias[i % cols];
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
-using cuda_detail::dispatch_dtype;
-using cuda_detail::grid_for;
-using cuda_detail::launch;
-using cuda_detail::pack_elems;
-using cuda_gemm::Epilogue;
+using cublaslt::Epilogue;
 
 namespace {
 
@@ -72,10 +68,10 @@ void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, T
   dispatch_dtype(y.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if (add) {
-      launch(ctx, name, cuda_kernels::bias_add_kernel<T>, blocks, kThreads, 0, y.data_as<T>(),
+      launch(ctx, name, kernels::bias_add_kernel<T>, blocks, kThreads, 0, y.data_as<T>(),
              bias.data_as<const T>(), n, cols, vectorized);
     } else {
-      launch(ctx, name, cuda_kernels::bias_broadcast_copy_kernel<T>, blocks, kThreads, 0, bias.data_as<const T>(),
+      launch(ctx, name, kernels::bias_broadcast_copy_kernel<T>, blocks, kThreads, 0, bias.data_as<const T>(),
              y.data_as<T>(), n, cols, vectorized);
     }
   });
@@ -113,7 +109,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     return;
   }
 
-  cuda_gemm::RowMajorGemm g;
+  cublaslt::RowMajorGemm g;
   g.dtype = x.dtype();
   g.m = rows;
   g.n = out;
@@ -129,7 +125,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   switch (path) {
     case LinearPath::naive:
       g.name = "gemm";
-      cuda_gemm::gemm(ctx, g);
+      cublaslt::gemm(ctx, g);
       if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
       if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
       return;
@@ -137,18 +133,18 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       g.epilogue = has_bias ? (gelu ? Epilogue::gelu_bias : Epilogue::bias) : (gelu ? Epilogue::gelu : Epilogue::none);
       g.name = has_bias ? (gelu ? "gemm_bias_gelu" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
       g.bias = has_bias ? bias.data() : nullptr;
-      if (!cuda_gemm::epilogue_available(ctx, g)) {
+      if (!cublaslt::epilogue_available(ctx, g)) {
         // cuBLASLt has no algorithm for this epilogue here (a note on stderr says so, once per
         // shape): the naive path's kernels instead, which the kernel table shows.
         g.epilogue = Epilogue::none;
         g.name = "gemm";
         g.bias = nullptr;
-        cuda_gemm::gemm(ctx, g);
+        cublaslt::gemm(ctx, g);
         if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
         if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
         return;
       }
-      cuda_gemm::gemm(ctx, g);
+      cublaslt::gemm(ctx, g);
       return;
     case LinearPath::addmm:
       g.name = "gemm";
@@ -156,7 +152,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
         g.beta = 1.0f;
       }
-      cuda_gemm::gemm(ctx, g);
+      cublaslt::gemm(ctx, g);
       if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
       return;
   }
@@ -178,7 +174,7 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
 
   // GQA: the b_group query heads sharing one kv head are consecutive and contiguous, so A is
   // read as [batch / b_group, b_group · m, k] — one strided-batched GEMM, no copy.
-  cuda_gemm::RowMajorGemm g;
+  cublaslt::RowMajorGemm g;
   g.name = kernel_name;
   g.dtype = a.dtype();
   g.batch = batch / b_group;
@@ -196,7 +192,7 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   g.ldd = n;
   g.stride_d = b_group * m * n;
   g.alpha = alpha;
-  cuda_gemm::gemm(ctx, g);
+  cublaslt::gemm(ctx, g);
 }
 
 }  // namespace blockscope::ops::cuda

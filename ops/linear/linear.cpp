@@ -1,10 +1,10 @@
 // linear / matmul_add: validation, profiler scope and device dispatch (ops/common/backends.h).
 #include "ops/linear/linear.h"
 
-#include "ops/common/backends.h"
+#include "ops/linear/backends.h"
 #include "ops/common/flops.h"
 #include "ops/common/rows.h"
-#include "profiler/scope.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -63,17 +63,11 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
             WeightLayout layout, LinearActivation act) {
   const RowLayout rows = check_linear(ctx, x, w, bias, y, layout);
   const int64_t out = y.size(-1);
-  profiler::OpScope scope(ctx, "linear", path_name(path), profiler::Family::linear, {&x, &w, &bias},
-                          linear_flops(rows.rows, rows.cols, out), tensor_bytes({&x, &w, &bias, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::linear(ctx, x, w, bias, y, path, layout, act);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::linear(ctx, x, w, bias, y, path, layout, act);
-#else
-  throw Error(ErrorKind::runtime, "linear: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx,
+         {"linear", path_name(path), profiler::Family::linear, {&x, &w, &bias}, linear_flops(rows.rows, rows.cols, out),
+          tensor_bytes({&x, &w, &bias, &y})},
+         [&] { cpu::linear(ctx, x, w, bias, y, path, layout, act); },
+         [&] { cuda::linear(ctx, x, w, bias, y, path, layout, act); });
 }
 
 }  // namespace blockscope::ops

@@ -12,7 +12,7 @@
 #include "ops/activation/activation.h"
 #include "ops/common/flops.h"
 #include "ops/elementwise/elementwise.h"
-#include "profiler/scope.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -47,6 +47,48 @@ Shape with_last(const Tensor& x, int64_t last) {
   Shape s = x.shape();
   s.back() = last;
   return s;
+}
+
+// The composite paths, in terms of public ops (validated by mlp()).
+void mlp_body(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, MlpPath path, int64_t f) {
+  const WeightLayout layout = weights.layout;
+  const Activation act = weights.activation;
+
+  if (!weights.gated) {
+    Tensor hidden = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
+    if (path == MlpPath::naive) {
+      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::naive, layout);
+      activation(ctx, hidden, hidden, act);
+      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::naive, layout);
+    } else if (act == Activation::gelu_tanh) {  // the epilogue GEMM knows tanh-GELU only
+      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::epilogue, layout,
+             LinearActivation::gelu_tanh);
+      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::epilogue, layout);
+    } else {  // any other activation: bias in the epilogue, the activation its own kernel (3)
+      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::epilogue, layout);
+      activation(ctx, hidden, hidden, act);
+      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::epilogue, layout);
+    }
+    return;
+  }
+
+  if (path == MlpPath::naive) {
+    Tensor gate = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
+    Tensor up = ctx.empty(with_last(x, f), x.dtype());    // [rows, d_ff]
+    linear(ctx, x, weights.gate_weight, Tensor(), gate, LinearPath::naive, layout);
+    linear(ctx, x, weights.up_weight, Tensor(), up, LinearPath::naive, layout);
+    activation(ctx, gate, gate, act);
+    mul(ctx, gate, up, gate);
+    linear(ctx, gate, weights.down_weight, Tensor(), y, LinearPath::naive, layout);
+    return;
+  }
+  // fused: one GEMM gives [rows, 2·d_ff]; its column halves are gate and up (views).
+  Tensor gate_up = ctx.empty(with_last(x, 2 * f), x.dtype());
+  linear(ctx, x, weights.gate_up_weight, Tensor(), gate_up, LinearPath::epilogue, layout);
+  const Tensor gate = gate_up.slice(-1, 0, f), up = gate_up.slice(-1, f, 2 * f);
+  Tensor hidden = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
+  gated_activation(ctx, gate, up, hidden, act);
+  linear(ctx, hidden, weights.down_weight, Tensor(), y, LinearPath::epilogue, layout);
 }
 
 }  // namespace
@@ -121,46 +163,10 @@ void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, Ml
     weight_bytes += tensor_bytes({&weights.down_weight});
   }
   const double flops = (weights.gated ? 3 : 2) * gemm_flops(rows, f, d);
-  profiler::OpScope scope(ctx, "mlp", path_name(path), profiler::Family::linear, {&x}, flops,
-                          tensor_bytes({&x, &y}) + weight_bytes);
-  const WeightLayout layout = weights.layout;
-  const Activation act = weights.activation;
-
-  if (!weights.gated) {
-    Tensor hidden = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
-    if (path == MlpPath::naive) {
-      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::naive, layout);
-      activation(ctx, hidden, hidden, act);
-      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::naive, layout);
-    } else if (act == Activation::gelu_tanh) {  // the epilogue GEMM knows tanh-GELU only
-      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::epilogue, layout,
-             LinearActivation::gelu_tanh);
-      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::epilogue, layout);
-    } else {  // any other activation: bias in the epilogue, the activation its own kernel (3)
-      linear(ctx, x, weights.fc_weight, weights.fc_bias, hidden, LinearPath::epilogue, layout);
-      activation(ctx, hidden, hidden, act);
-      linear(ctx, hidden, weights.proj_weight, weights.proj_bias, y, LinearPath::epilogue, layout);
-    }
-    return;
-  }
-
-  if (path == MlpPath::naive) {
-    Tensor gate = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
-    Tensor up = ctx.empty(with_last(x, f), x.dtype());    // [rows, d_ff]
-    linear(ctx, x, weights.gate_weight, Tensor(), gate, LinearPath::naive, layout);
-    linear(ctx, x, weights.up_weight, Tensor(), up, LinearPath::naive, layout);
-    activation(ctx, gate, gate, act);
-    mul(ctx, gate, up, gate);
-    linear(ctx, gate, weights.down_weight, Tensor(), y, LinearPath::naive, layout);
-    return;
-  }
-  // fused: one GEMM gives [rows, 2·d_ff]; its column halves are gate and up (views).
-  Tensor gate_up = ctx.empty(with_last(x, 2 * f), x.dtype());
-  linear(ctx, x, weights.gate_up_weight, Tensor(), gate_up, LinearPath::epilogue, layout);
-  const Tensor gate = gate_up.slice(-1, 0, f), up = gate_up.slice(-1, f, 2 * f);
-  Tensor hidden = ctx.empty(with_last(x, f), x.dtype());  // [rows, d_ff]
-  gated_activation(ctx, gate, up, hidden, act);
-  linear(ctx, hidden, weights.down_weight, Tensor(), y, LinearPath::epilogue, layout);
+  run_composite_op(ctx,
+                   {"mlp", path_name(path), profiler::Family::linear, {&x}, flops,
+                    tensor_bytes({&x, &y}) + weight_bytes},
+                   [&] { mlp_body(ctx, x, weights, y, path, f); });
 }
 
 }  // namespace blockscope::ops

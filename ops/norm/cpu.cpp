@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/common/backends.h"
+#include "ops/norm/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"

@@ -5,13 +5,13 @@
 // weight/bias are read in 16-byte packs. Longer rows: one block per row, streaming passes.
 #include <type_traits>
 
-#include "ops/common/backends.h"
+#include "ops/norm/backends.h"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/row_kernels.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/row_kernels.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 // Unit u of this thread's register row as floats from a contiguous [n] vector (weight, bias):
 // one 16-byte load per unit when VEC.
@@ -198,16 +198,12 @@ __global__ void __launch_bounds__(MODE == 0 ? 256 : 1024) rms_norm_kernel(const 
   }
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::aligned16;
-using cuda_detail::dispatch_dtype;
-using cuda_detail::launch;
-using cuda_detail::RowLaunch;
-using cuda_detail::pick_row_kernel;
-using cuda_detail::RowRegsLaunch;
+using cuda::RowLaunch;
+using cuda::RowRegsLaunch;
 
 namespace {
 
@@ -215,7 +211,7 @@ RowLaunch plan_norm(Context& ctx, const char* op, const Tensor& x, const Tensor&
                     const void* bias) {
   // x may be row-strided (a column slice), as on the CPU: strided_x_rows = true.
   RowLaunch plan =
-      cuda_detail::plan_row_launch(op, x, y, cuda_backend(ctx).properties().multiProcessorCount, true);
+      cuda::plan_row_launch(op, x, y, cuda_backend(ctx).properties().multiProcessorCount, true);
   plan.vectorized = plan.vectorized && aligned16(weight) && (bias == nullptr || aligned16(bias));
   return plan;
 }
@@ -230,7 +226,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "layer_norm_kernel", cuda_kernels::layer_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, "layer_norm_kernel", kernels::layer_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(),
              static_cast<const T*>(bias_data), y.data_as<T>(), plan.rows, plan.n, eps);
     });
@@ -244,7 +240,7 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "rms_norm_kernel", cuda_kernels::rms_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, "rms_norm_kernel", kernels::rms_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(), y.data_as<T>(),
              plan.rows, plan.n, eps);
     });

@@ -1,10 +1,10 @@
 // LayerNorm and RMSNorm: validation, profiler scope and device dispatch.
 #include "ops/norm/norm.h"
 
-#include "ops/common/backends.h"
+#include "ops/norm/backends.h"
 #include "ops/common/flops.h"
 #include "ops/common/rows.h"
-#include "profiler/scope.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -43,33 +43,20 @@ void check_norm(const Context& ctx, const char* op, const Tensor& x, const Tenso
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y) {
   check_norm(ctx, "layer_norm", x, weight, bias, y, eps);
   // Per element: mean and variance sums (3), normalise and scale/shift (4).
-  profiler::OpScope scope(ctx, "layer_norm", "", profiler::Family::norm, {&x, &weight, &bias},
-                          7.0 * static_cast<double>(x.numel()), tensor_bytes({&x, &weight, &bias, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::layer_norm(ctx, x, weight, bias, eps, y);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::layer_norm(ctx, x, weight, bias, eps, y);
-#else
-  throw Error(ErrorKind::runtime, "layer_norm: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx,
+         {"layer_norm", "", profiler::Family::norm, {&x, &weight, &bias}, 7.0 * static_cast<double>(x.numel()),
+          tensor_bytes({&x, &weight, &bias, &y})},
+         [&] { cpu::layer_norm(ctx, x, weight, bias, eps, y); },
+         [&] { cuda::layer_norm(ctx, x, weight, bias, eps, y); });
 }
 
 void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
   check_norm(ctx, "rms_norm", x, weight, Tensor(), y, eps);
   // Per element: square-and-sum (2), normalise (1), scale (1).
-  profiler::OpScope scope(ctx, "rms_norm", "", profiler::Family::norm, {&x, &weight},
-                          4.0 * static_cast<double>(x.numel()), tensor_bytes({&x, &weight, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::rms_norm(ctx, x, weight, eps, y);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::rms_norm(ctx, x, weight, eps, y);
-#else
-  throw Error(ErrorKind::runtime, "rms_norm: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx,
+         {"rms_norm", "", profiler::Family::norm, {&x, &weight}, 4.0 * static_cast<double>(x.numel()),
+          tensor_bytes({&x, &weight, &y})},
+         [&] { cpu::rms_norm(ctx, x, weight, eps, y); }, [&] { cuda::rms_norm(ctx, x, weight, eps, y); });
 }
 
 }  // namespace blockscope::ops

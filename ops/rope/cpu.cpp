@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/common/backends.h"
+#include "ops/rope/backends.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "ops/rope/rope_table.h"

@@ -18,16 +18,16 @@
 #include <tuple>
 #include <vector>
 
-#include "ops/common/backends.h"
+#include "ops/rope/backends.h"
 #include "ops/rope/rope_table.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/elementwise_map.cuh"
-#include "runtime/cuda/fast_divmod.h"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/elementwise_map.cuh"
+#include "ops/common/cuda/fast_divmod.h"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 // Element strides of a [B, H, S, D] view.
 struct Strides4 {
@@ -83,7 +83,7 @@ __global__ void rope_kernel(const T* __restrict__ x, Strides4 xs, T* __restrict_
   }
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
@@ -181,7 +181,7 @@ const float* device_table(Context& ctx, float theta, int64_t dim, int64_t first,
 }
 
 bool pack_aligned(const Tensor& t, int64_t pack) {
-  return cuda_detail::aligned16(t.data()) && t.stride(3) == 1 && t.stride(0) % pack == 0 && t.stride(1) % pack == 0 &&
+  return cuda::aligned16(t.data()) && t.stride(3) == 1 && t.stride(0) % pack == 0 && t.stride(1) % pack == 0 &&
          t.stride(2) % pack == 0;
 }
 
@@ -198,10 +198,10 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   const int64_t pos0 = position_offset - base;
   BS_CHECK(rows < (int64_t{1} << 31) && heads < (int64_t{1} << 31) && (pos0 + seq) * dim < (int64_t{1} << 31),
            "rope: x ", x.str(), " is too large for the kernel's 32-bit index math");
-  const cuda_kernels::Strides4 xs{x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
-  const cuda_kernels::Strides4 ys{y.stride(0), y.stride(1), y.stride(2), y.stride(3)};
+  const kernels::Strides4 xs{x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
+  const kernels::Strides4 ys{y.stride(0), y.stride(1), y.stride(2), y.stride(3)};
   const int sms = cuda_backend(ctx).properties().multiProcessorCount;
-  cuda_detail::dispatch_dtype(x.dtype(), [&](auto zero) {
+  cuda::dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const int64_t pack = 16 / static_cast<int64_t>(sizeof(T));
     const bool vec = half % pack == 0 && pack_aligned(x, pack) && pack_aligned(y, pack);
@@ -213,16 +213,16 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
     const int64_t gx = std::min<int64_t>((rows + ty - 1) / ty, static_cast<int64_t>(sms) * 16);
     const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(tx, ty);
     const auto args = std::make_tuple(x.data_as<const T>(), xs, y.data_as<T>(), ys, table,
-                                      cuda_kernels::FastDivmod(static_cast<uint32_t>(seq)),
-                                      cuda_kernels::FastDivmod(static_cast<uint32_t>(heads)),
+                                      kernels::FastDivmod(static_cast<uint32_t>(seq)),
+                                      kernels::FastDivmod(static_cast<uint32_t>(heads)),
                                       static_cast<uint32_t>(rows), static_cast<uint32_t>(half),
                                       static_cast<uint32_t>(chunks), static_cast<uint32_t>(pos0));
     std::apply(
         [&](auto... a) {
           if (vec) {
-            cuda_detail::launch(ctx, "rope_kernel", cuda_kernels::rope_kernel<T, true>, grid, block, 0, a...);
+            cuda::launch(ctx, "rope_kernel", kernels::rope_kernel<T, true>, grid, block, 0, a...);
           } else {
-            cuda_detail::launch(ctx, "rope_kernel", cuda_kernels::rope_kernel<T, false>, grid, block, 0, a...);
+            cuda::launch(ctx, "rope_kernel", kernels::rope_kernel<T, false>, grid, block, 0, a...);
           }
         },
         args);

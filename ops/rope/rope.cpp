@@ -11,9 +11,9 @@
 // f32 and rounded once to the output dtype (HF rounds cos/sin to the dtype first; we do not).
 #include "ops/rope/rope.h"
 
-#include "ops/common/backends.h"
+#include "ops/rope/backends.h"
 #include "ops/common/flops.h"
-#include "profiler/scope.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -35,17 +35,9 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   BS_CHECK_INPUT(theta > 0.0f, "rope: theta must be > 0, got ", theta);
   BS_CHECK_INPUT(position_offset >= 0, "rope: position_offset must be >= 0, got ", position_offset);
   // Per element: two multiplies and one add (cos/sin tables not counted).
-  profiler::OpScope scope(ctx, "rope", "", profiler::Family::rope, {&x}, 3.0 * static_cast<double>(x.numel()),
-                          tensor_bytes({&x, &y}));
-  if (ctx.device().is_cpu()) {
-    cpu::rope(ctx, x, y, theta, position_offset);
-    return;
-  }
-#ifdef BLOCKSCOPE_WITH_CUDA
-  cuda::rope(ctx, x, y, theta, position_offset);
-#else
-  throw Error(ErrorKind::runtime, "rope: device " + ctx.device().str() + " is not built in");
-#endif
+  run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, 3.0 * static_cast<double>(x.numel()), tensor_bytes({&x, &y})},
+         [&] { cpu::rope(ctx, x, y, theta, position_offset); },
+         [&] { cuda::rope(ctx, x, y, theta, position_offset); });
 }
 
 }  // namespace blockscope::ops

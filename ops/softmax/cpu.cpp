@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/common/backends.h"
+#include "ops/softmax/backends.h"
 #include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "profiler/scope.h"

@@ -6,13 +6,13 @@
 // row (all -inf) gives zeros, not NaN.
 #include <type_traits>
 
-#include "ops/common/backends.h"
+#include "ops/softmax/backends.h"
 #include "runtime/cuda/cuda_backend.h"
-#include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/row_kernels.cuh"
-#include "runtime/cuda/vector_io.cuh"
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/cuda/row_kernels.cuh"
+#include "ops/common/cuda/vector_io.cuh"
 
-namespace blockscope::cuda_kernels {
+namespace blockscope::ops::cuda::kernels {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -121,22 +121,19 @@ __global__ void __launch_bounds__(MODE == 0 ? 256 : 1024) softmax_causal_scale_k
   softmax_dispatch<T, VEC, MODE>(x, y, rows, sk, sq, scale, causal);
 }
 
-}  // namespace blockscope::cuda_kernels
+}  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
 
-using cuda_detail::dispatch_dtype;
-using cuda_detail::launch;
-using cuda_detail::RowLaunch;
-using cuda_detail::pick_row_kernel;
-using cuda_detail::RowRegsLaunch;
+using cuda::RowLaunch;
+using cuda::RowRegsLaunch;
 
 namespace {
 
 int sm_count(Context& ctx) { return cuda_backend(ctx).properties().multiProcessorCount; }
 
 RowLaunch plan_rows(Context& ctx, const Tensor& x, const Tensor& y) {
-  return cuda_detail::plan_row_launch("softmax", x, y, sm_count(ctx));
+  return cuda::plan_row_launch("softmax", x, y, sm_count(ctx));
 }
 
 }  // namespace
@@ -147,7 +144,7 @@ void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "softmax_kernel", cuda_kernels::softmax_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, "softmax_kernel", kernels::softmax_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, plan.n);
     });
@@ -163,7 +160,7 @@ void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causa
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
       launch(ctx, "softmax_causal_scale_kernel",
-             cuda_kernels::softmax_causal_scale_kernel<T, decltype(vec)::value, decltype(mode)::value>, rl.blocks, rl.threads, 0, x.data_as<const T>(),
+             kernels::softmax_causal_scale_kernel<T, decltype(vec)::value, decltype(mode)::value>, rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, sq, plan.n, scale, causal);
     });
   });

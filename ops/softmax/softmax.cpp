@@ -1,8 +1,9 @@
 // Public softmax ops: profiler scope, validation once for every device, then dispatch.
 #include "ops/softmax/softmax.h"
 
-#include "ops/common/backends.h"
-#include "profiler/scope.h"
+#include "ops/softmax/backends.h"
+#include "ops/common/flops.h"
+#include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
 namespace blockscope::ops {
@@ -25,34 +26,24 @@ void check_pair(const Context& ctx, const char* op, const Tensor& x, const Tenso
   BS_CHECK_INPUT(x.shape() == y.shape(), op, ": x ", x.str(), " and y ", y.str(), " must have the same shape");
 }
 
-double traffic(const Tensor& x, const Tensor& y) {
-  return static_cast<double>((x.defined() ? x.nbytes() : 0) + (y.defined() ? y.nbytes() : 0));
-}
-
 }  // namespace
 
 void softmax(Context& ctx, const Tensor& x, Tensor& y) {
-  profiler::OpScope scope(ctx, "softmax", "", profiler::Family::softmax, {&x},
-                          kFlopsPerElement * static_cast<double>(x.defined() ? x.numel() : 0), traffic(x, y));
   check_pair(ctx, "softmax", x, y, 1, "[..., N] (at least 1-D)");
-  if (x.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::softmax(ctx, x, y);
-#endif
-  cpu::softmax(ctx, x, y);
+  run_op(ctx,
+         {"softmax", "", profiler::Family::softmax, {&x}, kFlopsPerElement * static_cast<double>(x.numel()),
+          tensor_bytes({&x, &y}), x.numel() == 0},
+         [&] { cpu::softmax(ctx, x, y); }, [&] { cuda::softmax(ctx, x, y); });
 }
 
 void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y) {
-  // One more multiply per element for the scale.
-  profiler::OpScope scope(ctx, "softmax_scale_causal", "", profiler::Family::softmax, {&x},
-                          (kFlopsPerElement + 1.0) * static_cast<double>(x.defined() ? x.numel() : 0),
-                          traffic(x, y));
   check_pair(ctx, "softmax_scale_causal", x, y, 2, "scores [..., Sq, Sk] (at least 2-D)");
-  if (x.numel() == 0) return;
-#ifdef BLOCKSCOPE_WITH_CUDA
-  if (ctx.device().is_cuda()) return cuda::softmax_scale_causal(ctx, x, scale, causal, y);
-#endif
-  cpu::softmax_scale_causal(ctx, x, scale, causal, y);
+  // One more multiply per element for the scale.
+  run_op(ctx,
+         {"softmax_scale_causal", "", profiler::Family::softmax, {&x},
+          (kFlopsPerElement + 1.0) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
+         [&] { cpu::softmax_scale_causal(ctx, x, scale, causal, y); },
+         [&] { cuda::softmax_scale_causal(ctx, x, scale, causal, y); });
 }
 
 }  // namespace blockscope::ops

@@ -1,4 +1,8 @@
-// The CPU backend: aligned host memory with statistics, and steady-clock timing marks.
+// The CPU backend: aligned host memory with statistics, steady-clock timing marks, and the
+// peaks the profiler's % of peak is measured against.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -6,15 +10,88 @@
 #include <vector>
 
 #include "runtime/context.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 
 namespace blockscope {
 namespace {
 
+// A positive number from an environment variable, 0 when unset; an InputError naming the
+// variable when it is set to something else.
+double env_figure(const char* variable) {
+  const char* text = std::getenv(variable);
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  BS_CHECK_INPUT(end != text && *end == '\0' && value > 0, "environment variable ", variable,
+                 " must be a positive number, got '", text, "'");
+  return value;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Best of a few runs of a 512^3 sgemm through the same GEMM the ops use (BLAS or built-in):
+// what the CPU reaches on a GEMM of this size, not its datasheet peak.
+double measure_cpu_tflops() {
+  const int64_t n = 512;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
+  cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * n * n * n / best / 1e12;
+}
+
+// Best of a few 64 MiB memcpy calls: bytes read plus bytes written per second.
+double measure_cpu_gbps() {
+  const size_t bytes = size_t{64} << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  std::memcpy(dst.data(), src.data(), bytes);  // warm-up: pages faulted in
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    std::memcpy(dst.data(), src.data(), bytes);
+    best = std::min(best, seconds_since(start));
+  }
+  return 2.0 * static_cast<double>(bytes) / best / 1e9;
+}
+
+BackendInfo cpu_info() {
+  // Measured once per process; the environment overrides either figure (and skips its probe).
+  static std::mutex mutex;
+  static bool measured = false;
+  static double measured_tflops = 0, measured_gbps = 0;
+  BackendInfo info;
+  info.description = "cpu (" + std::to_string(omp_get_max_threads()) + " threads, " + cpu::gemm_library() + " gemm)";
+  const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS");
+  const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS");
+  if (tflops_override <= 0 || gbps_override <= 0) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!measured) {
+      measured_tflops = measure_cpu_tflops();
+      measured_gbps = measure_cpu_gbps();
+      measured = true;
+    }
+  }
+  info.peak_tflops = tflops_override > 0 ? tflops_override : measured_tflops;
+  info.peak_gbps = gbps_override > 0 ? gbps_override : measured_gbps;
+  info.peak_source = "measured once per process: 512^3 sgemm and 64 MiB memcpy "
+                     "(BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override)";
+  return info;
+}
+
+
+
 class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu(); }
   std::string name() const override { return "cpu"; }
+  BackendInfo info(DType) override { return cpu_info(); }
 
   void* allocate(size_t bytes) override {
     // 64-byte alignment: cache lines, and any SIMD width.

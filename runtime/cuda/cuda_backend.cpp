@@ -28,7 +28,7 @@ bool cuda_available() { return cuda_device_count() > 0; }
 
 std::shared_ptr<Backend> make_cuda_backend(int index) { return std::make_shared<CudaBackend>(index); }
 
-CudaBackend::CudaBackend(int device_index) : index_(device_index), plan_cache_(cuda_gemm::make_plan_cache()) {
+CudaBackend::CudaBackend(int device_index) : index_(device_index) {
   BS_CUDA_CHECK(cudaSetDevice(index_));
   BS_CUDA_CHECK(cudaGetDeviceProperties(&properties_, index_));
   BS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -46,7 +46,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(index_);
   if (stream_) cudaStreamSynchronize(stream_);
   for (cudaEvent_t event : events_) cudaEventDestroy(event);
-  plan_cache_.reset();  // cuBLASLt descriptors go before the handle
+  destroy_attachments();  // the cuBLASLt plan cache's descriptors go before the handle
   for (int i = 0; i < 2; ++i) {
     if (staging_done_[i]) cudaEventDestroy(staging_done_[i]);
     if (staging_[i]) cudaFreeHost(staging_[i]);
@@ -54,6 +54,62 @@ CudaBackend::~CudaBackend() {
   if (workspace_) cudaFree(workspace_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+namespace {
+
+// Dense FLOPs per SM per clock, from NVIDIA's architecture whitepapers (A100: 312 TFLOP/s
+// bf16 = 108 SMs x 1.41 GHz x 2048; H100 SXM: 989 TFLOP/s = 132 SMs x 1.83 GHz x 4096; L40S /
+// Ada: 1024; GA10x: 512 with f32 accumulation; B200: 8192). f32 runs on the FP32 cores
+// (no TF32): 2 FLOPs per FMA x FP32 lanes per SM (64 on sm_80, 128 on sm_86+ and sm_90).
+// 0 = not in the table (the % of peak column then shows "-").
+double flops_per_sm_per_clock(int major, int minor, DType dtype) {
+  const bool half = dtype != DType::f32;
+  const int cc = major * 10 + minor;
+  switch (cc) {
+    case 80: return half ? 2048 : 128;
+    case 86: return half ? 512 : 256;
+    case 87: return half ? 1024 : 256;
+    case 89: return half ? 1024 : 256;
+    case 90: return half ? 4096 : 256;
+    case 100: return half ? 8192 : 256;
+    default: return 0;
+  }
+}
+
+// A device attribute, 0 when it cannot be read: a failure only hides the peak, and is cleared
+// (cudaGetLastError) so the next kernel's launch check does not report it as its own.
+int attribute_or_zero(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+  if (cudaDeviceGetAttribute(&value, attribute, device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return value;
+}
+
+}  // namespace
+
+BackendInfo CudaBackend::info(DType dtype) {
+  BackendInfo info;
+  info.description = properties_.name;
+  info.simulated = cuda_simulated();
+  if (info.simulated) {
+    info.peak_source = "none: simulated GPU";
+    return info;
+  }
+  make_current();
+  // Clock rates come from device attributes (cudaDeviceProp's clock fields are gone in
+  // CUDA 13). Both are in kHz.
+  const int clock_khz = attribute_or_zero(cudaDevAttrClockRate, index_);
+  const int memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, index_);
+  info.peak_tflops = properties_.multiProcessorCount * (clock_khz * 1e3) *
+                     flops_per_sm_per_clock(properties_.major, properties_.minor, dtype) / 1e12;
+  // Bus width (bits) / 8 x memory clock x 2 (double data rate): H100 SXM 5120 bits x
+  // 2.619 GHz x 2 = 3.35 TB/s, the datasheet figure.
+  info.peak_gbps = properties_.memoryBusWidth / 8.0 * (memory_clock_khz * 1e3) * 2.0 / 1e9;
+  info.peak_source = "nominal: SMs x clock x dense FLOPs per SM per clock; bus width x memory clock x 2";
+  return info;
 }
 
 std::string CudaBackend::name() const { return std::string("cuda:") + std::to_string(index_) + " (" + properties_.name + ")"; }

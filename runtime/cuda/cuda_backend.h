@@ -1,7 +1,8 @@
 // The CUDA backend: one device, one non-blocking stream, a stream-ordered memory pool with
 // statistics, a cuBLASLt handle, workspace and descriptor cache, pooled events for timing
 // marks, and a pinned staging buffer for large host<->device transfers.
-// Ops reach it with cuda_backend(ctx).
+// Ops reach it with cuda_backend(ctx); the cuBLASLt plan cache and GEMM settings are an
+// attachment of ops/common/cuda/cublaslt_gemm.h.
 #pragma once
 
 #include <cublasLt.h>
@@ -13,7 +14,6 @@
 
 #include "runtime/backend.h"
 #include "runtime/context.h"
-#include "runtime/cuda/cublaslt_gemm.h"
 
 namespace blockscope {
 
@@ -24,6 +24,9 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::cuda(index_); }
   std::string name() const override;
+  // Name, and peaks from the device's attributes and NVIDIA's per-SM throughput table; on the
+  // simulated GPU no peaks (simulated times say nothing about the modelled GPU's speed).
+  BackendInfo info(DType dtype) override;
 
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr, size_t bytes) override;
@@ -51,11 +54,6 @@ class CudaBackend final : public Backend {
   // True while a CUDA graph capture is open on the stream (no synchronising calls allowed).
   bool capturing() const;
 
-  // cuBLASLt settings (TF32, autotune) and the descriptor/algorithm cache
-  // (runtime/cuda/cublaslt_gemm.h).
-  cuda_gemm::GemmSettings& gemm_settings() { return gemm_settings_; }
-  cuda_gemm::PlanCache& plan_cache() { return *plan_cache_; }
-
  private:
   int index_;
   cudaDeviceProp properties_{};
@@ -67,8 +65,6 @@ class CudaBackend final : public Backend {
   MemoryStats stats_;
   std::vector<cudaEvent_t> events_;  // pool, reused every step
   size_t next_event_ = 0;
-  cuda_gemm::GemmSettings gemm_settings_;
-  std::unique_ptr<cuda_gemm::PlanCache, cuda_gemm::PlanCacheDeleter> plan_cache_;
 
   // Pinned staging for transfers of at least kStagingThreshold bytes: pageable memory is
   // copied through two pinned chunks so the memcpy on the host overlaps the DMA.

@@ -7,8 +7,8 @@
 // poisoned between blocks (it keeps the previous block's values; zero before the first).
 //
 // Not supported (a compile error, or different behaviour, where noted):
-//   extern __shared__ arrays: use sim::dynamic_shared_memory() (runtime/cuda/vector_io.cuh does)
-//   kernel<<<...>>>: use sim::launch_kernel (runtime/cuda/launch.cuh does)
+//   extern __shared__ arrays: use sim::dynamic_shared_memory() (ops/common/cuda/vector_io.cuh does)
+//   kernel<<<...>>>: use sim::launch_kernel (ops/common/cuda/launch.cuh does)
 //   __noinline__: left undefined (a macro would break libstdc++'s __attribute__((__noinline__)))
 //   assert() in a kernel aborts the process (on a GPU: cudaErrorAssert)
 //   clock() is the C library's (process CPU time); clock64() is steady-clock nanoseconds

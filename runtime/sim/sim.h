@@ -60,7 +60,7 @@ void enqueue(cudaStream_t stream, const char* name, std::function<void()> op);
 // enqueues run_grid(launch, body) and records the launch (for the profiler's kernel names).
 void launch(const GridLaunch& launch, cudaStream_t stream, std::function<void()> body);
 
-// The same through a kernel pointer and its arguments (what runtime/cuda/launch.cuh calls in
+// The same through a kernel pointer and its arguments (what ops/common/cuda/launch.cuh calls in
 // place of kernel<<<grid, block, smem, stream>>>(args...)). Arguments are copied at launch, as
 // the real runtime copies them into the parameter buffer.
 template <typename... Params, typename... Args>

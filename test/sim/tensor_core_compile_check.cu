@@ -15,7 +15,7 @@
 
 #include "ops/common/cuda/tensor_core.cuh"
 
-namespace tc = blockscope::tensor_core;
+namespace tc = blockscope::ops::cuda::tensor_core;
 
 // One warp: a 16x16 (row-major, bf16 or f16) times 16x16 (row-major K x N, so B is loaded with
 // ldmatrix .trans) tile product through cp.async → ldmatrix → two mma.m16n8k16 → global store.

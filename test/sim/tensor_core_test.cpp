@@ -26,8 +26,8 @@
 
 namespace {
 
-namespace model = blockscope::tensor_core_model;
-namespace tc = blockscope::tensor_core;
+namespace model = blockscope::ops::cuda::tensor_core_model;
+namespace tc = blockscope::ops::cuda::tensor_core;
 
 // ---- The test's own reading of the PTX ISA fragment tables ----------------------------------
 // "groupID = %laneid >> 2, threadID_in_group = %laneid % 4"

@@ -43,7 +43,7 @@
 #error "ops/common/cuda/tensor_core.cuh needs sm_80 or newer (mma.m16n8k16 .bf16, cp.async)"
 #endif
 
-namespace blockscope::tensor_core {
+namespace blockscope::ops::cuda::tensor_core {
 
 // 32-bit .shared address of a generic pointer into shared memory (what ldmatrix / cp.async take).
 __device__ __forceinline__ uint32_t shared_address(const void* smem_ptr) {
@@ -149,7 +149,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // Commits the open group and waits for all of this thread's cp.async.
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-}  // namespace blockscope::tensor_core
+}  // namespace blockscope::ops::cuda::tensor_core
 
 #else  // BLOCKSCOPE_CUDA_SIM
 // =============================================================================================
@@ -166,10 +166,10 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 #include "ops/common/cuda/tensor_core_model.h"
 #include "runtime/sim/device.h"
 
-namespace blockscope::tensor_core {
+namespace blockscope::ops::cuda::tensor_core {
 
 namespace sim_detail {
-namespace model = blockscope::tensor_core_model;
+namespace model = blockscope::ops::cuda::tensor_core_model;
 
 inline bool in_dynamic_shared(const void* p) {
   const auto* base = static_cast<const unsigned char*>(sim::dynamic_shared_memory());
@@ -412,6 +412,6 @@ inline void cp_async_wait() {
 }
 inline void cp_async_wait_all() { sim_detail::wait_all(); }
 
-}  // namespace blockscope::tensor_core
+}  // namespace blockscope::ops::cuda::tensor_core
 
 #endif  // BLOCKSCOPE_CUDA_SIM

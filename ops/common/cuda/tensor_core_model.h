@@ -20,7 +20,7 @@
 #include <cstring>
 #include <limits>
 
-namespace blockscope::tensor_core_model {
+namespace blockscope::ops::cuda::tensor_core_model {
 
 constexpr int kWarpSize = 32;
 
@@ -193,4 +193,4 @@ inline void ldmatrix_m8n8_b16(const void* const rows[kWarpSize], int num, bool t
   }
 }
 
-}  // namespace blockscope::tensor_core_model
+}  // namespace blockscope::ops::cuda::tensor_core_model

@@ -1,0 +1,214 @@
+#include "model/block.h"
+
+#include <cmath>
+
+#include "ops/activation/activation.h"
+#include "ops/attention/attention.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/linear/linear.h"
+#include "ops/norm/norm.h"
+#include "ops/rope/rope.h"
+#include "profiler/scope.h"
+#include "runtime/error.h"
+
+namespace blockscope {
+
+Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t layer,
+             int64_t batch, int64_t seq_len)
+    : model_(model), layer_(layer), batch_(batch), seq_(seq_len) {
+  const std::string p = layer_prefix(model.family, layer);
+  const int64_t T = batch * seq_len, d = model.d_model, H = model.n_heads, Hkv = model.n_kv_heads,
+                D = model.head_dim;
+  if (model.family == ModelFamily::gpt2) {
+    norm1_w_ = weights.at(p + "ln_1.weight");
+    norm1_b_ = weights.at(p + "ln_1.bias");
+    qkv_w_ = weights.at(p + "attn.c_attn.weight");
+    qkv_b_ = weights.at(p + "attn.c_attn.bias");
+    o_w_ = weights.at(p + "attn.c_proj.weight");
+    o_b_ = weights.at(p + "attn.c_proj.bias");
+    norm2_w_ = weights.at(p + "ln_2.weight");
+    norm2_b_ = weights.at(p + "ln_2.bias");
+    mlp_.gated = false;
+    mlp_.activation = ops::Activation::gelu_tanh;
+    mlp_.layout = ops::WeightLayout::in_out;  // Conv1D
+    mlp_.fc_weight = weights.at(p + "mlp.c_fc.weight");
+    mlp_.fc_bias = weights.at(p + "mlp.c_fc.bias");
+    mlp_.proj_weight = weights.at(p + "mlp.c_proj.weight");
+    mlp_.proj_bias = weights.at(p + "mlp.c_proj.bias");
+    qkv_ = ctx.empty({T, 3 * d}, dtype);
+  } else {
+    norm1_w_ = weights.at(p + "input_layernorm.weight");
+    norm1_b_ = weights.get(p + "input_layernorm.bias");
+    q_w_ = weights.at(p + "self_attn.q_proj.weight");
+    k_w_ = weights.at(p + "self_attn.k_proj.weight");
+    v_w_ = weights.at(p + "self_attn.v_proj.weight");
+    o_w_ = weights.at(p + "self_attn.o_proj.weight");
+    q_b_ = weights.get(p + "self_attn.q_proj.bias");
+    k_b_ = weights.get(p + "self_attn.k_proj.bias");
+    v_b_ = weights.get(p + "self_attn.v_proj.bias");
+    o_b_ = weights.get(p + "self_attn.o_proj.bias");
+    norm2_w_ = weights.at(p + "post_attention_layernorm.weight");
+    norm2_b_ = weights.get(p + "post_attention_layernorm.bias");
+    mlp_.gated = model.gated;
+    mlp_.activation = model.activation;
+    mlp_.layout = ops::WeightLayout::out_in;
+    if (model.gated) {
+      mlp_.gate_weight = weights.at(p + "mlp.gate_proj.weight");
+      mlp_.up_weight = weights.at(p + "mlp.up_proj.weight");
+      mlp_.down_weight = weights.at(p + "mlp.down_proj.weight");
+    } else {
+      mlp_.fc_weight = weights.at(p + "mlp.up_proj.weight");
+      mlp_.fc_bias = weights.get(p + "mlp.up_proj.bias");
+      mlp_.proj_weight = weights.at(p + "mlp.down_proj.weight");
+      mlp_.proj_bias = weights.get(p + "mlp.down_proj.bias");
+    }
+    q_lin_ = ctx.empty({T, H * D}, dtype);
+    k_lin_ = ctx.empty({T, Hkv * D}, dtype);
+    v_lin_ = ctx.empty({T, Hkv * D}, dtype);
+  }
+  normed_ = ctx.empty({T, d}, dtype);
+  q_ = ctx.empty({batch, H, seq_len, D}, dtype);
+  k_ = ctx.empty({batch, Hkv, seq_len, D}, dtype);
+  v_ = ctx.empty({batch, Hkv, seq_len, D}, dtype);
+  attn_out_ = ctx.empty({batch, H, seq_len, D}, dtype);
+  merged_ = ctx.empty({batch, seq_len, H, D}, dtype);
+  proj_ = ctx.empty({T, d}, dtype);
+  residual_ = ctx.empty({T, d}, dtype);
+  mlp_out_ = ctx.empty({T, d}, dtype);
+}
+
+std::array<Tensor*, 13> Block::activation_buffers() {
+  return {&normed_, &qkv_, &q_lin_, &k_lin_, &v_lin_, &q_, &k_, &v_, &attn_out_, &merged_, &proj_, &residual_, &mlp_out_};
+}
+
+void Block::share_buffers_from(const Block& other) {
+  const auto source = const_cast<Block&>(other).activation_buffers();  // read only
+  const auto target = activation_buffers();
+  for (size_t i = 0; i < target.size(); ++i) *target[i] = *source[i];
+}
+
+size_t Block::buffer_bytes() const {
+  size_t total = 0;
+  for (const Tensor* t : const_cast<Block*>(this)->activation_buffers())  // read only
+    if (t->defined()) total += t->nbytes();
+  return total;
+}
+
+void Block::prepare(Context& ctx, const PathConfig& paths) {
+  if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) ops::pack_gate_up(ctx, mlp_);
+}
+
+void Block::norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const {
+  const float eps = static_cast<float>(model_.norm_eps);
+  if (model_.norm == NormKind::layernorm) {
+    ops::layer_norm(ctx, x, weight, bias, eps, y);
+  } else {
+    ops::rms_norm(ctx, x, weight, eps, y);
+  }
+}
+
+void Block::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths) {
+  const int64_t T = batch_ * seq_, d = model_.d_model;
+  BS_CHECK(x.shape() == Shape({batch_, seq_, d}), "block input ", x.str(), " expected [", batch_, ", ", seq_, ", ", d, "]");
+  BS_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype(), "block output ", y.str(), " vs input ", x.str());
+  BS_CHECK(y.storage() != x.storage(), "block output must not alias its input");
+  if (mlp_.gated && paths.mlp == ops::MlpPath::fused) {
+    BS_CHECK(mlp_.gate_up_weight.defined(), "fused MLP path without prepare(): gate|up weights not packed");
+  }
+  profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
+  const Tensor x2d = x.reshape({T, d});
+  {
+    profiler::RegionScope part(ctx, "attn");
+    attention_part(ctx, x2d, paths);
+  }
+  {
+    profiler::RegionScope part(ctx, "mlp");
+    Tensor y2d = y.reshape({T, d});
+    mlp_part(ctx, y2d, paths);
+  }
+}
+
+void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths) {
+  const int64_t B = batch_, S = seq_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
+  norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
+  if (model_.family == ModelFamily::gpt2) {
+    // One fused projection [T, 3d]; its columns are q | k | v, each split into H heads of D.
+    ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
+    const Tensor split = qkv_.reshape({B, S, 3, H, D});
+    Tensor* targets[3] = {&q_, &k_, &v_};
+    for (int64_t i = 0; i < 3; ++i) {
+      // [B, S, H, D] strided view -> [B, H, S, D] contiguous.
+      ops::copy(ctx, split.select(2, i).permute({0, 2, 1, 3}), *targets[i]);
+    }
+  } else {
+    ops::linear(ctx, normed_, q_w_, q_b_, q_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, k_w_, k_b_, k_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, v_w_, v_b_, v_lin_, paths.linear, ops::WeightLayout::out_in);
+    // [T, heads·D] viewed as [B, S, heads, D], permuted to [B, heads, S, D] (strided).
+    const Tensor q_view = q_lin_.reshape({B, S, H, D}).permute({0, 2, 1, 3});
+    const Tensor k_view = k_lin_.reshape({B, S, Hkv, D}).permute({0, 2, 1, 3});
+    const Tensor v_view = v_lin_.reshape({B, S, Hkv, D}).permute({0, 2, 1, 3});
+    if (model_.rope) {
+      // RoPE reads the strided view and writes the contiguous head layout: no extra copy.
+      const float theta = static_cast<float>(model_.rope_theta);
+      ops::rope(ctx, q_view, q_, theta, 0);
+      ops::rope(ctx, k_view, k_, theta, 0);
+    } else {
+      ops::copy(ctx, q_view, q_);
+      ops::copy(ctx, k_view, k_);
+    }
+    ops::copy(ctx, v_view, v_);
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  ops::attention(ctx, q_, k_, v_, attn_out_, paths.attention, model_.causal, scale);
+  // Heads side by side again: [B, H, S, D] -> [B, S, H, D] contiguous = [T, H·D].
+  ops::copy(ctx, attn_out_.permute({0, 2, 1, 3}), merged_);
+  const Tensor merged2d = merged_.reshape({B * S, H * D});
+  const ops::WeightLayout layout =
+      model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
+  ops::linear(ctx, merged2d, o_w_, o_b_, proj_, paths.linear, layout);
+  ops::add(ctx, x2d, proj_, residual_);
+}
+
+void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
+  norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
+  ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
+  ops::add(ctx, residual_, mlp_out_, y2d);
+}
+
+BlockStack::BlockStack(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t n_layers,
+                       int64_t batch, int64_t seq_len) {
+  BS_CHECK(n_layers >= 1, "a stack needs at least one layer");
+  blocks_.reserve(static_cast<size_t>(n_layers));
+  for (int64_t i = 0; i < n_layers; ++i) {
+    blocks_.emplace_back(ctx, model, dtype, weights, i, batch, seq_len);
+    // Layers run one after another: one set of activation buffers serves them all.
+    if (i > 0) blocks_.back().share_buffers_from(blocks_.front());
+  }
+  if (n_layers > 1) {
+    ping_ = ctx.empty({batch, seq_len, model.d_model}, dtype);
+    if (n_layers > 2) pong_ = ctx.empty({batch, seq_len, model.d_model}, dtype);
+  }
+}
+
+void BlockStack::prepare(Context& ctx, const PathConfig& paths) {
+  for (Block& block : blocks_) block.prepare(ctx, paths);
+}
+
+void BlockStack::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths) {
+  const Tensor* in = &x;
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    Tensor& out = i + 1 == blocks_.size() ? y : (i % 2 == 0 ? ping_ : pong_);
+    blocks_[i].forward(ctx, *in, out, paths);
+    in = &out;
+  }
+}
+
+size_t BlockStack::buffer_bytes() const {
+  size_t total = blocks_.front().buffer_bytes();
+  if (ping_.defined()) total += ping_.nbytes();
+  if (pong_.defined()) total += pong_.nbytes();
+  return total;
+}
+
+}  // namespace blockscope

@@ -1,0 +1,86 @@
+// A transformer block (and a stack of them) built only from the public ops (ops/*/*.h).
+//
+//   gpt2    x + c_proj(attn(split(c_attn(ln_1(x)))));  then + c_proj(gelu_tanh(c_fc(ln_2(.))))
+//   llama   x + o_proj(attn(rope(q_proj(rms(x))), rope(k_proj(.)), v_proj(.)));  then + SwiGLU MLP
+//   custom  any mix: norm, activation, gated MLP, biases, GQA, RoPE, causal
+//
+// Profiler regions: each layer is a RegionScope "block.N" with "attn" (norm, projections,
+// attention, residual) and "mlp" (norm, MLP, residual) inside, so ops read
+// block.0/attn/softmax in the tables and in Nsight.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "ops/mlp/mlp.h"
+#include "model/config.h"
+#include "runtime/context.h"
+#include "model/weights.h"
+
+namespace blockscope {
+
+class Block {
+ public:
+  // Binds the weights of layer `layer` (names from block_weight_specs) and allocates every
+  // activation buffer for inputs [batch, seq_len, d_model] once, so forward() allocates
+  // nothing of its own.
+  Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t layer, int64_t batch,
+        int64_t seq_len);
+
+  // Packs the concatenated gate|up weight once when a fused MLP path will run.
+  void prepare(Context& ctx, const PathConfig& paths);
+
+  // x: [B, S, d_model] contiguous -> y: [B, S, d_model] contiguous (y must not alias x).
+  // Launches work only: no host synchronisation.
+  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths);
+
+  // Bytes of the activation buffers this block holds.
+  size_t buffer_bytes() const;
+
+  // Uses `other`'s activation buffers instead of its own (same model and sizes): the layers
+  // of a stack run one after another, so they can share them.
+  void share_buffers_from(const Block& other);
+
+ private:
+  void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths);
+  void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
+  void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
+  // Every activation buffer below, in one list (sizes and sharing both walk it).
+  std::array<Tensor*, 13> activation_buffers();
+
+  ModelConfig model_;
+  int64_t layer_, batch_, seq_;
+  // Weights (bound from the WeightSet; shared storage, no copy).
+  Tensor norm1_w_, norm1_b_, norm2_w_, norm2_b_;
+  Tensor qkv_w_, qkv_b_;                  // gpt2: fused c_attn [d, 3d] (in, out)
+  Tensor q_w_, k_w_, v_w_, o_w_;          // llama/custom: [out, in]; gpt2: o_w_ = c_proj [d, d] (in, out)
+  Tensor q_b_, k_b_, v_b_, o_b_;
+  ops::MlpWeights mlp_;
+  // Activations. T = batch · seq tokens.
+  Tensor normed_;                          // [T, d]
+  Tensor qkv_;                             // gpt2: [T, 3d]
+  Tensor q_lin_, k_lin_, v_lin_;           // llama/custom: [T, H·D], [T, Hkv·D], [T, Hkv·D]
+  Tensor q_, k_, v_;                       // [B, H, S, D], [B, Hkv, S, D] contiguous
+  Tensor attn_out_;                        // [B, H, S, D]
+  Tensor merged_;                          // [B, S, H·D]: heads back side by side
+  Tensor proj_;                            // [T, d]
+  Tensor residual_;                        // [T, d]: x + attention
+  Tensor mlp_out_;                         // [T, d]
+};
+
+// n_layers blocks in sequence (a "stack" workload); layer i's weights are named with index i.
+class BlockStack {
+ public:
+  BlockStack(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t n_layers,
+             int64_t batch, int64_t seq_len);
+  void prepare(Context& ctx, const PathConfig& paths);
+  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths);
+  size_t buffer_bytes() const;
+
+ private:
+  std::vector<Block> blocks_;
+  Tensor ping_, pong_;  // [B, S, d] between layers
+};
+
+}  // namespace blockscope

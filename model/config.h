@@ -1,0 +1,150 @@
+// Workload configs: strict YAML (yaml-cpp) read into a typed WorkloadConfig.
+//
+// Every problem is an Error(invalid_input) whose message starts with where it is and which key:
+//   configs/x.yaml:7:3: model.n_kv_heads: 5 does not divide n_heads = 12
+//   --set model.d_model=7: model.d_model: ...
+// Unknown keys get a "did you mean" (edit distance). `--set key.sub=value` overrides are
+// applied to the YAML tree before validation, so they are checked exactly like the file.
+//
+// Key names follow DESIGN.md's sketch. Where Hugging Face uses another name we keep ours in
+// the YAML (d_model, not hidden_size) and say so in the error when a user writes the HF name;
+// HF names are read only from a Hugging Face config.json given as `weights.config`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ops/common/paths.h"
+#include "runtime/device.h"
+#include "runtime/dtype.h"
+
+namespace blockscope {
+
+enum class WorkloadKind { block, stack, matmul_add, linear, mlp, attention, softmax };
+enum class ModelFamily { gpt2, llama, custom };
+enum class NormKind { layernorm, rmsnorm };
+enum class WeightInit {
+  random,     // Hugging Face-like: weights N(0, 0.02), norm weights 1, biases 0
+  perturbed,  // as random, but norm weights 1 + N(0, 0.1) and biases N(0, 0.02): every
+              // parameter then matters, so an outside check (torch_reference.py) sees misuse
+  file,       // a safetensors file with Hugging Face names
+};
+
+const char* workload_kind_name(WorkloadKind kind);
+// The ops whose paths a workload uses, in PathOp order (block: all three; softmax: none).
+std::vector<ops::PathOp> path_ops_for(WorkloadKind kind);
+const char* family_name(ModelFamily family);
+const char* norm_name(NormKind norm);
+const char* weight_init_name(WeightInit init);
+bool is_block_workload(WorkloadKind kind);  // block or stack
+
+struct ModelConfig {
+  ModelFamily family = ModelFamily::custom;
+  int64_t d_model = 0;     // Hugging Face: hidden_size (GPT-2: n_embd)
+  int64_t n_heads = 0;     // num_attention_heads (n_head)
+  int64_t n_kv_heads = 0;  // num_key_value_heads; fewer than n_heads = GQA
+  int64_t head_dim = 0;    // default d_model / n_heads
+  int64_t d_ff = 0;        // intermediate_size (n_inner; GPT-2 default 4 * d_model)
+  int64_t n_layers = 1;    // num_hidden_layers (n_layer): blocks in a stack
+  double norm_eps = 1e-5;  // layer_norm_epsilon / rms_norm_eps
+  double rope_theta = 10000.0;
+  // Fixed by gpt2 and llama; explicit for custom.
+  NormKind norm = NormKind::layernorm;
+  ops::Activation activation = ops::Activation::gelu_tanh;
+  bool gated = false;  // gated MLP: down(act(gate(x)) * up(x))
+  bool bias = true;    // biases on the linear layers (and LayerNorm)
+  bool rope = false;
+  bool causal = true;
+};
+
+struct InputConfig {
+  int64_t batch = 0;
+  int64_t seq_len = 0;
+  // Optional safetensors file whose tensor "input" replaces the seeded input (block, stack,
+  // mlp); a --dump file works, so a dumped run can be replayed exactly.
+  std::string file;
+};
+
+// matmul_add: a [m, k] · b [k, n] + c [n]; linear: x [m, k] · W[n, k]ᵀ + b; softmax: x [m, n].
+struct ShapeConfig {
+  int64_t m = 0, n = 0, k = 0;
+};
+
+struct WeightsConfig {
+  WeightInit init = WeightInit::random;
+  std::string file;    // safetensors with Hugging Face names (init: file)
+  int64_t layer = 0;   // first layer taken from the file
+  std::string config;  // a Hugging Face config.json that supplies model dims
+};
+
+struct PathConfig {
+  ops::AttentionPath attention = ops::AttentionPath::flash;
+  ops::LinearPath linear = ops::LinearPath::epilogue;
+  ops::MlpPath mlp = ops::MlpPath::epilogue;  // default: epilogue for plain MLPs, fused for gated
+
+  // The path chosen for `op`, by its config name ("flash").
+  const char* name(ops::PathOp op) const;
+  // Sets op's path from its config name; false when it is not one of op's paths.
+  bool set(ops::PathOp op, const std::string& name);
+};
+// "attention=flash,linear=epilogue,mlp=fused".
+std::string paths_str(const PathConfig& paths);
+// Only the paths `kind` uses: "mlp=fused" for an MLP; the workload's name when it has no
+// paths ("softmax").
+std::string paths_str(const PathConfig& paths, WorkloadKind kind);
+
+struct RunConfig {
+  int warmup = 3;
+  int iters = 10;
+  bool cuda_graph = false;
+  bool allow_tf32 = false;
+};
+
+struct ProfileConfig {
+  int wait = 1, warmup = 1, active = 3;
+  std::string sort_by = "self_device";  // a profiler::TableOptions key (torch's names accepted)
+  int row_limit = 20;
+  std::string trace;  // Chrome trace path, empty = none
+  bool memory = true;
+};
+
+// One entry of `compare:`: the base paths with some overridden.
+struct Variant {
+  std::string label;  // "attention=inplace"
+  PathConfig paths;
+};
+
+struct WorkloadConfig {
+  std::string name;
+  std::string source;  // file path, "<default>", or the label given to load_config_text
+  WorkloadKind kind = WorkloadKind::block;
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N (resolve_device)
+  DType dtype = DType::f32;
+  uint64_t seed = 0;
+  ModelConfig model;
+  InputConfig input;
+  ShapeConfig shape;
+  WeightsConfig weights;
+  PathConfig paths;
+  RunConfig run;
+  ProfileConfig profile;
+  std::vector<Variant> compare;
+};
+
+// Reads and validates a YAML file; `sets` are "key.sub=value" overrides (--set).
+WorkloadConfig load_config_file(const std::string& path, const std::vector<std::string>& sets = {});
+// The same from text; `source` names it in messages.
+WorkloadConfig load_config_text(const std::string& text, const std::string& source,
+                                const std::vector<std::string>& sets = {});
+// The default config compiled into the binary (configs/default.yaml at configure time).
+const char* default_config_yaml();
+WorkloadConfig load_default_config(const std::vector<std::string>& sets = {});
+
+// "auto" -> cuda:0 when a GPU is usable, else cpu. Throws InputError for a bad name.
+Device resolve_device(const std::string& text);
+
+// Levenshtein distance (for "did you mean").
+size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace blockscope

@@ -1,0 +1,444 @@
+#include "model/safetensors.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.h"
+
+namespace blockscope {
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+// Same cap as the reference implementation (safetensors' MAX_HEADER_SIZE): a header length
+// beyond it is a corrupt file, not a reason to allocate 100 MB.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr const char* kMetadataKey = "__metadata__";
+
+const char* safetensors_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+  }
+  return "?";
+}
+
+// The dtypes safetensors defines that blockscope cannot hold (reported as "unsupported"
+// rather than "unknown", so the user knows the file is fine but needs converting).
+bool is_other_safetensors_dtype(const std::string& name) {
+  static const std::set<std::string> others = {"BOOL", "U8",  "I8",  "I16", "U16",     "I32",     "U32",
+                                               "I64",  "U64", "F64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
+                                               "F4",   "F6_E2M3", "F6_E3M2", "C64"};
+  return others.count(name) > 0;
+}
+
+std::string json_type_name(const OrderedJson& value) {
+  if (value.is_number_unsigned()) return "non-negative integer";
+  if (value.is_number_integer()) return "negative integer";
+  if (value.is_number_float()) return "floating-point number";
+  return value.type_name();  // "object", "array", "string", "boolean", "null"
+}
+
+// Builds error messages that always start with the file ("<path>: ...").
+struct Reporter {
+  const std::string& path;
+
+  template <typename... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw InputError(detail::concat("safetensors file '", path, "': ", parts...));
+  }
+  template <typename... Parts>
+  [[noreturn]] void fail_tensor(const std::string& name, const Parts&... parts) const {
+    fail("tensor '", name, "': ", parts...);
+  }
+};
+
+// Parses the header text into an ordered JSON value, rejecting duplicate keys at any depth
+// (nlohmann would silently keep one of them) and anything after the top-level value.
+OrderedJson parse_header(const std::string& text, const Reporter& report) {
+  // One set of keys per open object; the parser callback sees object starts, keys and ends.
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  auto callback = [&](int /*depth*/, OrderedJson::parse_event_t event, OrderedJson& parsed) {
+    switch (event) {
+      case OrderedJson::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case OrderedJson::parse_event_t::object_end:
+        if (!open_objects.empty()) open_objects.pop_back();
+        break;
+      case OrderedJson::parse_event_t::key:
+        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
+          duplicate = parsed.get<std::string>();
+        }
+        break;
+      default: break;
+    }
+    return true;
+  };
+
+  // nlohmann stops at a NUL byte as if the input ended there, which would hide whatever
+  // follows; JSON allows no raw NUL anywhere, so refuse it up front.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    report.fail("header contains a NUL byte at byte ", nul, " (JSON allows none; padding must be spaces)");
+  }
+
+  OrderedJson header;
+  try {
+    header = OrderedJson::parse(text, callback, /*allow_exceptions=*/true);
+  } catch (const OrderedJson::parse_error& error) {
+    // Tell "a valid JSON value followed by garbage" apart from "not JSON at all": the
+    // non-strict SAX parse accepts the first and stops at the value's end.
+    struct AcceptAll : nlohmann::json_sax<OrderedJson> {
+      bool null() override { return true; }
+      bool boolean(bool) override { return true; }
+      bool number_integer(number_integer_t) override { return true; }
+      bool number_unsigned(number_unsigned_t) override { return true; }
+      bool number_float(number_float_t, const string_t&) override { return true; }
+      bool string(string_t&) override { return true; }
+      bool binary(binary_t&) override { return true; }
+      bool start_object(std::size_t) override { return true; }
+      bool key(string_t&) override { return true; }
+      bool end_object() override { return true; }
+      bool start_array(std::size_t) override { return true; }
+      bool end_array() override { return true; }
+      bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+    } accept_all;
+    const bool prefix_is_json = OrderedJson::sax_parse(text, &accept_all, OrderedJson::input_format_t::json, /*strict=*/false);
+    if (prefix_is_json) {
+      report.fail("header has bytes after its JSON object (byte ", error.byte, " of ", text.size(),
+                  "); only space padding may follow it");
+    }
+    report.fail("header is not valid JSON: ", error.what());
+  }
+  if (!duplicate.empty()) report.fail("header has the key '", duplicate, "' more than once");
+  return header;
+}
+
+// A JSON value that must be a non-negative integer fitting in int64.
+uint64_t as_size(const OrderedJson& value, const Reporter& report, const std::string& tensor, const char* what) {
+  if (!value.is_number_unsigned()) {
+    report.fail_tensor(tensor, what, " must be a non-negative integer, got ", json_type_name(value), " ", value.dump());
+  }
+  const uint64_t number = value.get<uint64_t>();
+  if (number > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    report.fail_tensor(tensor, what, " ", number, " is too large");
+  }
+  return number;
+}
+
+// Where one tensor's bytes lie in the data section (validated).
+struct TensorLocation {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uint64_t data_bytes, const Reporter& report) {
+  if (!info.is_object()) report.fail_tensor(name, "entry must be an object, got ", json_type_name(info));
+  for (const char* required : {"dtype", "shape", "data_offsets"}) {
+    if (!info.contains(required)) report.fail_tensor(name, "missing \"", required, "\"");
+  }
+  for (const auto& item : info.items()) {
+    if (item.key() != "dtype" && item.key() != "shape" && item.key() != "data_offsets") {
+      report.fail_tensor(name, "unexpected key \"", item.key(), "\" (expected exactly dtype, shape, data_offsets)");
+    }
+  }
+
+  TensorLocation location;
+  location.name = name;
+
+  const OrderedJson& dtype = info.at("dtype");
+  if (!dtype.is_string()) report.fail_tensor(name, "dtype must be a string, got ", json_type_name(dtype));
+  const std::string dtype_text = dtype.get<std::string>();
+  if (dtype_text == "F32") {
+    location.dtype = DType::f32;
+  } else if (dtype_text == "F16") {
+    location.dtype = DType::f16;
+  } else if (dtype_text == "BF16") {
+    location.dtype = DType::bf16;
+  } else if (is_other_safetensors_dtype(dtype_text)) {
+    report.fail_tensor(name, "unsupported dtype ", dtype_text, " (blockscope reads F32, F16 and BF16)");
+  } else {
+    report.fail_tensor(name, "unknown dtype \"", dtype_text, "\"");
+  }
+
+  const OrderedJson& shape = info.at("shape");
+  if (!shape.is_array()) report.fail_tensor(name, "shape must be an array, got ", json_type_name(shape));
+  // numel of the non-zero dimensions must fit in int64 (so shape arithmetic elsewhere cannot
+  // overflow even for shapes like [2^40, 2^40, 0]).
+  uint64_t nonzero_numel = 1;
+  bool has_zero_dim = false;
+  for (const auto& dim_json : shape) {
+    const uint64_t dim = as_size(dim_json, report, name, "shape dimension");
+    location.shape.push_back(static_cast<int64_t>(dim));
+    if (dim == 0) {
+      has_zero_dim = true;
+    } else if (__builtin_mul_overflow(nonzero_numel, dim, &nonzero_numel) ||
+               nonzero_numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      report.fail_tensor(name, "shape ", shape.dump(), " has too many elements");
+    }
+  }
+
+  const OrderedJson& offsets = info.at("data_offsets");
+  if (!offsets.is_array() || offsets.size() != 2) {
+    report.fail_tensor(name, "data_offsets must be an array [begin, end], got ", offsets.dump());
+  }
+  location.begin = as_size(offsets[0], report, name, "data_offsets begin");
+  location.end = as_size(offsets[1], report, name, "data_offsets end");
+  if (location.begin > location.end) {
+    report.fail_tensor(name, "data_offsets [", location.begin, ", ", location.end, "] end before they begin");
+  }
+  if (location.end > data_bytes) {
+    report.fail_tensor(name, "data_offsets [", location.begin, ", ", location.end, "] go past the data section (",
+                       data_bytes, " bytes)");
+  }
+
+  uint64_t expected_bytes = 0;
+  if (!has_zero_dim && __builtin_mul_overflow(nonzero_numel, dtype_size(location.dtype), &expected_bytes)) {
+    report.fail_tensor(name, "shape ", shape.dump(), " has too many elements");
+  }
+  if (expected_bytes != location.end - location.begin) {
+    report.fail_tensor(name, "shape ", shape_str(location.shape), " of ", dtype_text, " needs ", expected_bytes,
+                       " bytes, but data_offsets [", location.begin, ", ", location.end, "] hold ",
+                       location.end - location.begin);
+  }
+  return location;
+}
+
+std::map<std::string, std::string> parse_metadata(const OrderedJson& value, const Reporter& report) {
+  std::map<std::string, std::string> metadata;
+  if (value.is_null()) return metadata;  // the reference implementation accepts null
+  if (!value.is_object()) report.fail("\"__metadata__\" must be an object of strings, got ", json_type_name(value));
+  for (const auto& item : value.items()) {
+    if (!item.value().is_string()) {
+      report.fail("\"__metadata__\" key '", item.key(), "' must map to a string, got ", json_type_name(item.value()));
+    }
+    metadata[item.key()] = item.value().get<std::string>();
+  }
+  return metadata;
+}
+
+// Rejects two tensors whose byte ranges share a byte (empty ranges overlap nothing).
+void check_no_overlap(std::vector<TensorLocation> locations, const Reporter& report) {
+  locations.erase(std::remove_if(locations.begin(), locations.end(),
+                                 [](const TensorLocation& l) { return l.begin == l.end; }),
+                  locations.end());
+  std::sort(locations.begin(), locations.end(),
+            [](const TensorLocation& a, const TensorLocation& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < locations.size(); ++i) {
+    const TensorLocation& previous = locations[i - 1];
+    const TensorLocation& current = locations[i];
+    if (current.begin < previous.end) {
+      report.fail("tensors '", previous.name, "' [", previous.begin, ", ", previous.end, "] and '", current.name,
+                  "' [", current.begin, ", ", current.end, "] overlap in the data section");
+    }
+  }
+}
+
+uint64_t read_u64_le(const unsigned char* bytes) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+void write_u64_le(std::string& out, uint64_t value) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+// The elements of `t` in row-major order as raw bytes, bit for bit (no float round trip, so
+// NaN payloads and -0 survive). Non-CPU storage is copied to the host first.
+std::vector<uint8_t> contiguous_host_bytes(const Tensor& t) {
+  std::vector<uint8_t> out(t.nbytes());
+  if (out.empty()) return out;
+  const size_t element = dtype_size(t.dtype());
+  const bool on_host = t.device().is_cpu();
+  if (t.is_contiguous()) {
+    if (on_host) {
+      std::memcpy(out.data(), t.data(), out.size());
+    } else {
+      t.backend().copy_to_host(out.data(), t.data(), out.size());
+    }
+    return out;
+  }
+  // Strided: gather from the whole storage (a host copy of it when on a device).
+  std::vector<uint8_t> host_storage;
+  const uint8_t* base = static_cast<const uint8_t*>(t.storage()->data());
+  if (!on_host) {
+    host_storage.resize(t.storage()->bytes());
+    t.backend().copy_to_host(host_storage.data(), t.storage()->data(), host_storage.size());
+    base = host_storage.data();
+  }
+  const int64_t dims = t.dim();
+  std::vector<int64_t> index(dims, 0);
+  for (size_t n = 0; n < static_cast<size_t>(t.numel()); ++n) {
+    int64_t offset = t.offset();
+    for (int64_t d = 0; d < dims; ++d) offset += index[d] * t.stride(d);
+    std::memcpy(out.data() + n * element, base + offset * static_cast<int64_t>(element), element);
+    for (int64_t d = dims - 1; d >= 0; --d) {  // advance the row-major index
+      if (++index[d] < t.size(d)) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const auto& entry : tensors) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  const Reporter report{path};
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored)) report.fail("is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(detail::concat("cannot open safetensors file '", path, "': ", std::strerror(errno)));
+  in.seekg(0, std::ios::end);
+  const std::streamoff file_size_signed = in.tellg();
+  if (file_size_signed < 0) report.fail("cannot determine the file size");
+  const uint64_t file_size = static_cast<uint64_t>(file_size_signed);
+  in.seekg(0, std::ios::beg);
+
+  if (file_size < 8) report.fail("file is ", file_size, " bytes, too short for the 8-byte header length");
+  unsigned char length_bytes[8];
+  if (!in.read(reinterpret_cast<char*>(length_bytes), 8)) report.fail("cannot read the header length");
+  const uint64_t header_bytes = read_u64_le(length_bytes);
+  if (header_bytes > file_size - 8) {
+    report.fail("header length ", header_bytes, " goes past the end of the file (", file_size - 8,
+                " bytes after the length field)");
+  }
+  if (header_bytes > kMaxHeaderBytes) report.fail("header length ", header_bytes, " exceeds the ", kMaxHeaderBytes, "-byte limit");
+
+  std::string header_text(header_bytes, '\0');
+  if (!in.read(header_text.data(), static_cast<std::streamsize>(header_bytes))) report.fail("cannot read the header");
+  const OrderedJson header = parse_header(header_text, report);
+  if (!header.is_object()) report.fail("header must be a JSON object, got ", json_type_name(header));
+
+  const uint64_t data_start = 8 + header_bytes;
+  const uint64_t data_bytes = file_size - data_start;
+  SafetensorsFile file;
+  std::vector<TensorLocation> locations;
+  for (const auto& item : header.items()) {
+    if (item.key() == kMetadataKey) {
+      file.metadata = parse_metadata(item.value(), report);
+    } else {
+      locations.push_back(parse_entry(item.key(), item.value(), data_bytes, report));
+    }
+  }
+  check_no_overlap(locations, report);
+
+  // Only now, with every range known to lie inside the file, read the data.
+  file.tensors.reserve(locations.size());
+  for (const TensorLocation& location : locations) {
+    SafetensorsEntry entry;
+    entry.name = location.name;
+    entry.dtype = location.dtype;
+    entry.shape = location.shape;
+    entry.bytes.resize(location.end - location.begin);
+    if (!entry.bytes.empty()) {
+      in.seekg(static_cast<std::streamoff>(data_start + location.begin), std::ios::beg);
+      if (!in.read(reinterpret_cast<char*>(entry.bytes.data()), static_cast<std::streamsize>(entry.bytes.size()))) {
+        report.fail_tensor(location.name, "cannot read its ", entry.bytes.size(), " bytes");
+      }
+    }
+    file.tensors.push_back(std::move(entry));
+  }
+  return file;
+}
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  // Header: __metadata__ first, then the tensors in the given order with contiguous data
+  // (the key order the reference implementation writes).
+  OrderedJson header = OrderedJson::object();
+  if (!metadata.empty()) {
+    OrderedJson meta = OrderedJson::object();
+    for (const auto& [key, value] : metadata) meta[key] = value;
+    header[kMetadataKey] = std::move(meta);
+  }
+  std::set<std::string> names;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    BS_CHECK_INPUT(name != kMetadataKey, "cannot write '", path, "': a tensor may not be named \"__metadata__\"");
+    BS_CHECK_INPUT(names.insert(name).second, "cannot write '", path, "': tensor name '", name, "' appears twice");
+    BS_CHECK_INPUT(tensor.defined(), "cannot write '", path, "': tensor '", name, "' is undefined");
+    OrderedJson info = OrderedJson::object();
+    info["dtype"] = safetensors_dtype_name(tensor.dtype());
+    info["shape"] = tensor.shape();
+    info["data_offsets"] = {offset, offset + tensor.nbytes()};
+    offset += tensor.nbytes();
+    header[name] = std::move(info);
+  }
+  std::string header_text = header.dump();
+  // Pad with spaces so the data section starts 8-byte aligned (as the reference does).
+  header_text.append((8 - header_text.size() % 8) % 8, ' ');
+
+  std::string prefix;
+  write_u64_le(prefix, header_text.size());
+  prefix += header_text;
+
+  const std::string temp_path = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* out = std::fopen(temp_path.c_str(), "wb");
+  if (out == nullptr) {
+    throw InputError(detail::concat("cannot write safetensors file '", path, "': ", std::strerror(errno)));
+  }
+  // On any failure (a write error, a device copy error, bad_alloc): close and remove the
+  // temporary, then report; `path` itself is never touched.
+  auto write_failed = [&](const std::string& why) {
+    throw InputError(detail::concat("cannot write safetensors file '", path, "': ", why));
+  };
+  try {
+    if (std::fwrite(prefix.data(), 1, prefix.size(), out) != prefix.size()) write_failed(std::strerror(errno));
+    for (const auto& [name, tensor] : tensors) {
+      const std::vector<uint8_t> bytes = contiguous_host_bytes(tensor);
+      if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size()) {
+        write_failed(std::strerror(errno));
+      }
+    }
+    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) write_failed(std::strerror(errno));
+  } catch (...) {
+    std::fclose(out);
+    std::remove(temp_path.c_str());
+    throw;
+  }
+  if (std::fclose(out) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(temp_path.c_str());
+    write_failed(why);
+  }
+  if (std::rename(temp_path.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(temp_path.c_str());
+    write_failed(why);
+  }
+}
+
+Tensor tensor_from_entry(Context& ctx, const SafetensorsEntry& entry) {
+  for (int64_t dim : entry.shape) {
+    BS_CHECK_INPUT(dim >= 0, "safetensors entry '", entry.name, "' has a negative dimension in ", shape_str(entry.shape));
+  }
+  Tensor out = ctx.empty(entry.shape, entry.dtype);
+  BS_CHECK_INPUT(entry.bytes.size() == out.nbytes(), "safetensors entry '", entry.name, "' holds ", entry.bytes.size(),
+                 " bytes, but ", dtype_name(entry.dtype), shape_str(entry.shape), " needs ", out.nbytes());
+  if (!entry.bytes.empty()) ctx.backend().copy_to_device(out.data(), entry.bytes.data(), entry.bytes.size());
+  return out;
+}
+
+}  // namespace blockscope

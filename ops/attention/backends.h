@@ -1,0 +1,16 @@
+// The device implementations behind the public attention op: ops/attention/cpu.cpp and ops/attention/flash.cu,
+// called by run_op (ops/common/dispatch.h) after validation, with the same arguments. The
+// CUDA ones are declared in every build and defined only where CUDA is built in.
+#pragma once
+
+#include "ops/attention/attention.h"
+
+namespace blockscope::ops::cpu {
+void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
+                     float scale);
+}  // namespace blockscope::ops::cpu
+
+namespace blockscope::ops::cuda {
+void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
+                     float scale);
+}  // namespace blockscope::ops::cuda

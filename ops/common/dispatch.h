@@ -1,0 +1,82 @@
+// The prologue and dispatch every public op shares (docs/ADDING_AN_OP.md). A public op
+// (ops/<op>/<op>.cpp):
+//   1. validates its arguments (ops/common/checks.h and its own rules) — a refused call
+//      leaves no trace: no profiler event, no NVTX range;
+//   2. calls run_op with its record (name, path, family, inputs, FLOPs, bytes), which opens
+//      the profiler scope, runs ops::cpu::<op> or ops::cuda::<op> for the context's device
+//      ("not built in" when this build has no CUDA backend), closes the scope and, in debug
+//      mode (Context::sync_after_each_op), synchronises and names the op on a failure.
+// Composite ops (naive attention, the MLP: written once in terms of public ops) call
+// run_composite_op with one body for every device.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "profiler/scope.h"
+#include "runtime/context.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+inline constexpr bool kCudaBuilt = true;
+#else
+inline constexpr bool kCudaBuilt = false;
+#endif
+
+// What the profiler records for one op call. `inputs` are the tensors whose shapes the op
+// table shows (and which must belong to the context, profiler::OpScope).
+struct OpRecord {
+  const char* name;
+  const char* path;  // implementation path ("fused_softmax"), "" when the op has one
+  profiler::Family family;
+  std::initializer_list<const Tensor*> inputs;
+  double flops = 0;
+  double bytes = 0;
+  bool empty = false;  // nothing to compute (a zero-element tensor): recorded, nothing runs
+};
+
+// Debug mode: waits for the op's queued work and names the op when it failed.
+inline void finish_op(Context& ctx, const char* name) {
+  if (!ctx.sync_after_each_op()) return;
+  try {
+    ctx.synchronize();
+  } catch (const Error& error) {
+    throw Error(error.kind(), std::string("op '") + name + "' failed: " + error.what());
+  }
+}
+
+// on_cpu / on_cuda: callables running the device implementation. In a build without CUDA,
+// on_cuda is never called (the discarded branch below), so it may name ops::cuda functions
+// that are declared but not defined in that build.
+template <class OnCpu, class OnCuda>
+void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cuda) {
+  {
+    profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
+                            record.bytes);
+    if (record.empty) {
+      // recorded with no work
+    } else if (ctx.device().is_cpu()) {
+      on_cpu();
+    } else if constexpr (kCudaBuilt) {
+      on_cuda();
+    } else {
+      throw Error(ErrorKind::runtime, std::string(record.name) + ": device " + ctx.device().str() +
+                                          " is not built in (this build has no CUDA backend)");
+    }
+  }
+  finish_op(ctx, record.name);
+}
+
+template <class Body>
+void run_composite_op(Context& ctx, const OpRecord& record, Body&& body) {
+  {
+    profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
+                            record.bytes);
+    if (!record.empty) body();
+  }
+  finish_op(ctx, record.name);
+}
+
+}  // namespace blockscope::ops

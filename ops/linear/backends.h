@@ -1,0 +1,21 @@
+// The device implementations behind the public linear ops: ops/linear/cpu.cpp and ops/linear/cuda.cu,
+// called by run_op (ops/common/dispatch.h) after validation, with the same arguments. The
+// CUDA ones are declared in every build and defined only where CUDA is built in.
+#pragma once
+
+#include "ops/linear/batched_matmul.h"
+#include "ops/linear/linear.h"
+
+namespace blockscope::ops::cpu {
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
+            WeightLayout layout, LinearActivation act);
+void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
+                    int64_t b_group, const char* kernel_name);
+}  // namespace blockscope::ops::cpu
+
+namespace blockscope::ops::cuda {
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
+            WeightLayout layout, LinearActivation act);
+void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
+                    int64_t b_group, const char* kernel_name);
+}  // namespace blockscope::ops::cuda

@@ -1,0 +1,16 @@
+// The device implementations behind the public norm ops: ops/norm/cpu.cpp and ops/norm/cuda.cu,
+// called by run_op (ops/common/dispatch.h) after validation, with the same arguments. The
+// CUDA ones are declared in every build and defined only where CUDA is built in.
+#pragma once
+
+#include "ops/norm/norm.h"
+
+namespace blockscope::ops::cpu {
+void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y);
+void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y);
+}  // namespace blockscope::ops::cpu
+
+namespace blockscope::ops::cuda {
+void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y);
+void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y);
+}  // namespace blockscope::ops::cuda

@@ -1,0 +1,136 @@
+#include "reference/block_reference.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "reference/attention_reference.h"
+#include "reference/ops_reference.h"
+
+namespace blockscope::reference::blockref {
+
+namespace {
+
+const RefTensor& need(const Named& named, const std::string& name) {
+  auto it = named.find(name);
+  if (it == named.end()) throw std::runtime_error("block reference: tensor '" + name + "' missing");
+  return it->second;
+}
+RefTensor optional(const Named& named, const std::string& name) {
+  auto it = named.find(name);
+  return it == named.end() ? RefTensor() : it->second;
+}
+
+// [T, width] columns [col0, col0 + H·D) as [B, H, S, D].
+RefTensor split_heads(const RefTensor& x, int64_t B, int64_t S, int64_t H, int64_t D, int64_t col0) {
+  const int64_t width = x.shape[1];
+  RefTensor out({B, H, S, D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t e = 0; e < D; ++e)
+          out.data[((b * H + h) * S + s) * D + e] = x.data[(b * S + s) * width + col0 + h * D + e];
+  return out;
+}
+
+// [B, H, S, D] -> [B·S, H·D].
+RefTensor merge_heads(const RefTensor& x) {
+  const int64_t B = x.shape[0], H = x.shape[1], S = x.shape[2], D = x.shape[3];
+  RefTensor out({B * S, H * D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t e = 0; e < D; ++e)
+          out.data[(b * S + s) * H * D + h * D + e] = x.data[((b * H + h) * S + s) * D + e];
+  return out;
+}
+
+// The per-op references take an optional bias as a pointer; here an absent weight is an empty
+// RefTensor (optional() below).
+const RefTensor* present(const RefTensor& t) { return t.numel() > 0 ? &t : nullptr; }
+
+RefTensor linear(const RefTensor& x, const RefTensor& w, const RefTensor& bias, bool w_out_in) {
+  return reference::linear(x, w, present(bias), w_out_in);
+}
+
+}  // namespace
+
+RefTensor block_forward(const ModelConfig& m, const Named& w, const RefTensor& x, int64_t layer) {
+  const int64_t B = x.shape[0], S = x.shape[1], d = x.shape[2], T = B * S;
+  const int64_t H = m.n_heads, Hkv = m.n_kv_heads, D = m.head_dim;
+  RefTensor x2d = x;
+  x2d.shape = {T, d};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  RefTensor residual, out;
+  if (m.family == ModelFamily::gpt2) {
+    const std::string p = "h." + std::to_string(layer) + ".";
+    const RefTensor h = reference::layer_norm(x2d, need(w, p + "ln_1.weight"), &need(w, p + "ln_1.bias"), m.norm_eps);
+    const RefTensor qkv = linear(h, need(w, p + "attn.c_attn.weight"), need(w, p + "attn.c_attn.bias"), false);
+    const RefTensor q = split_heads(qkv, B, S, H, D, 0), k = split_heads(qkv, B, S, H, D, d),
+                    v = split_heads(qkv, B, S, H, D, 2 * d);
+    const RefTensor att = reference::attention(q, k, v, true, scale);
+    residual = elementwise_add(x2d, linear(merge_heads(att), need(w, p + "attn.c_proj.weight"), need(w, p + "attn.c_proj.bias"), false));
+    const RefTensor h2 = reference::layer_norm(residual, need(w, p + "ln_2.weight"), &need(w, p + "ln_2.bias"), m.norm_eps);
+    out = elementwise_add(residual, mlp_plain(h2, need(w, p + "mlp.c_fc.weight"), &need(w, p + "mlp.c_fc.bias"),
+                                              need(w, p + "mlp.c_proj.weight"), &need(w, p + "mlp.c_proj.bias"),
+                                              ops::Activation::gelu_tanh, false));
+  } else {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    auto norm = [&](const RefTensor& in, const std::string& name) {
+      return m.norm == NormKind::layernorm
+                 ? reference::layer_norm(in, need(w, p + name + ".weight"), present(optional(w, p + name + ".bias")),
+                                         m.norm_eps)
+                 : reference::rms_norm(in, need(w, p + name + ".weight"), m.norm_eps);
+    };
+    auto proj = [&](const RefTensor& in, const std::string& name) {
+      return linear(in, need(w, p + name + ".weight"), optional(w, p + name + ".bias"), true);
+    };
+    const RefTensor h = norm(x2d, "input_layernorm");
+    RefTensor q = split_heads(proj(h, "self_attn.q_proj"), B, S, H, D, 0);
+    RefTensor k = split_heads(proj(h, "self_attn.k_proj"), B, S, Hkv, D, 0);
+    const RefTensor v = split_heads(proj(h, "self_attn.v_proj"), B, S, Hkv, D, 0);
+    if (m.rope) {
+      q = reference::rope(q, m.rope_theta, 0);
+      k = reference::rope(k, m.rope_theta, 0);
+    }
+    const RefTensor att = reference::attention(q, k, v, m.causal, scale);
+    residual = elementwise_add(x2d, proj(merge_heads(att), "self_attn.o_proj"));
+    const RefTensor h2 = norm(residual, "post_attention_layernorm");
+    const RefTensor mlp =
+        m.gated ? mlp_gated(h2, need(w, p + "mlp.gate_proj.weight"), need(w, p + "mlp.up_proj.weight"),
+                            need(w, p + "mlp.down_proj.weight"), m.activation, true)
+                : mlp_plain(h2, need(w, p + "mlp.up_proj.weight"), present(optional(w, p + "mlp.up_proj.bias")),
+                            need(w, p + "mlp.down_proj.weight"), present(optional(w, p + "mlp.down_proj.bias")),
+                            m.activation, true);
+    out = elementwise_add(residual, mlp);
+  }
+  out.shape = {B, S, d};
+  return out;
+}
+
+RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
+  const ModelConfig& m = config.model;
+  switch (config.kind) {
+    case WorkloadKind::block: return block_forward(m, named, need(named, "input"), 0);
+    case WorkloadKind::stack: {
+      RefTensor x = need(named, "input");
+      for (int64_t i = 0; i < m.n_layers; ++i) x = block_forward(m, named, x, i);
+      return x;
+    }
+    case WorkloadKind::matmul_add: return linear(need(named, "a"), need(named, "b"), need(named, "c"), false);
+    case WorkloadKind::linear: return linear(need(named, "input"), need(named, "weight"), need(named, "bias"), true);
+    case WorkloadKind::mlp:
+      return m.gated ? mlp_gated(need(named, "input"), need(named, "mlp.gate_proj.weight"),
+                                 need(named, "mlp.up_proj.weight"), need(named, "mlp.down_proj.weight"), m.activation,
+                                 true)
+                     : mlp_plain(need(named, "input"), need(named, "mlp.up_proj.weight"),
+                                 present(optional(named, "mlp.up_proj.bias")), need(named, "mlp.down_proj.weight"),
+                                 present(optional(named, "mlp.down_proj.bias")), m.activation, true);
+    case WorkloadKind::attention:
+      return reference::attention(need(named, "q"), need(named, "k"), need(named, "v"), m.causal,
+                                  1.0 / std::sqrt(static_cast<double>(m.head_dim)));
+    case WorkloadKind::softmax: return reference::softmax_rows(need(named, "input"));
+  }
+  throw std::runtime_error("block reference: unknown workload");
+}
+
+}  // namespace blockscope::reference::blockref
