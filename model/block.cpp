@@ -1,6 +1,7 @@
 #include "model/block.h"
 
 #include <cmath>
+#include <string>
 
 #include "ops/activation/activation.h"
 #include "ops/attention/attention.h"
@@ -17,8 +18,6 @@ Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSe
              int64_t batch, int64_t seq_len)
     : model_(model), layer_(layer), batch_(batch), seq_(seq_len) {
   const std::string p = layer_prefix(model.family, layer);
-  const int64_t T = batch * seq_len, d = model.d_model, H = model.n_heads, Hkv = model.n_kv_heads,
-                D = model.head_dim;
   if (model.family == ModelFamily::gpt2) {
     norm1_w_ = weights.at(p + "ln_1.weight");
     norm1_b_ = weights.at(p + "ln_1.bias");
@@ -35,7 +34,6 @@ Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSe
     mlp_.fc_bias = weights.at(p + "mlp.c_fc.bias");
     mlp_.proj_weight = weights.at(p + "mlp.c_proj.weight");
     mlp_.proj_bias = weights.at(p + "mlp.c_proj.bias");
-    qkv_ = ctx.empty({T, 3 * d}, dtype);
   } else {
     norm1_w_ = weights.at(p + "input_layernorm.weight");
     norm1_b_ = weights.get(p + "input_layernorm.bias");
@@ -62,34 +60,76 @@ Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSe
       mlp_.proj_weight = weights.at(p + "mlp.down_proj.weight");
       mlp_.proj_bias = weights.get(p + "mlp.down_proj.bias");
     }
-    q_lin_ = ctx.empty({T, H * D}, dtype);
-    k_lin_ = ctx.empty({T, Hkv * D}, dtype);
-    v_lin_ = ctx.empty({T, Hkv * D}, dtype);
   }
-  normed_ = ctx.empty({T, d}, dtype);
-  q_ = ctx.empty({batch, H, seq_len, D}, dtype);
-  k_ = ctx.empty({batch, Hkv, seq_len, D}, dtype);
-  v_ = ctx.empty({batch, Hkv, seq_len, D}, dtype);
-  attn_out_ = ctx.empty({batch, H, seq_len, D}, dtype);
-  merged_ = ctx.empty({batch, seq_len, H, D}, dtype);
-  proj_ = ctx.empty({T, d}, dtype);
-  residual_ = ctx.empty({T, d}, dtype);
-  mlp_out_ = ctx.empty({T, d}, dtype);
+  for (const BufferSpec& spec : block_buffer_specs(model, batch, seq_len)) {
+    bool found = false;
+    for (auto& [name, buffer] : activation_buffers()) {
+      if (std::string(name) != spec.name) continue;
+      *buffer = ctx.empty(spec.shape, dtype);
+      found = true;
+    }
+    BS_CHECK(found, "block_buffer_specs names '", spec.name, "', which is not a Block buffer");
+  }
 }
 
-std::array<Tensor*, 13> Block::activation_buffers() {
-  return {&normed_, &qkv_, &q_lin_, &k_lin_, &v_lin_, &q_, &k_, &v_, &attn_out_, &merged_, &proj_, &residual_, &mlp_out_};
+std::vector<BufferSpec> block_buffer_specs(const ModelConfig& model, int64_t batch, int64_t seq_len) {
+  const int64_t T = batch * seq_len, d = model.d_model, H = model.n_heads, Hkv = model.n_kv_heads,
+                D = model.head_dim;
+  std::vector<BufferSpec> specs;
+  if (model.family == ModelFamily::gpt2) {
+    specs.push_back({"qkv", {T, 3 * d}});
+  } else {
+    specs.push_back({"q_lin", {T, H * D}});
+    specs.push_back({"k_lin", {T, Hkv * D}});
+    specs.push_back({"v_lin", {T, Hkv * D}});
+  }
+  const std::vector<BufferSpec> common = {
+      {"normed", {T, d}},
+      {"q", {batch, H, seq_len, D}},
+      {"k", {batch, Hkv, seq_len, D}},
+      {"v", {batch, Hkv, seq_len, D}},
+      {"attn_out", {batch, H, seq_len, D}},
+      {"merged", {batch, seq_len, H, D}},
+      {"proj", {T, d}},
+      {"residual", {T, d}},
+      {"mlp_out", {T, d}},
+  };
+  specs.insert(specs.end(), common.begin(), common.end());
+  return specs;
+}
+
+std::vector<BufferSpec> stack_buffer_specs(const ModelConfig& model, int64_t n_layers, int64_t batch, int64_t seq_len) {
+  std::vector<BufferSpec> specs = block_buffer_specs(model, batch, seq_len);
+  if (n_layers > 1) specs.push_back({"ping", {batch, seq_len, model.d_model}});
+  if (n_layers > 2) specs.push_back({"pong", {batch, seq_len, model.d_model}});
+  return specs;
+}
+
+std::array<std::pair<const char*, Tensor*>, 13> Block::activation_buffers() {
+  return {{{"normed", &normed_},
+           {"qkv", &qkv_},
+           {"q_lin", &q_lin_},
+           {"k_lin", &k_lin_},
+           {"v_lin", &v_lin_},
+           {"q", &q_},
+           {"k", &k_},
+           {"v", &v_},
+           {"attn_out", &attn_out_},
+           {"merged", &merged_},
+           {"proj", &proj_},
+           {"residual", &residual_},
+           {"mlp_out", &mlp_out_}}};
 }
 
 void Block::share_buffers_from(const Block& other) {
   const auto source = const_cast<Block&>(other).activation_buffers();  // read only
   const auto target = activation_buffers();
-  for (size_t i = 0; i < target.size(); ++i) *target[i] = *source[i];
+  for (size_t i = 0; i < target.size(); ++i) *target[i].second = *source[i].second;
 }
 
 size_t Block::buffer_bytes() const {
   size_t total = 0;
-  for (const Tensor* t : const_cast<Block*>(this)->activation_buffers())  // read only
+  for (const auto& [name, t] : const_cast<Block*>(this)->activation_buffers())  // read only
     if (t->defined()) total += t->nbytes();
   return total;
 }
@@ -185,9 +225,9 @@ BlockStack::BlockStack(Context& ctx, const ModelConfig& model, DType dtype, cons
     // Layers run one after another: one set of activation buffers serves them all.
     if (i > 0) blocks_.back().share_buffers_from(blocks_.front());
   }
-  if (n_layers > 1) {
-    ping_ = ctx.empty({batch, seq_len, model.d_model}, dtype);
-    if (n_layers > 2) pong_ = ctx.empty({batch, seq_len, model.d_model}, dtype);
+  for (const BufferSpec& spec : stack_buffer_specs(model, n_layers, batch, seq_len)) {
+    if (std::string(spec.name) == "ping") ping_ = ctx.empty(spec.shape, dtype);
+    if (std::string(spec.name) == "pong") pong_ = ctx.empty(spec.shape, dtype);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ops/mlp/mlp.h"
@@ -19,6 +20,19 @@
 #include "model/weights.h"
 
 namespace blockscope {
+
+// One activation buffer of a block, for a model and input size.
+struct BufferSpec {
+  const char* name;  // the Block member it becomes ("q_lin"), for messages and tests
+  Shape shape;
+};
+// Every activation buffer a block allocates, T = batch · seq tokens: the one list the Block
+// constructor allocates from and the workload's memory estimate sums. GPT-2 has the fused
+// qkv [T, 3d]; the others q_lin, k_lin, v_lin.
+std::vector<BufferSpec> block_buffer_specs(const ModelConfig& model, int64_t batch, int64_t seq_len);
+// A stack of n_layers: one block's buffers (the layers share them) and the ping/pong tensors
+// [B, S, d] between layers (ping from 2 layers, pong from 3).
+std::vector<BufferSpec> stack_buffer_specs(const ModelConfig& model, int64_t n_layers, int64_t batch, int64_t seq_len);
 
 class Block {
  public:
@@ -46,8 +60,9 @@ class Block {
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths);
   void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
   void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
-  // Every activation buffer below, in one list (sizes and sharing both walk it).
-  std::array<Tensor*, 13> activation_buffers();
+  // Every activation buffer below with its block_buffer_specs name (allocation, sizes and
+  // sharing all walk it).
+  std::array<std::pair<const char*, Tensor*>, 13> activation_buffers();
 
   ModelConfig model_;
   int64_t layer_, batch_, seq_;

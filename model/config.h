@@ -90,6 +90,8 @@ struct PathConfig {
 };
 // "attention=flash,linear=epilogue,mlp=fused".
 std::string paths_str(const PathConfig& paths);
+// The paths of `ops` only: "attention=naive,mlp=fused" ("" for none).
+std::string paths_str(const PathConfig& paths, const std::vector<ops::PathOp>& ops);
 // Only the paths `kind` uses: "mlp=fused" for an MLP; the workload's name when it has no
 // paths ("softmax").
 std::string paths_str(const PathConfig& paths, WorkloadKind kind);

@@ -26,8 +26,40 @@ struct MemoryEstimate {
 
 // Bytes a workload needs when run with each of `paths` (the largest counts).
 MemoryEstimate estimate_memory(const WorkloadConfig& config, const std::vector<PathConfig>& paths);
-// "1.50 GiB".
-std::string format_bytes(double bytes);
+
+// One kind of workload (config.kind): what it allocates and how it runs. Built from the config
+// alone, so its memory estimate and FLOPs are known before anything is allocated; allocate()
+// then makes its inputs, weights and output. model/workload_kinds.cpp has one class per kind.
+class WorkloadKindRunner {
+ public:
+  explicit WorkloadKindRunner(const WorkloadConfig& config) : config_(config) {}
+  virtual ~WorkloadKindRunner() = default;
+
+  // Bytes needed when run with each of `paths` (the largest counts).
+  virtual MemoryEstimate memory(const std::vector<PathConfig>& paths) const = 0;
+  // FLOPs of one forward.
+  virtual double flops() const = 0;
+  // Inputs and weights (seeded, or from the config's files) and the output. `paths`: every
+  // path mix that will run, for what must be prepared once (packed gate|up weights).
+  virtual void allocate(Context& ctx, const std::vector<PathConfig>& paths) = 0;
+  // Before forward() with `paths` (one of those given to allocate, or a new one).
+  virtual void prepare(Context& ctx, const PathConfig& paths) {}
+  virtual void forward(Context& ctx, const PathConfig& paths) = 0;
+
+  const Tensor& output() const { return output_; }
+  Tensor& mutable_input() { return input_; }  // input.file replaces it (block, stack, mlp)
+  // Inputs under their names ("input", or "a"/"b"/"c", "q"/"k"/"v"), then the weights under
+  // their Hugging Face names, in a stable order.
+  const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
+
+ protected:
+  const WorkloadConfig config_;
+  Tensor input_, output_;
+  std::vector<std::pair<std::string, Tensor>> named_;
+};
+
+// The runner of config.kind (the one place that switches on it).
+std::unique_ptr<WorkloadKindRunner> make_workload_runner(const WorkloadConfig& config);
 
 class Workload {
  public:
@@ -44,32 +76,26 @@ class Workload {
   const PathConfig& paths() const { return paths_; }
 
   // One forward: launches work on the context's stream, no host synchronisation.
-  void forward();
-  const Tensor& output() const { return output_; }
+  void forward() { runner_->forward(ctx_, paths_); }
+  const Tensor& output() const { return runner_->output(); }
 
   // Inputs under their names ("input", or "a"/"b"/"c", "q"/"k"/"v"), weights under their
   // Hugging Face names, in a stable order. output() is not included.
-  const std::vector<std::pair<std::string, Tensor>>& inputs_and_weights() const { return named_; }
+  const std::vector<std::pair<std::string, Tensor>>& inputs_and_weights() const { return runner_->named(); }
   // inputs_and_weights() plus "output": what --dump writes.
   std::vector<std::pair<std::string, Tensor>> dump_tensors() const;
   // safetensors __metadata__: {"blockscope": JSON of the workload's dims and knobs}.
   std::map<std::string, std::string> dump_metadata() const;
 
   // FLOPs of one forward (for the run summary).
-  double flops_per_forward() const;
+  double flops_per_forward() const { return runner_->flops(); }
 
  private:
   Context& ctx_;
   WorkloadConfig config_;
+  std::unique_ptr<WorkloadKindRunner> runner_;
   MemoryEstimate memory_;
   PathConfig paths_;
-  std::vector<std::pair<std::string, Tensor>> named_;
-  WeightSet weights_;
-  std::unique_ptr<BlockStack> stack_;
-  ops::MlpWeights mlp_;  // mlp workload
-  Tensor input_, output_;
-  Tensor a_, b_, c_;     // matmul_add / linear: a (or x), b (weight), c (bias)
-  Tensor q_, k_, v_;     // attention
 };
 
 }  // namespace blockscope

@@ -12,14 +12,6 @@
 
 namespace blockscope::profiler {
 
-bool parse_format(const std::string& text, Format* out) {
-  if (text == "table") *out = Format::table;
-  else if (text == "csv") *out = Format::csv;
-  else if (text == "json") *out = Format::json;
-  else return false;
-  return true;
-}
-
 namespace {
 
 // Under every table of a profile measured on the simulated GPU.
@@ -27,52 +19,8 @@ constexpr const char* kSimulatedNote =
     "SIMULATED GPU: device times are the simulator's (kernels run as fibers on the CPU), not GPU times; "
     "registers and occupancy from the simulator (no register counts)\n";
 
-// ---- Generic text table ---------------------------------------------------------------------
-
-struct Column {
-  std::string title;
-  bool left_aligned = false;
-};
-
-// Renders rows of cells as an aligned table with torch.profiler's dashed rules.
-std::string render_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths(columns.size());
-  for (size_t c = 0; c < columns.size(); ++c) {
-    widths[c] = columns[c].title.size();
-    for (const auto& row : rows) widths[c] = std::max(widths[c], row[c].size());
-  }
-  const auto line = [&](const std::vector<std::string>& cells, bool is_title) {
-    std::string out;
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (c) out += "  ";
-      if (columns[c].left_aligned || (is_title && c == 0)) out += fmt::format("{:<{}}", cells[c], widths[c]);
-      else out += fmt::format("{:>{}}", cells[c], widths[c]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::string rule;
-  for (size_t c = 0; c < columns.size(); ++c) rule += (c ? "  " : "") + std::string(widths[c], '-');
-  rule += "\n";
-  std::vector<std::string> titles;
-  for (const Column& column : columns) titles.push_back(column.title);
-  std::string out = rule + line(titles, true) + rule;
-  for (const auto& row : rows) out += line(row, false);
-  return out + rule;
-}
-
-std::string csv_cell(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char ch : text) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return quoted + "\"";
-}
-
-std::string csv_line(const std::vector<std::string>& cells) {
-  std::string out;
-  for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_cell(cells[i]);
-  return out + "\n";
-}
+// A column of the text tables, whose cells are formatted here.
+Column text_column(const char* title, bool left_aligned = false) { return Column{"", title, left_aligned, ""}; }
 
 std::string number(double value) { return fmt::format("{}", value); }
 std::string percent(double part, double whole) {
@@ -222,10 +170,10 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   }
 
   const std::vector<Column> columns = {
-      {"Name", true},    {"Path", true},     {"Self CPU %"},    {"Self CPU"},      {"CPU total"},
-      {"CPU avg"},       {"Self Device"},    {"Self Device %"}, {"Device total"},  {"Device avg"},
-      {"# of Calls"},    {"FLOPs"},          {"Bytes"},         {"TFLOP/s"},       {"GB/s"},
-      {"% Peak FLOP/s"}, {"% Peak GB/s"},    {"Mem Alloc"},     {"Input Shapes", true},
+      text_column("Name", true),    text_column("Path", true),     text_column("Self CPU %"),    text_column("Self CPU"),      text_column("CPU total"),
+      text_column("CPU avg"),       text_column("Self Device"),    text_column("Self Device %"), text_column("Device total"),  text_column("Device avg"),
+      text_column("# of Calls"),    text_column("FLOPs"),          text_column("Bytes"),         text_column("TFLOP/s"),       text_column("GB/s"),
+      text_column("% Peak FLOP/s"), text_column("% Peak GB/s"),    text_column("Mem Alloc"),     text_column("Input Shapes", true),
   };
   std::vector<std::vector<std::string>> cells;
   for (const OpRow& row : rows) {
@@ -253,7 +201,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
         s.shapes,
     });
   }
-  std::string out = render_table(columns, cells);
+  std::string out = render_text_table(columns, cells);
   if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
   out += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
@@ -311,8 +259,8 @@ std::string kernel_table(const Profile& profile, Format format) {
   }
 
   const std::vector<Column> columns = {
-      {"Kernel", true}, {"Calls"},     {"Per step"}, {"Total"},    {"Avg"},       {"% Device"},
-      {"Grid", true},   {"Block", true}, {"Regs"},   {"Shared mem"}, {"Occupancy"},
+      text_column("Kernel", true), text_column("Calls"),     text_column("Per step"), text_column("Total"),    text_column("Avg"),       text_column("% Device"),
+      text_column("Grid", true),   text_column("Block", true), text_column("Regs"),   text_column("Shared mem"), text_column("Occupancy"),
   };
   std::vector<std::vector<std::string>> cells;
   for (const KernelStats& k : rows) {
@@ -330,7 +278,7 @@ std::string kernel_table(const Profile& profile, Format format) {
         k.occupancy > 0 ? fmt::format("{:.1f}%", 100.0 * k.occupancy) : "",
     });
   }
-  std::string out = render_table(columns, cells);
+  std::string out = render_text_table(columns, cells);
   if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, rows.size(),
                      profile.active_steps);

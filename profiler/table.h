@@ -4,12 +4,11 @@
 
 #include <string>
 
+#include "profiler/render.h"
 #include "profiler/session.h"
 
 namespace blockscope::profiler {
 
-enum class Format { table, csv, json };
-bool parse_format(const std::string& text, Format* out);
 
 struct TableOptions {
   std::string sort_by = "self_device";  // any column key: self_cpu, cpu_total, self_device, device_total, calls, flops, ...

@@ -162,11 +162,20 @@ void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, Ml
     check_weight(ctx, x, weights.down_weight, "down_weight", weights, f, d);
     weight_bytes += tensor_bytes({&weights.down_weight});
   }
-  const double flops = (weights.gated ? 3 : 2) * gemm_flops(rows, f, d);
+  const double flops = mlp_flops(rows, d, f, weights.gated);
   run_composite_op(ctx,
                    {"mlp", path_name(path), profiler::Family::linear, {&x}, flops,
                     tensor_bytes({&x, &y}) + weight_bytes},
                    [&] { mlp_body(ctx, x, weights, y, path, f); });
+}
+
+double mlp_flops(int64_t rows, int64_t d_model, int64_t d_ff, bool gated) {
+  return (gated ? 3 : 2) * gemm_flops(rows, d_ff, d_model);
+}
+
+int64_t mlp_scratch_elements(int64_t rows, int64_t d_ff, bool gated, MlpPath path) {
+  if (!gated) return rows * d_ff;
+  return (path == MlpPath::fused ? 3 : 2) * rows * d_ff;
 }
 
 }  // namespace blockscope::ops

@@ -29,4 +29,11 @@ void pack_gate_up(Context& ctx, MlpWeights& weights);
 // kind of MLP (fused on plain, epilogue on gated) are errors.
 void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, MlpPath path);
 
+// FLOPs of one MLP forward over `rows` tokens: two GEMMs [rows, d] x [d, f] and back, three
+// when gated (the op's own record and the workloads' totals).
+double mlp_flops(int64_t rows, int64_t d_model, int64_t d_ff, bool gated);
+// Elements of the [rows, d_ff]-sized scratch tensors `path` allocates inside mlp(): the plain
+// MLP's hidden (1), the gated naive gate and up (2), the fused gate|up and hidden (3).
+int64_t mlp_scratch_elements(int64_t rows, int64_t d_ff, bool gated, MlpPath path);
+
 }  // namespace blockscope::ops

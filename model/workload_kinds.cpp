@@ -1,0 +1,284 @@
+// One class per workload kind: memory estimate, FLOPs, allocation (seeded init: each tensor
+// has its own stream, so inputs never repeat a weight's numbers) and the forward.
+#include <algorithm>
+#include <cmath>
+
+#include "model/init.h"
+#include "model/workload.h"
+#include "ops/attention/attention.h"
+#include "ops/common/flops.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/linear/linear.h"
+#include "ops/mlp/mlp.h"
+#include "ops/softmax/softmax.h"
+#include "runtime/error.h"
+
+namespace blockscope {
+namespace {
+
+bool any_fused_gated(const ModelConfig& model, const std::vector<PathConfig>& paths) {
+  if (!model.gated) return false;
+  for (const PathConfig& p : paths)
+    if (p.mlp == ops::MlpPath::fused) return true;
+  return false;
+}
+
+// The [B, H, S, S] score buffers of the worst attention path among `paths` (the path table).
+double worst_score_elements(const WorkloadConfig& config, const std::vector<PathConfig>& paths) {
+  double buffers = 0;
+  for (const PathConfig& p : paths) buffers = std::max(buffers, double(ops::path_info(p.attention).score_buffers));
+  const double B = double(config.input.batch), S = double(config.input.seq_len), H = double(config.model.n_heads);
+  return buffers * B * H * S * S;
+}
+
+// The largest MLP scratch of `paths` (ops::mlp_scratch_elements).
+double worst_mlp_scratch(const ModelConfig& m, int64_t rows, const std::vector<PathConfig>& paths) {
+  double worst = 0;
+  for (const PathConfig& p : paths) worst = std::max(worst, double(ops::mlp_scratch_elements(rows, m.d_ff, m.gated, p.mlp)));
+  return worst;
+}
+
+double shape_elements(const std::vector<BufferSpec>& specs) {
+  double total = 0;
+  for (const BufferSpec& spec : specs) total += static_cast<double>(shape_numel(spec.shape));
+  return total;
+}
+
+MemoryEstimate in_bytes(const WorkloadConfig& config, double weights, double activations, double scores) {
+  const double es = static_cast<double>(dtype_size(config.dtype));
+  return MemoryEstimate{static_cast<size_t>(weights * es), static_cast<size_t>(activations * es),
+                        static_cast<size_t>(scores * es)};
+}
+
+// block and stack: n_layers transformer blocks (model/block.h).
+class BlockRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  int64_t layers() const { return config_.kind == WorkloadKind::stack ? config_.model.n_layers : 1; }
+  int64_t tokens() const { return config_.input.batch * config_.input.seq_len; }
+
+  MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
+    const ModelConfig& m = config_.model;
+    double per_layer = 0;
+    for (const WeightSpec& spec : block_weight_specs(m, 0)) per_layer += static_cast<double>(shape_numel(spec.shape));
+    const double packed = any_fused_gated(m, paths) ? 2.0 * double(m.d_ff) * double(m.d_model) : 0.0;
+    // input and output, the stack's own buffers, the MLP's scratch.
+    const double io = 2.0 * double(tokens()) * double(m.d_model);
+    const double buffers = shape_elements(stack_buffer_specs(m, layers(), config_.input.batch, config_.input.seq_len));
+    return in_bytes(config_, double(layers()) * (per_layer + packed), io + buffers + worst_mlp_scratch(m, tokens(), paths),
+                    worst_score_elements(config_, paths));
+  }
+
+  double flops() const override {
+    const ModelConfig& m = config_.model;
+    const int64_t T = tokens(), d = m.d_model, HD = m.n_heads * m.head_dim, KVD = m.n_kv_heads * m.head_dim;
+    const double projections = ops::gemm_flops(T, HD + 2 * KVD, d) + ops::gemm_flops(T, d, HD);
+    const double attention = ops::attention_flops(config_.input.batch, m.n_heads, config_.input.seq_len,
+                                                  config_.input.seq_len, m.head_dim, m.causal);
+    return double(layers()) * (projections + attention + ops::mlp_flops(T, d, m.d_ff, m.gated));
+  }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
+    const ModelConfig& m = config_.model;
+    std::vector<WeightSpec> specs;
+    for (int64_t i = 0; i < layers(); ++i) {
+      std::vector<WeightSpec> layer = block_weight_specs(m, i);
+      specs.insert(specs.end(), layer.begin(), layer.end());
+    }
+    if (config_.weights.init == WeightInit::file) {
+      load_weights(ctx, specs, m, config_.dtype, config_.weights.file, config_.weights.layer, weights_);
+    } else {
+      init_weights(ctx, specs, config_.dtype, config_.seed, config_.weights.init, weights_);
+    }
+    const Shape shape{config_.input.batch, config_.input.seq_len, m.d_model};
+    input_ = init::normal_tensor(ctx, "input", shape, config_.dtype, config_.seed, 0.0f, 1.0f);
+    output_ = ctx.empty(shape, config_.dtype);
+    stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
+                                          config_.input.seq_len);
+    for (const PathConfig& p : paths) stack_->prepare(ctx, p);
+    named_.emplace_back("input", input_);
+    for (const auto& item : weights_.items()) named_.push_back(item);
+  }
+
+  void prepare(Context& ctx, const PathConfig& paths) override { stack_->prepare(ctx, paths); }
+  void forward(Context& ctx, const PathConfig& paths) override { stack_->forward(ctx, input_, output_, paths); }
+
+ private:
+  WeightSet weights_;
+  std::unique_ptr<BlockStack> stack_;
+};
+
+// matmul_add (a [M, K] x b [K, N] + c [N]) and linear (x [M, K], weight [N, K], bias [N]).
+class GemmRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  bool is_linear() const { return config_.kind == WorkloadKind::linear; }
+
+  MemoryEstimate memory(const std::vector<PathConfig>&) const override {
+    const double M = double(config_.shape.m), N = double(config_.shape.n), K = double(config_.shape.k);
+    return in_bytes(config_, K * N + N, M * K + 2 * M * N, 0);
+  }
+
+  double flops() const override { return ops::gemm_flops(config_.shape.m, config_.shape.n, config_.shape.k); }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>&) override {
+    const int64_t M = config_.shape.m, N = config_.shape.n, K = config_.shape.k;
+    const DType dtype = config_.dtype;
+    const uint64_t seed = config_.seed;
+    // Weights N(0, 1/K) keep outputs of order one; inputs N(0, 1) as torch.randn.
+    const float w_std = 1.0f / std::sqrt(static_cast<float>(K));
+    const char* names[3] = {is_linear() ? "input" : "a", is_linear() ? "weight" : "b", is_linear() ? "bias" : "c"};
+    a_ = init::normal_tensor(ctx, names[0], {M, K}, dtype, seed, 0.0f, 1.0f);
+    b_ = init::normal_tensor(ctx, names[1], is_linear() ? Shape{N, K} : Shape{K, N}, dtype, seed, 0.0f, w_std);
+    c_ = init::normal_tensor(ctx, names[2], {N}, dtype, seed, 0.0f, 1.0f);
+    output_ = ctx.empty({M, N}, dtype);
+    named_ = {{names[0], a_}, {names[1], b_}, {names[2], c_}};
+  }
+
+  void forward(Context& ctx, const PathConfig& paths) override {
+    if (is_linear()) {
+      ops::linear(ctx, a_, b_, c_, output_, paths.linear, ops::WeightLayout::out_in);
+    } else {
+      ops::matmul_add(ctx, a_, b_, c_, output_, paths.linear);
+    }
+  }
+
+ private:
+  Tensor a_, b_, c_;
+};
+
+// mlp: one MLP on [T, d_model] tokens, Hugging Face Llama-style names.
+class MlpRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  int64_t tokens() const { return config_.input.batch * config_.input.seq_len; }
+
+  MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
+    const ModelConfig& m = config_.model;
+    const double d = double(m.d_model), f = double(m.d_ff), T = double(tokens());
+    const double packed = any_fused_gated(m, paths) ? 2.0 * f * d : 0.0;
+    return in_bytes(config_, (m.gated ? 3 : 2) * f * d + (m.bias ? f + d : 0) + packed,
+                    2 * T * d + worst_mlp_scratch(m, tokens(), paths), 0);
+  }
+
+  double flops() const override {
+    return ops::mlp_flops(tokens(), config_.model.d_model, config_.model.d_ff, config_.model.gated);
+  }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
+    const ModelConfig& m = config_.model;
+    const int64_t T = tokens(), d = m.d_model, f = m.d_ff;
+    const DType dtype = config_.dtype;
+    input_ = init::normal_tensor(ctx, "input", {T, d}, dtype, config_.seed, 0.0f, 1.0f);
+    output_ = ctx.empty({T, d}, dtype);
+    const float std_in = 1.0f / std::sqrt(static_cast<float>(d)), std_out = 1.0f / std::sqrt(static_cast<float>(f));
+    mlp_.gated = m.gated;
+    mlp_.activation = m.activation;
+    mlp_.layout = ops::WeightLayout::out_in;
+    named_.emplace_back("input", input_);
+    auto add = [&](const std::string& name, Tensor& slot, const Shape& shape, float std) {
+      slot = init::normal_tensor(ctx, name, shape, dtype, config_.seed, 0.0f, std);
+      named_.emplace_back(name, slot);
+    };
+    if (m.gated) {
+      add("mlp.gate_proj.weight", mlp_.gate_weight, {f, d}, std_in);
+      add("mlp.up_proj.weight", mlp_.up_weight, {f, d}, std_in);
+      add("mlp.down_proj.weight", mlp_.down_weight, {d, f}, std_out);
+      if (any_fused_gated(m, paths)) ops::pack_gate_up(ctx, mlp_);
+    } else {
+      add("mlp.up_proj.weight", mlp_.fc_weight, {f, d}, std_in);
+      if (m.bias) add("mlp.up_proj.bias", mlp_.fc_bias, {f}, 0.02f);
+      add("mlp.down_proj.weight", mlp_.proj_weight, {d, f}, std_out);
+      if (m.bias) add("mlp.down_proj.bias", mlp_.proj_bias, {d}, 0.02f);
+    }
+  }
+
+  void prepare(Context& ctx, const PathConfig& paths) override {
+    if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) ops::pack_gate_up(ctx, mlp_);
+  }
+
+  void forward(Context& ctx, const PathConfig& paths) override { ops::mlp(ctx, input_, mlp_, output_, paths.mlp); }
+
+ private:
+  ops::MlpWeights mlp_;
+};
+
+// attention: q [B, H, S, D], k and v [B, Hkv, S, D] seeded N(0, 1).
+class AttentionRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
+    const ModelConfig& m = config_.model;
+    const double BSD = double(config_.input.batch) * double(config_.input.seq_len) * double(m.head_dim);
+    return in_bytes(config_, 0, 2 * double(m.n_heads) * BSD + 2 * double(m.n_kv_heads) * BSD,
+                    worst_score_elements(config_, paths));
+  }
+
+  double flops() const override {
+    const ModelConfig& m = config_.model;
+    return ops::attention_flops(config_.input.batch, m.n_heads, config_.input.seq_len, config_.input.seq_len,
+                                m.head_dim, m.causal);
+  }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>&) override {
+    const ModelConfig& m = config_.model;
+    const int64_t B = config_.input.batch, S = config_.input.seq_len;
+    const DType dtype = config_.dtype;
+    q_ = init::normal_tensor(ctx, "q", {B, m.n_heads, S, m.head_dim}, dtype, config_.seed, 0.0f, 1.0f);
+    k_ = init::normal_tensor(ctx, "k", {B, m.n_kv_heads, S, m.head_dim}, dtype, config_.seed, 0.0f, 1.0f);
+    v_ = init::normal_tensor(ctx, "v", {B, m.n_kv_heads, S, m.head_dim}, dtype, config_.seed, 0.0f, 1.0f);
+    output_ = ctx.empty({B, m.n_heads, S, m.head_dim}, dtype);
+    named_ = {{"q", q_}, {"k", k_}, {"v", v_}};
+  }
+
+  void forward(Context& ctx, const PathConfig& paths) override {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(config_.model.head_dim));
+    ops::attention(ctx, q_, k_, v_, output_, paths.attention, config_.model.causal, scale);
+  }
+
+ private:
+  Tensor q_, k_, v_;
+};
+
+// softmax over the rows of an [m, n] matrix of attention-like logits.
+class SoftmaxRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  MemoryEstimate memory(const std::vector<PathConfig>&) const override {
+    return in_bytes(config_, 0, 2.0 * double(config_.shape.m) * double(config_.shape.n), 0);
+  }
+
+  double flops() const override { return 0; }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>&) override {
+    // Logits of attention-like spread (std 2), so the max subtraction matters.
+    const Shape shape{config_.shape.m, config_.shape.n};
+    input_ = init::normal_tensor(ctx, "input", shape, config_.dtype, config_.seed, 0.0f, 2.0f);
+    output_ = ctx.empty(shape, config_.dtype);
+    named_ = {{"input", input_}};
+  }
+
+  void forward(Context& ctx, const PathConfig&) override { ops::softmax(ctx, input_, output_); }
+};
+
+}  // namespace
+
+std::unique_ptr<WorkloadKindRunner> make_workload_runner(const WorkloadConfig& config) {
+  switch (config.kind) {
+    case WorkloadKind::block:
+    case WorkloadKind::stack: return std::make_unique<BlockRunner>(config);
+    case WorkloadKind::matmul_add:
+    case WorkloadKind::linear: return std::make_unique<GemmRunner>(config);
+    case WorkloadKind::mlp: return std::make_unique<MlpRunner>(config);
+    case WorkloadKind::attention: return std::make_unique<AttentionRunner>(config);
+    case WorkloadKind::softmax: return std::make_unique<SoftmaxRunner>(config);
+  }
+  throw Error(ErrorKind::runtime, "make_workload_runner: unknown workload kind");
+}
+
+}  // namespace blockscope

@@ -1,0 +1,45 @@
+#include "reference/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace blockscope::reference {
+
+double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference) {
+  if (actual.size() != reference.size()) return std::numeric_limits<double>::quiet_NaN();
+  double worst = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(reference[i]) && std::isnan(actual[i])) continue;
+    if (std::isinf(reference[i]) && actual[i] == reference[i]) continue;
+    if (!std::isfinite(actual[i])) return std::numeric_limits<double>::quiet_NaN();
+    worst = std::max(worst, std::abs(static_cast<double>(actual[i]) - reference[i]));
+  }
+  return worst;
+}
+
+double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference) {
+  double scale = 1e-30;
+  for (double r : reference)
+    if (std::isfinite(r)) scale = std::max(scale, std::abs(r));
+  return max_abs_error(actual, reference) / scale;
+}
+
+double accuracy_floor(DType dtype) { return 4.0 * dtype_epsilon(dtype); }
+
+double accuracy_bound(double naive_error, DType dtype) { return 2.0 * naive_error + accuracy_floor(dtype); }
+
+bool within_accuracy_rule(double path_error, double naive_error, DType dtype) {
+  return std::isfinite(path_error) && path_error <= accuracy_bound(naive_error, dtype);
+}
+
+double naive_workload_bound(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 1e-4;
+    case DType::f16: return 2e-2;
+    case DType::bf16: return 6e-2;
+  }
+  return 1e-4;
+}
+
+}  // namespace blockscope::reference

@@ -1,0 +1,28 @@
+// The accuracy rule, one for `blockscope check` and the tests (after FlashAttention's tests):
+// a path's error against the float64 reference is at most twice the naive path's error in
+// the same dtype and device, plus a floor of a few units of the dtype's roundoff; the naive
+// path itself stays under a sanity bound, so a wrong reference cannot hide behind the rule.
+#pragma once
+
+#include <vector>
+
+#include "runtime/dtype.h"
+
+namespace blockscope::reference {
+
+// max |actual - reference| over every element; NaN when the sizes differ or an element is
+// NaN or infinite where the reference is not the same NaN / infinity.
+double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference);
+// max_abs_error / max(max |finite reference|, tiny).
+double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference);
+
+// Four units of the storage type's roundoff: covers the final rounding of the output.
+double accuracy_floor(DType dtype);
+bool within_accuracy_rule(double path_error, double naive_error, DType dtype);
+// The largest path error the rule allows, given the naive path's.
+double accuracy_bound(double naive_error, DType dtype);
+// The sanity bound on a whole workload's naive path (max relative error of its output):
+// f32 1e-4, f16 2e-2, bf16 6e-2.
+double naive_workload_bound(DType dtype);
+
+}  // namespace blockscope::reference

@@ -1,0 +1,19 @@
+// blockscope diff: what changed between two saved profiles.
+#include "tools/cli/commands.h"
+
+#include <iostream>
+
+#include "profiler/diff.h"
+#include "profiler/profile_io.h"
+
+namespace blockscope::cli {
+
+int diff_command(Session& session, const std::string& before, const std::string& after) {
+  const profiler::Format format = session.format();
+  const profiler::Profile a = profiler::load_profile(before);
+  const profiler::Profile b = profiler::load_profile(after);
+  std::cout << profiler::diff_profiles(a, b, format) << "\n";
+  return 0;
+}
+
+}  // namespace blockscope::cli

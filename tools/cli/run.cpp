@@ -1,0 +1,122 @@
+// blockscope run: warm-up forwards, then timed forwards per variant (base and compare:),
+// summarised as median / min / max / mean and TFLOP/s at the median.
+#include "tools/cli/commands.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+
+#include "profiler/session.h"
+#include "profiler/summary.h"
+#include "profiler/trace.h"
+#include "runtime/error.h"
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "runtime/cuda/cuda_graph.h"
+#endif
+
+namespace blockscope::cli {
+
+int run_command(Session& session) {
+  const Options& options = session.options;
+  const profiler::Format format = session.format();
+  const WorkloadConfig config = session.load_config();
+  Context ctx(resolve_device(config.device));
+  session.apply_run_settings(ctx, config);
+  Workload workload(ctx, config, all_variant_paths(config));
+
+  struct Row {
+    std::string label;
+    std::string paths;
+    double median_ms, min_ms, max_ms, mean_ms;
+  };
+  std::vector<Row> rows;
+  std::vector<std::pair<std::string, PathConfig>> variants{{"base", config.paths}};
+  for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
+  const bool use_graph = config.run.cuda_graph && ctx.device().is_cuda();
+  for (const auto& [label, paths] : variants) {
+    session.set_activity("running " + paths_str(paths, config.kind) + " on " + ctx.device().str());
+    workload.set_paths(paths);
+    for (int i = 0; i < config.run.warmup; ++i) workload.forward();
+    ctx.synchronize();
+    // One forward: eager, or (run.cuda_graph on CUDA) one launch of the captured forward.
+    std::function<void()> step = [&] { workload.forward(); };
+#ifdef BLOCKSCOPE_WITH_CUDA
+    CudaGraph graph;
+    if (use_graph) {
+      graph.capture(ctx, [&] { workload.forward(); });
+      step = [&] { graph.replay(); };
+    }
+#endif
+    // Device-side marks around each forward; resolved after one synchronise at the end.
+    std::vector<std::pair<TimeMark, TimeMark>> marks;
+    for (int i = 0; i < config.run.iters; ++i) {
+      const TimeMark start = ctx.backend().mark();
+      step();
+      marks.emplace_back(start, ctx.backend().mark());
+    }
+    ctx.synchronize();
+    std::vector<double> times;
+    for (const auto& [start, end] : marks) times.push_back(ctx.backend().elapsed_ms(start, end));
+    ctx.backend().release_marks();
+    double sum = 0;
+    for (double t : times) sum += t;
+    rows.push_back({label, paths_str(paths, config.kind), median(times), *std::min_element(times.begin(), times.end()),
+                    *std::max_element(times.begin(), times.end()), sum / static_cast<double>(times.size())});
+  }
+
+  const double flops = workload.flops_per_forward();
+  profiler::Rows table;
+  table.columns = {{"variant", "variant", true, ""},        {"paths", "paths", true, ""},
+                   {"median_ms", "median ms", false, "%.4f"}, {"min_ms", "min ms", false, "%.4f"},
+                   {"max_ms", "max ms", false, "%.4f"},       {"mean_ms", "mean ms", false, "%.4f"},
+                   {"tflops_at_median", "TFLOP/s", false, "%.3f"}};
+  for (const Row& r : rows) {
+    table.rows.push_back({r.label, r.paths, r.median_ms, r.min_ms, r.max_ms, r.mean_ms,
+                          flops > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0});
+  }
+  if (format == profiler::Format::json) {
+    nlohmann::json out;
+    out["workload"] = workload_title(config, ctx);
+    out["device"] = ctx.device().str();
+    out["dtype"] = dtype_name(config.dtype);
+    out["warmup"] = config.run.warmup;
+    out["iters"] = config.run.iters;
+    out["memory_estimate_bytes"] = workload.memory().total();
+    out["flops_per_forward"] = flops;
+    out["variants"] = profiler::rows_json(table);
+    std::cout << out.dump(2) << "\n";
+  } else if (format == profiler::Format::csv) {
+    std::cout << profiler::render(table, format);
+  } else {
+    std::cout << workload_title(config, ctx) << "\n";
+    std::cout << "memory estimate " << profiler::format_bytes(static_cast<double>(workload.memory().total())) << ", "
+              << config.run.warmup << " warm-up + " << config.run.iters << " timed forwards per variant\n\n";
+    std::cout << profiler::render(table, format);
+    if (use_graph) {
+      std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
+    } else if (config.run.cuda_graph) {
+      std::printf("\nnote: run.cuda_graph applies to CUDA devices; on %s the forwards ran eagerly\n",
+                  ctx.device().str().c_str());
+    }
+  }
+  std::fflush(stdout);
+  if (!options.trace.empty()) {
+    session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
+    workload.set_paths(config.paths);
+    profiler::Schedule schedule;
+    schedule.wait = config.profile.wait;
+    schedule.warmup = config.profile.warmup;
+    schedule.active = config.profile.active;
+    const profiler::Profile profile = profiler::profile_steps(
+        ctx, "base " + paths_str(config.paths, config.kind), schedule, [&](int) { workload.forward(); });
+    profiler::write_chrome_trace(profile, options.trace);
+    session.wrote(options.trace);
+    std::cerr << "wrote trace " << options.trace << "\n";
+  }
+  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump);
+  return 0;
+}
+
+}  // namespace blockscope::cli

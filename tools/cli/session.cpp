@@ -1,0 +1,118 @@
+#include "tools/cli/session.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "model/safetensors.h"
+#include "runtime/error.h"
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "ops/common/cuda/cublaslt_gemm.h"
+#endif
+
+namespace blockscope::cli {
+
+profiler::Format Session::format() const {
+  profiler::Format format;
+  if (!profiler::parse_format(options.format, &format)) {
+    throw InputError("--format '" + options.format + "': expected table, csv or json");
+  }
+  return format;
+}
+
+WorkloadConfig Session::load_config() const {
+  WorkloadConfig config = options.config_path.empty() ? load_default_config(options.sets)
+                                                      : load_config_file(options.config_path, options.sets);
+  if (!options.device.empty()) {
+    Device device;
+    if (options.device != "auto" && !parse_device(options.device, &device)) {
+      throw InputError("--device '" + options.device + "': expected auto, cpu, cuda or cuda:N");
+    }
+    config.device = options.device;
+  }
+  if (!options.dtype.empty() && !parse_dtype(options.dtype, &config.dtype)) {
+    throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16");
+  }
+  return config;
+}
+
+void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {
+  ctx.set_sync_after_each_op(options.sync_each_op);
+#ifdef BLOCKSCOPE_WITH_CUDA
+  if (ctx.device().is_cuda()) ops::cuda::cublaslt::settings(ctx).allow_tf32 = config.run.allow_tf32;
+#else
+  (void)config;
+#endif
+}
+
+void Session::remove_outputs() {
+  for (const std::string& path : outputs_) std::remove(path.c_str());
+  outputs_.clear();
+}
+
+void Session::write_dump(Context& ctx, Workload& workload, const std::string& path) {
+  workload.set_paths(workload.config().paths);
+  workload.forward();
+  ctx.synchronize();
+  write_safetensors(path, workload.dump_tensors(), workload.dump_metadata());
+  wrote(path);
+  std::cerr << "wrote " << path << " (input, output and " << workload.inputs_and_weights().size() - 1
+            << " weights under their Hugging Face names)\n";
+}
+
+std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {
+  std::vector<PathConfig> paths{config.paths};
+  for (const Variant& variant : config.compare) paths.push_back(variant.paths);
+  return paths;
+}
+
+std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
+  std::ostringstream out;
+  out << (config.name.empty() ? config.source : config.name) << ": " << workload_kind_name(config.kind);
+  if (is_block_workload(config.kind)) {
+    const ModelConfig& m = config.model;
+    out << " " << family_name(m.family) << " d_model=" << m.d_model << " heads=" << m.n_heads << "/"
+        << m.n_kv_heads << " head_dim=" << m.head_dim << " d_ff=" << m.d_ff;
+    if (config.kind == WorkloadKind::stack) out << " layers=" << m.n_layers;
+  }
+  if (config.kind == WorkloadKind::matmul_add || config.kind == WorkloadKind::linear ||
+      config.kind == WorkloadKind::softmax) {
+    out << " m=" << config.shape.m << " n=" << config.shape.n;
+    if (config.kind != WorkloadKind::softmax) out << " k=" << config.shape.k;
+  } else {
+    out << " batch=" << config.input.batch << " seq_len=" << config.input.seq_len;
+  }
+  out << " " << dtype_name(config.dtype) << " on " << ctx.device().str();
+  return out.str();
+}
+
+namespace {
+
+// "attention=naive,mlp=fused" -> "attention-naive_mlp-fused" (file-name safe).
+std::string file_safe(const std::string& label) {
+  std::string out;
+  for (char c : label) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : (c == '=' ? '-' : '_');
+  return out;
+}
+
+}  // namespace
+
+std::string variant_path(const std::string& path, const std::string& label) {
+  const size_t dot = path.find_last_of('.');
+  const size_t slash = path.find_last_of('/');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  const std::string stem = has_ext ? path.substr(0, dot) : path;
+  const std::string ext = has_ext ? path.substr(dot) : std::string();
+  return stem + "." + file_safe(label) + ext;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace blockscope::cli

@@ -1,0 +1,70 @@
+// What every subcommand of the CLI shares: the parsed flags, the output files written so far
+// (removed again when the command fails, so a failed command leaves no output behind), what
+// the command is doing (for runtime failure messages), and the steps every workload command
+// starts with.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/workload.h"
+#include "profiler/render.h"
+#include "runtime/context.h"
+
+namespace blockscope::cli {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+// Flags the workload commands take (run, profile, check; diff and info use format only).
+struct Options {
+  std::string config_path;  // empty: the default config compiled in
+  std::string device;
+  std::string dtype;
+  std::vector<std::string> sets;
+  std::string dump;
+  std::string trace;
+  std::string save;
+  std::string format = "table";
+  bool cold_step = false;
+  bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
+};
+
+class Session {
+ public:
+  Options options;
+
+  // --format, or an InputError naming the flag.
+  profiler::Format format() const;
+  // The config with the command line's overrides: --set first (validated like the file),
+  // then --device and --dtype.
+  WorkloadConfig load_config() const;
+  // A context on the config's device with the run: settings (debug sync, TF32 on CUDA).
+  void apply_run_settings(Context& ctx, const WorkloadConfig& config) const;
+
+  // "profiling attention=naive on cpu": said by a runtime failure.
+  void set_activity(std::string activity) { activity_ = std::move(activity); }
+  const std::string& activity() const { return activity_; }
+
+  // An output file is complete; after a failure, remove_outputs() deletes every one.
+  void wrote(const std::string& path) { outputs_.push_back(path); }
+  void remove_outputs();
+
+  // --dump: one forward of the base paths, then input, output and every weight (Hugging Face
+  // names) to a .safetensors file.
+  void write_dump(Context& ctx, Workload& workload, const std::string& path);
+
+ private:
+  std::string activity_;
+  std::vector<std::string> outputs_;
+};
+
+// The paths of the base variant, then of every compare: entry.
+std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
+// "tiny-gpt2: block gpt2 d_model=64 heads=4/4 ... f32 on cpu".
+std::string workload_title(const WorkloadConfig& config, const Context& ctx);
+// FILE.json -> FILE.<label>.json for a variant's output file (the base keeps FILE).
+std::string variant_path(const std::string& path, const std::string& label);
+double median(std::vector<double> values);
+
+}  // namespace blockscope::cli
