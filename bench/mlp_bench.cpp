@@ -1,4 +1,4 @@
-// The transformer MLP on its paths (DESIGN.md): the series' GeGLU (batch 64 x seq 128 =
+// The transformer MLP on its paths (ops/common/paths.h): the series' GeGLU (batch 64 x seq 128 =
 // 8192 tokens, 768 -> 3072, no biases) naive (5 kernels) vs fused (gate|up GEMM, one act*mul
 // kernel, down GEMM: 3), and GPT-2's plain MLP naive (5) vs epilogue (GELU_BIAS / BIAS: 2).
 // The series' shape on CUDA; 256 tokens on CPU; tiny with --smoke.

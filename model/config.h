@@ -6,7 +6,7 @@
 // Unknown keys get a "did you mean" (edit distance). `--set key.sub=value` overrides are
 // applied to the YAML tree before validation, so they are checked exactly like the file.
 //
-// Key names follow DESIGN.md's sketch. Where Hugging Face uses another name we keep ours in
+// Key names are blockscope's own. Where Hugging Face uses another name we keep ours in
 // the YAML (d_model, not hidden_size) and say so in the error when a user writes the HF name;
 // HF names are read only from a Hugging Face config.json given as `weights.config`.
 #pragma once

@@ -9,6 +9,7 @@
 
 #include "model/config.h"
 #include "model/config_reader.h"
+#include "profiler/table.h"
 #include "runtime/context.h"
 #include "runtime/error.h"
 
@@ -324,26 +325,8 @@ class ConfigParser {
     config.profile.wait = static_cast<int>(schedule.get_int("wait", 1, 0));
     config.profile.warmup = static_cast<int>(schedule.get_int("warmup", 1, 0));
     config.profile.active = static_cast<int>(schedule.get_int("active", 3, 1));
-    // The op table's column keys (profiler/table.cpp), and torch.profiler's names for them.
-    static const std::map<std::string, std::string> sort_keys = {
-        {"name", "name"},
-        {"self_cpu", "self_cpu"},           {"self_cpu_time_total", "self_cpu"},
-        {"cpu_total", "cpu_total"},         {"cpu_time_total", "cpu_total"},
-        {"cpu_avg", "cpu_avg"},             {"cpu_time", "cpu_avg"},
-        {"self_device", "self_device"},     {"self_gpu", "self_device"},
-        {"self_cuda", "self_device"},       {"self_cuda_time_total", "self_device"},
-        {"self_device_time_total", "self_device"},
-        {"device_total", "device_total"},   {"gpu_total", "device_total"},
-        {"cuda_total", "device_total"},     {"cuda_time_total", "device_total"},
-        {"device_time_total", "device_total"},
-        {"device_avg", "device_avg"},       {"gpu_avg", "device_avg"},
-        {"cuda_time", "device_avg"},        {"device_time", "device_avg"},
-        {"calls", "calls"},                 {"count", "calls"},
-        {"flops", "flops"},                 {"bytes", "bytes"},
-        {"tflops", "tflops"},               {"gbps", "gbps"},
-        {"pct_peak", "pct_peak"},           {"memory", "memory"},
-        {"bytes_allocated", "memory"},      {"cpu_memory_usage", "memory"},
-        {"device_memory_usage", "memory"}};
+    // The op table's sort keys and their aliases (torch.profiler's names): profiler/table.h.
+    const std::map<std::string, std::string>& sort_keys = profiler::sort_key_aliases();
     std::vector<std::string> names;
     for (const auto& entry : sort_keys) names.push_back(entry.first);
     config.profile.sort_by = sort_keys.at(s.get_choice("sort_by", "self_device", names, "sort column"));

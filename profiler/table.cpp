@@ -98,6 +98,16 @@ std::string cell_or_dash(bool known, const std::string& text) { return known ? t
 
 }  // namespace
 
+const std::map<std::string, std::string>& sort_key_aliases() {
+  static const std::map<std::string, std::string> aliases = [] {
+    std::map<std::string, std::string> map{{"name", "name"}};
+    for (const auto& [names, value] : sort_keys())
+      for (const std::string& name : names) map[name] = names.front();
+    return map;
+  }();
+  return aliases;
+}
+
 std::string op_table(const Profile& profile, const TableOptions& options, Format format) {
   std::vector<OpRow> rows;
   for (const OpStats& stats : op_stats(profile, options.group_by_shape)) rows.push_back(derive(stats, profile.peaks));

@@ -2,6 +2,7 @@
 // bytes, rates, % of peak, memory) and kernels (per forward, time, launch config, occupancy).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "profiler/render.h"
@@ -15,6 +16,10 @@ struct TableOptions {
   int row_limit = 20;                   // 0 or negative: all rows
   bool group_by_shape = false;          // one row per (name, input shapes)
 };
+
+// Every sort key op_table accepts, mapped to its column key: the column keys themselves,
+// torch.profiler's spellings (self_cuda_time_total, cpu_time_total, ...) and "gpu" words.
+const std::map<std::string, std::string>& sort_key_aliases();
 
 // Op table with a footer: "Self CPU time total" and "Self device time total".
 std::string op_table(const Profile& profile, const TableOptions& options, Format format);

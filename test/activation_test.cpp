@@ -10,6 +10,7 @@
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
 #include "reference/ops_reference.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -144,6 +145,38 @@ TEST_P(ActivationTest, BadInputsAreNamedErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ActivationTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, ActivationsPlainAndGated) {
+  Devices dev;
+  for (ops::Activation act :
+       {ops::Activation::gelu_erf, ops::Activation::gelu_tanh, ops::Activation::silu, ops::Activation::relu}) {
+    for (int64_t cols : {1, 7, 64, 300}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = std::string(ops::activation_name(act)) + " cols " + std::to_string(cols);
+      Tensor x = random_tensor(dev.cpu, {5, cols}, dtype(), seed, -4.0f, 4.0f);
+      Tensor x_gpu = dev.gpu_copy(x);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({5, cols}, dtype(), &y_gpu);
+      ops::activation(dev.cpu, x, y_cpu, act);
+      ops::activation(dev.gpu, x_gpu, y_gpu, act);
+      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), what);
+
+      // gate | up as the two column halves of one [rows, 2F] tensor (the fused MLP path).
+      Tensor gate_up = random_tensor(dev.cpu, {5, 2 * cols}, dtype(), seed + 1, -3.0f, 3.0f);
+      Tensor gate_up_gpu = dev.gpu_copy(gate_up);
+      Tensor g_gpu;
+      Tensor g_cpu = dev.poisoned_pair({5, cols}, dtype(), &g_gpu);
+      ops::gated_activation(dev.cpu, gate_up.slice(1, 0, cols), gate_up.slice(1, cols, 2 * cols), g_cpu, act);
+      ops::gated_activation(dev.gpu, gate_up_gpu.slice(1, 0, cols), gate_up_gpu.slice(1, cols, 2 * cols), g_gpu, act);
+      expect_cuda_matches_cpu(g_gpu, g_cpu, cuda_tolerance(dtype(), 2.0), "gated " + what);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -19,6 +19,7 @@
 #include "reference/attention_reference.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -500,6 +501,66 @@ TEST_P(Attention, DISABLED_MeasureNaiveVsFlash) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Attention, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, AttentionMaterialisingPathsWithGqa) {
+  Devices dev;
+  struct Case {
+    int64_t batch, heads, kv_heads, sq, sk, d;
+  };
+  for (Case c : {Case{1, 2, 2, 1, 1, 64}, Case{2, 4, 2, 7, 7, 64}, Case{1, 4, 1, 9, 33, 128}, Case{2, 2, 2, 13, 5, 64}}) {
+    for (ops::AttentionPath path :
+         {ops::AttentionPath::naive, ops::AttentionPath::inplace, ops::AttentionPath::fused_softmax}) {
+      for (bool causal : {false, true}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(seed);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+        Tensor q = random_tensor(dev.cpu, {c.batch, c.heads, c.sq, c.d}, dtype(), seed);
+        Tensor k = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 1);
+        Tensor v = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 2);
+        Tensor out_gpu;
+        Tensor out_cpu = dev.poisoned_pair(q.shape(), dtype(), &out_gpu);
+        ops::attention(dev.cpu, q, k, v, out_cpu, path, causal, scale);
+        ops::attention(dev.gpu, dev.gpu_copy(q), dev.gpu_copy(k), dev.gpu_copy(v), out_gpu, path, causal, scale);
+        expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 8.0),
+                     std::string(ops::path_name(path)) + (causal ? " causal" : "") + " H " + std::to_string(c.heads) +
+                         " Hkv " + std::to_string(c.kv_heads) + " Sq " + std::to_string(c.sq) + " Sk " +
+                         std::to_string(c.sk));
+      }
+    }
+  }
+}
+
+// The CUDA flash kernels (tensor cores for f16/bf16 at head_dim 64 and 128, FP32 cores
+// otherwise) against the CPU's flash, which shares no code with them.
+TEST_P(CudaOps, FlashAttentionMatchesTheCpu) {
+  Devices dev;
+  struct Case {
+    int64_t batch, heads, kv_heads, sq, sk, d;
+  };
+  for (Case c : {Case{1, 2, 2, 1, 1, 64}, Case{2, 4, 2, 7, 70, 64}, Case{1, 4, 1, 65, 33, 128},
+                 Case{2, 2, 2, 13, 5, 64}, Case{1, 2, 1, 20, 20, 80}}) {
+    for (bool causal : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " H " << c.heads << " Hkv " << c.kv_heads << " Sq "
+                                        << c.sq << " Sk " << c.sk << " D " << c.d << (causal ? " causal" : ""));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+      Tensor q = random_tensor(dev.cpu, {c.batch, c.heads, c.sq, c.d}, dtype(), seed);
+      Tensor k = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 1);
+      Tensor v = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 2);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair(q.shape(), dtype(), &out_gpu);
+      ops::attention(dev.cpu, q, k, v, out_cpu, ops::AttentionPath::flash, causal, scale);
+      ops::attention(dev.gpu, dev.gpu_copy(q), dev.gpu_copy(k), dev.gpu_copy(v), out_gpu, ops::AttentionPath::flash,
+                     causal, scale);
+      // Both round P differently (the tensor-core kernel rounds it to the input type for P·V).
+      expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 8.0), "flash");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -1,5 +1,5 @@
 // What the CUDA backend launches, read from the profiler's recorder: kernel names and counts
-// per path (DESIGN.md's table: the series' lessons), and the launch details the launch helper
+// per path (docs/ARCHITECTURE.md's table: the series' lessons), and the launch details the launch helper
 // records (grid, block, registers, occupancy). Skips with the reason when no GPU is present.
 #include <gtest/gtest.h>
 

@@ -138,7 +138,7 @@ class FakeGpu : public ScratchDir {
     const std::string gtest =
         "#!/bin/sh\ncase \"$*\" in *--gtest_list_tests*) echo 'Fake.'; echo '  Test';; "
         "*) echo '[  PASSED  ] 3 tests.';; esac\n";
-    executable("kit/bin/cuda_ops_test", gtest);
+    executable("kit/bin/softmax_test", gtest);
     executable("kit/bin/core_test", gtest);
     // The CLI: 04_attention's flash variant "cannot run on this device".
     executable("kit/bin/blockscope",
@@ -215,7 +215,7 @@ TEST_F(FakeGpu, DryRunReportsEveryPhase) {
   EXPECT_NE(o.find("1 results of 1 CUDA cases"), std::string::npos) << o;
   EXPECT_NE(o.find("no CUDA cases (--benchmark_filter='/cuda:[0-9]+')"), std::string::npos) << o;
   // (d) the sanitizer cut by its (phase) limit: "timeout", and the next steps skipped.
-  const size_t memcheck = o.find("device_check: memcheck cuda_ops_test");
+  const size_t memcheck = o.find("device_check: memcheck softmax_test");
   ASSERT_NE(memcheck, std::string::npos) << o;
   EXPECT_NE(o.substr(memcheck, 60).find("timeout"), std::string::npos) << o.substr(memcheck, 120);
   EXPECT_EQ(o.substr(memcheck, 60).find("FAIL"), std::string::npos) << o.substr(memcheck, 120);

@@ -17,6 +17,7 @@
 #include "reference/attention_reference.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -251,6 +252,70 @@ TEST(FastDivmod, MatchesDivisionBelowTwoToThe31) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Elementwise, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, ElementwiseAddMulScaleCopy) {
+  Devices dev;
+  for (int64_t rows : {1, 3, 37}) {
+    for (int64_t cols : {1, 7, 64, 1000}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string shape = " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+      Tensor a = random_tensor(dev.cpu, {rows, cols}, dtype(), seed);
+      Tensor b = random_tensor(dev.cpu, {rows, cols}, dtype(), seed + 1);
+      Tensor bias = random_tensor(dev.cpu, {cols}, dtype(), seed + 2);
+      Tensor a_gpu = dev.gpu_copy(a), b_gpu = dev.gpu_copy(b), bias_gpu = dev.gpu_copy(bias);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair({rows, cols}, dtype(), &out_gpu);
+
+      ops::add(dev.cpu, a, b, out_cpu);
+      ops::add(dev.gpu, a_gpu, b_gpu, out_gpu);
+      expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 1.0), "add" + shape);
+      ops::add(dev.cpu, a, bias, out_cpu);
+      ops::add(dev.gpu, a_gpu, bias_gpu, out_gpu);
+      expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 1.0), "add broadcast" + shape);
+      ops::mul(dev.cpu, a, b, out_cpu);
+      ops::mul(dev.gpu, a_gpu, b_gpu, out_gpu);
+      expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 1.0), "mul" + shape);
+      ops::scale(dev.cpu, a, -1.7f, a);  // in place
+      ops::scale(dev.gpu, a_gpu, -1.7f, a_gpu);
+      expect_cuda_matches_cpu(a_gpu, a, cuda_tolerance(dtype(), 1.0), "scale in place" + shape);
+
+      // A transposed view: the strided gather kernel.
+      Tensor t_gpu;
+      Tensor t_cpu = dev.poisoned_pair({cols, rows}, dtype(), &t_gpu);
+      ops::copy(dev.cpu, b.transpose(0, 1), t_cpu);
+      ops::copy(dev.gpu, b_gpu.transpose(0, 1), t_gpu);
+      expect_cuda_matches_cpu(t_gpu, t_cpu, 0.0, "copy transposed" + shape);
+    }
+  }
+}
+
+TEST_P(CudaOps, CausalMaskedFillOutOfPlaceAndInPlace) {
+  Devices dev;
+  struct Case {
+    int64_t sq, sk;
+  };
+  // Sq > Sk leaves the first rows fully masked; Sq < Sk is the decode-like bottom-right case.
+  for (Case c : {Case{1, 1}, Case{7, 7}, Case{9, 5}, Case{5, 33}}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    const std::string what = "Sq " + std::to_string(c.sq) + " Sk " + std::to_string(c.sk);
+    Tensor scores = random_tensor(dev.cpu, {2, 3, c.sq, c.sk}, dtype(), seed);
+    Tensor scores_gpu = dev.gpu_copy(scores);
+    Tensor out_gpu;
+    Tensor out_cpu = dev.poisoned_pair(scores.shape(), dtype(), &out_gpu);
+    ops::masked_fill_causal(dev.cpu, scores, -1e4f, out_cpu);
+    ops::masked_fill_causal(dev.gpu, scores_gpu, -1e4f, out_gpu);
+    expect_cuda_matches_cpu(out_gpu, out_cpu, 0.0, "masked_fill " + what);
+    ops::masked_fill_causal_(dev.cpu, scores, -1e4f);
+    ops::masked_fill_causal_(dev.gpu, scores_gpu, -1e4f);
+    expect_cuda_matches_cpu(scores_gpu, scores, 0.0, "masked_fill_ " + what);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

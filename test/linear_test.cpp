@@ -12,6 +12,12 @@
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
 #include "reference/ops_reference.h"
+#include "test/cuda_vs_cpu.h"
+#include "ops/linear/batched_matmul.h"
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "ops/common/cuda/cublaslt_gemm.h"
+#endif
 
 namespace blockscope {
 namespace {
@@ -263,6 +269,323 @@ TEST_P(LinearTest, BadInputsAreNamedErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LinearTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, LinearEveryPathLayoutBiasActivation) {
+  Devices dev;
+  struct Case {
+    int64_t rows, in, out;
+  };
+  for (Case c : {Case{1, 8, 16}, Case{37, 53, 29}, Case{130, 96, 200}}) {
+    for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+      for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
+        for (bool with_bias : {false, true}) {
+          for (ops::LinearActivation act : {ops::LinearActivation::none, ops::LinearActivation::gelu_tanh}) {
+            const uint64_t seed = fresh_seed();
+            SCOPED_TRACE(seed);
+            const std::string what = std::string(ops::path_name(path)) + " rows " + std::to_string(c.rows) +
+                                     " in " + std::to_string(c.in) + " out " + std::to_string(c.out) +
+                                     (layout == ops::WeightLayout::out_in ? " out_in" : " in_out") +
+                                     (with_bias ? " bias" : "") +
+                                     (act == ops::LinearActivation::gelu_tanh ? " gelu" : "");
+            const Shape w_shape = layout == ops::WeightLayout::out_in ? Shape{c.out, c.in} : Shape{c.in, c.out};
+            Tensor x = random_tensor(dev.cpu, {c.rows, c.in}, dtype(), seed);
+            Tensor w = random_tensor(dev.cpu, w_shape, dtype(), seed + 1, -0.2f, 0.2f);
+            Tensor b = with_bias ? random_tensor(dev.cpu, {c.out}, dtype(), seed + 2) : Tensor();
+            Tensor y_gpu;
+            Tensor y_cpu = dev.poisoned_pair({c.rows, c.out}, dtype(), &y_gpu);
+            ops::linear(dev.cpu, x, w, b, y_cpu, path, layout, act);
+            ops::linear(dev.gpu, dev.gpu_copy(x), dev.gpu_copy(w), with_bias ? dev.gpu_copy(b) : Tensor(), y_gpu, path,
+                        layout, act);
+            expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), what);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(CudaOps, LinearStridedRowsAnd3dInput) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  // x: the right half of [2, 9, 2·48] (rows 96 elements apart), read without a copy.
+  Tensor wide = random_tensor(dev.cpu, {2, 9, 96}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {40, 48}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {40}, dtype(), seed + 2);
+  Tensor wide_gpu = dev.gpu_copy(wide);
+  Tensor y_gpu;
+  Tensor y_cpu = dev.poisoned_pair({2, 9, 40}, dtype(), &y_gpu);
+  ops::linear(dev.cpu, wide.slice(2, 48, 96), w, b, y_cpu, ops::LinearPath::epilogue);
+  ops::linear(dev.gpu, wide_gpu.slice(2, 48, 96), dev.gpu_copy(w), dev.gpu_copy(b), y_gpu, ops::LinearPath::epilogue);
+  expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), "strided rows");
+}
+
+// Columns [1, 1 + 32) of [8, 40]: the first element sits one element past an aligned address.
+// cuBLASLt is told the operand's real (element) alignment and computes it, as the CPU does.
+// Also with a bias one element off alignment.
+TEST_P(CudaOps, LinearOnAMisalignedSliceMatchesTheCpu) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  Tensor wide = random_tensor(dev.cpu, {8, 40}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {16, 32}, dtype(), seed + 1);
+  Tensor bias_wide = random_tensor(dev.cpu, {17}, dtype(), seed + 2);
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "bias" : "no bias");
+    Tensor b_cpu = with_bias ? bias_wide.slice(0, 1, 17) : Tensor();
+    Tensor b_gpu = with_bias ? dev.gpu_copy(bias_wide).slice(0, 1, 17) : Tensor();
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({8, 16}, dtype(), &y_gpu);
+    ops::linear(dev.cpu, wide.slice(1, 1, 33), w, b_cpu, y_cpu, ops::LinearPath::epilogue);
+    ops::linear(dev.gpu, dev.gpu_copy(wide).slice(1, 1, 33), dev.gpu_copy(w), b_gpu, y_gpu,
+                ops::LinearPath::epilogue);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), "misaligned slice");
+  }
+}
+
+TEST_P(CudaOps, BatchedMatmulWithGqaGroupsAndAlpha) {
+  Devices dev;
+  struct Case {
+    int64_t batch, heads, kv_heads, m, k, n;
+  };
+  for (Case c : {Case{1, 1, 1, 1, 8, 1}, Case{2, 4, 4, 7, 24, 13}, Case{2, 4, 2, 9, 16, 33}, Case{1, 8, 1, 5, 64, 17}}) {
+    for (bool trans_b : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const int64_t group = c.heads / c.kv_heads;
+      const Shape b_shape = trans_b ? Shape{c.batch, c.kv_heads, c.n, c.k} : Shape{c.batch, c.kv_heads, c.k, c.n};
+      Tensor a = random_tensor(dev.cpu, {c.batch, c.heads, c.m, c.k}, dtype(), seed);
+      Tensor b = random_tensor(dev.cpu, b_shape, dtype(), seed + 1);
+      Tensor out_gpu;
+      Tensor out_cpu = dev.poisoned_pair({c.batch, c.heads, c.m, c.n}, dtype(), &out_gpu);
+      ops::batched_matmul(dev.cpu, a, b, out_cpu, trans_b, 0.37f, group, "gemm_test");
+      ops::batched_matmul(dev.gpu, dev.gpu_copy(a), dev.gpu_copy(b), out_gpu, trans_b, 0.37f, group, "gemm_test");
+      expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype()),
+                   "group " + std::to_string(group) + (trans_b ? " trans_b" : "") + " m " + std::to_string(c.m));
+    }
+  }
+}
+
+// A 2-D weight with a size-1 dimension is contiguous whatever that dimension's stride
+// (Tensor::is_contiguous), e.g. the transpose of a [in, 1] or [1, out] tensor. The CUDA linear
+// took ldb from w.stride(0) and required w.stride(1) == 1, so these failed on CUDA only (ldb 1
+// below k, or "must be 2-D with contiguous rows"); the rows are w.size(1) apart.
+TEST_P(CudaOps, LinearWeightWithASizeOneDimensionOfAnyStride) {
+  Devices dev;
+  struct Case {
+    const char* what;
+    Shape stored;  // w is the transpose of a contiguous tensor of this shape
+    ops::WeightLayout layout;
+    int64_t in;
+  };
+  for (const Case& c : {Case{"[1, in] out_in (out 1)", {24, 1}, ops::WeightLayout::out_in, 24},
+                        Case{"[out, 1] out_in (in 1)", {1, 20}, ops::WeightLayout::out_in, 1},
+                        Case{"[1, out] in_out (in 1)", {20, 1}, ops::WeightLayout::in_out, 1}}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    Tensor stored = random_tensor(dev.cpu, c.stored, dtype(), seed + 1, -0.5f, 0.5f);
+    const Tensor w_cpu = stored.transpose(0, 1);
+    const Tensor w_gpu = dev.gpu_copy(stored).transpose(0, 1);
+    ASSERT_TRUE(w_cpu.is_contiguous() && w_gpu.is_contiguous()) << c.what;
+    const int64_t out = c.layout == ops::WeightLayout::out_in ? w_cpu.size(0) : w_cpu.size(1);
+    Tensor x = random_tensor(dev.cpu, {6, c.in}, dtype(), seed);
+    Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+    for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({6, out}, dtype(), &y_gpu);
+      ops::linear(dev.cpu, x, w_cpu, b, y_cpu, path, c.layout);
+      ops::linear(dev.gpu, dev.gpu_copy(x), w_gpu, dev.gpu_copy(b), y_gpu, path, c.layout);
+      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), std::string(c.what) + " " + ops::path_name(path));
+    }
+  }
+}
+
+// k = 0 (no input features / no keys): an empty sum. The CPU gives y = bias (or 0) then the
+// activation, and c = 0 for batched_matmul; CUDA must give the same.
+TEST_P(CudaOps, LinearAndBatchedMatmulWithKZero) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  for (ops::LinearPath path : {ops::LinearPath::naive, ops::LinearPath::epilogue, ops::LinearPath::addmm}) {
+    for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
+      for (bool with_bias : {false, true}) {
+        for (ops::LinearActivation act : {ops::LinearActivation::none, ops::LinearActivation::gelu_tanh}) {
+          const Shape w_shape = layout == ops::WeightLayout::out_in ? Shape{13, 0} : Shape{0, 13};
+          Tensor b = with_bias ? random_tensor(dev.cpu, {13}, dtype(), seed) : Tensor();
+          Tensor y_gpu;
+          Tensor y_cpu = dev.poisoned_pair({5, 13}, dtype(), &y_gpu);
+          ops::linear(dev.cpu, dev.cpu.empty({5, 0}, dtype()), dev.cpu.empty(w_shape, dtype()), b, y_cpu, path, layout,
+                      act);
+          ops::linear(dev.gpu, dev.gpu.empty({5, 0}, dtype()), dev.gpu.empty(w_shape, dtype()),
+                      with_bias ? dev.gpu_copy(b) : Tensor(), y_gpu, path, layout, act);
+          expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()),
+                       std::string("k = 0 ") + ops::path_name(path) + (with_bias ? " bias" : "") +
+                           (act == ops::LinearActivation::gelu_tanh ? " gelu" : ""));
+        }
+      }
+    }
+  }
+  for (bool trans_b : {false, true}) {
+    const Shape b_shape = trans_b ? Shape{2, 1, 7, 0} : Shape{2, 1, 0, 7};
+    Tensor c_gpu;
+    Tensor c_cpu = dev.poisoned_pair({2, 3, 4, 7}, dtype(), &c_gpu);
+    ops::batched_matmul(dev.cpu, dev.cpu.empty({2, 3, 4, 0}, dtype()), dev.cpu.empty(b_shape, dtype()), c_cpu, trans_b,
+                        1.0f, 3, "gemm_test");
+    ops::batched_matmul(dev.gpu, dev.gpu.empty({2, 3, 4, 0}, dtype()), dev.gpu.empty(b_shape, dtype()), c_gpu, trans_b,
+                        1.0f, 3, "gemm_test");
+    const std::vector<float> values = to_floats(c_gpu);
+    for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], 0.0f) << "element " << i << (trans_b ? " trans_b" : "");
+    expect_cuda_matches_cpu(c_gpu, c_cpu, 0.0, "batched k = 0");
+  }
+}
+
+// GemmSettings::autotune (API only, never exercised before): the timed candidates run on a
+// scratch output, so addmm's bias copy in y (beta = 1) must survive, and the plan is made
+// before the kernel scope opens, so each call is still one kernel event with its own name.
+TEST_P(CudaOps, LinearWithAutotunedPlansMatchesCpu) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  ops::cuda::cublaslt::GemmSettings& settings = ops::cuda::cublaslt::settings(dev.gpu);
+  settings.autotune = true;
+  settings.autotune_candidates = 4;
+  settings.autotune_iterations = 2;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 70, in = 96, out = 80;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  struct Case {
+    ops::LinearPath path;
+    ops::LinearActivation act;
+    std::vector<std::string> kernels;
+  };
+  for (const Case& c : {Case{ops::LinearPath::addmm, ops::LinearActivation::none, {"bias_broadcast_copy_kernel", "gemm"}},
+                        Case{ops::LinearPath::epilogue, ops::LinearActivation::gelu_tanh, {"gemm_bias_gelu"}},
+                        Case{ops::LinearPath::epilogue, ops::LinearActivation::none, {"gemm_bias"}}}) {
+    const size_t plans_before = ops::cuda::cublaslt::cached_plans(dev.gpu);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+    ops::linear(dev.cpu, x, w, b, y_cpu, c.path, ops::WeightLayout::out_in, c.act);
+    profiler::Recorder recorder(dev.gpu);
+    dev.gpu.set_recorder(&recorder);
+    ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, c.path, ops::WeightLayout::out_in, c.act);
+    dev.gpu.set_recorder(nullptr);
+    recorder.resolve();
+    EXPECT_EQ(testing::kernel_names(recorder), c.kernels) << ops::path_name(c.path);
+    EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1) << "one new (autotuned) plan per epilogue";
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), std::string("autotuned ") + ops::path_name(c.path));
+  }
+#endif
+}
+
+// Where cuBLASLt has no algorithm for the BIAS / GELU_BIAS / GELU epilogue, the epilogue path
+// runs the DEFAULT epilogue and our own kernels, visibly: the kernel table shows them and a
+// note on stderr (once per shape) says why. GemmSettings::force_epilogue_fallback stands in
+// for the heuristic's refusal (the simulated heuristic, like the real one on most shapes,
+// accepts every element-aligned bias).
+TEST_P(CudaOps, LinearEpilogueFallsBackWhenCublasLtHasNoAlgorithm) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  ops::cuda::cublaslt::settings(dev.gpu).force_epilogue_fallback = true;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 37, in = 64, out = 50;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  struct Case {
+    ops::LinearActivation act;
+    bool bias;
+    std::vector<std::string> kernels;
+  };
+  for (const Case& c : {Case{ops::LinearActivation::gelu_tanh, true, {"gemm", "bias_add_kernel", "gelu_tanh_kernel"}},
+                        Case{ops::LinearActivation::none, true, {"gemm", "bias_add_kernel"}},
+                        Case{ops::LinearActivation::gelu_tanh, false, {"gemm", "gelu_tanh_kernel"}}}) {
+    const Tensor no_bias;
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+    // The CPU's naive path rounds where the fallback does (after the GEMM, the bias, the GELU).
+    ops::linear(dev.cpu, x, w, c.bias ? b : no_bias, y_cpu, ops::LinearPath::naive, ops::WeightLayout::out_in, c.act);
+    ::testing::internal::CaptureStderr();
+    profiler::Recorder recorder(dev.gpu);
+    dev.gpu.set_recorder(&recorder);
+    for (int call = 0; call < 2; ++call) {
+      ops::linear(dev.gpu, x_gpu, w_gpu, c.bias ? b_gpu : no_bias, y_gpu, ops::LinearPath::epilogue,
+                  ops::WeightLayout::out_in, c.act);
+    }
+    dev.gpu.set_recorder(nullptr);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    recorder.resolve();
+    std::vector<std::string> twice = c.kernels;
+    twice.insert(twice.end(), c.kernels.begin(), c.kernels.end());
+    EXPECT_EQ(testing::kernel_names(recorder), twice);
+    const size_t note = err.find("epilogue is not used");
+    EXPECT_NE(note, std::string::npos) << err;
+    EXPECT_EQ(err.find("epilogue is not used", note + 1), std::string::npos) << "one note per shape: " << err;
+    EXPECT_NE(err.find("force_epilogue_fallback"), std::string::npos) << err;
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), "epilogue fallback");
+  }
+  // The knob off again: the fused epilogue is back.
+  ops::cuda::cublaslt::settings(dev.gpu).force_epilogue_fallback = false;
+  Tensor y_gpu = testing::poisoned_tensor(dev.gpu, {rows, out}, dtype());
+  profiler::Recorder recorder(dev.gpu);
+  dev.gpu.set_recorder(&recorder);
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in,
+              ops::LinearActivation::gelu_tanh);
+  dev.gpu.set_recorder(nullptr);
+  recorder.resolve();
+  EXPECT_EQ(testing::kernel_names(recorder), std::vector<std::string>{"gemm_bias_gelu"});
+#endif
+}
+
+// A plan cached while autotune was off must not serve forever once it is turned on: the first
+// call that may autotune re-plans it (replacing, not adding, the cache entry).
+TEST_P(CudaOps, PlanMadeBeforeAutotuneIsReplannedWhenItIsTurnedOn) {
+#ifndef BLOCKSCOPE_WITH_CUDA
+  GTEST_SKIP() << "CUDA is not built";
+#else
+  Devices dev;
+  ops::cuda::cublaslt::GemmSettings& settings = ops::cuda::cublaslt::settings(dev.gpu);
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 70, in = 96, out = 80;
+  Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), seed);
+  Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 1, -0.2f, 0.2f);
+  Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 2);
+  const Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+  Tensor y_gpu;
+  Tensor y_cpu = dev.poisoned_pair({rows, out}, dtype(), &y_gpu);
+  ops::linear(dev.cpu, x, w, b, y_cpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  settings.autotune = false;
+  const size_t plans_before = ops::cuda::cublaslt::cached_plans(dev.gpu);
+  const size_t tuned_before = ops::cuda::cublaslt::autotuned_plans(dev.gpu);
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  ASSERT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before) << "autotune is off: the plan is the heuristic's";
+  settings.autotune = true;
+  settings.autotune_candidates = 4;
+  settings.autotune_iterations = 2;
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1) << "the entry is replaced, not added";
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before + 1) << "the old plan was re-planned with autotune";
+  expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), "re-planned");
+  // And it stays: a third call neither re-plans nor adds.
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y_gpu, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+  EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1);
+  EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before + 1);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -161,7 +161,7 @@ TEST_P(MlpTest, GatedPathsMatchReference) {
   }
 }
 
-// Kernel sequences per forward (DESIGN.md "Ops and paths"), for GPT-2's plain MLP and GeGLU.
+// Kernel sequences per forward (docs/ARCHITECTURE.md "Ops and paths"), for GPT-2's plain MLP and GeGLU.
 TEST_P(MlpTest, KernelSequencePerPath) {
   BS_SKIP_IF_UNAVAILABLE(device());
   Context ctx(device());

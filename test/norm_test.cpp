@@ -11,6 +11,7 @@
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
 #include "reference/ops_reference.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -218,6 +219,71 @@ TEST_P(NormTest, BadInputsAreNamedErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, NormTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, LayerNormAndRmsNorm) {
+  Devices dev;
+  for (int64_t n : {1, 7, 768, 1000}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    // An offset mean: the two-pass variance must not cancel.
+    Tensor x = random_tensor(dev.cpu, {2, 5, n}, dtype(), seed, 2.0f, 4.0f);
+    Tensor w = random_tensor(dev.cpu, {n}, dtype(), seed + 1, 0.5f, 1.5f);
+    Tensor b = random_tensor(dev.cpu, {n}, dtype(), seed + 2);
+    Tensor x_gpu = dev.gpu_copy(x), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+    const std::string what = " n " + std::to_string(n);
+    ops::layer_norm(dev.cpu, x, w, b, 1e-5f, y_cpu);
+    ops::layer_norm(dev.gpu, x_gpu, w_gpu, b_gpu, 1e-5f, y_gpu);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "layer_norm" + what);
+    fill_nan(y_cpu);
+    fill_nan(y_gpu);
+    ops::layer_norm(dev.cpu, x, w, Tensor(), 1e-5f, y_cpu);
+    ops::layer_norm(dev.gpu, x_gpu, w_gpu, Tensor(), 1e-5f, y_gpu);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "layer_norm without bias" + what);
+    fill_nan(y_cpu);
+    fill_nan(y_gpu);
+    ops::rms_norm(dev.cpu, x, w, 1e-6f, y_cpu);
+    ops::rms_norm(dev.gpu, x_gpu, w_gpu, 1e-6f, y_gpu);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "rms_norm" + what);
+  }
+}
+
+// x may be a row-strided view (ops/norm/norm.h), as on the CPU. The row stride decides the
+// vector path too: a column slice out of rows of odd length (ld 129) has aligned data and
+// n % pack == 0 but misaligned row starts, so it must take the element-by-element path; a
+// slice with ld 136 keeps every row start 16-byte aligned (f32 and f16/bf16 packs).
+TEST_P(CudaOps, NormsOnRowStridedViews) {
+  Devices dev;
+  const int64_t rows = 6, n = 64;
+  for (int64_t ld : {int64_t{129}, int64_t{136}}) {
+    for (int64_t first : {int64_t{0}, int64_t{8}, int64_t{3}}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = " ld " + std::to_string(ld) + " first column " + std::to_string(first);
+      Tensor wide = random_tensor(dev.cpu, {rows, ld}, dtype(), seed, 2.0f, 4.0f);
+      Tensor w = random_tensor(dev.cpu, {n}, dtype(), seed + 1, 0.5f, 1.5f);
+      Tensor b = random_tensor(dev.cpu, {n}, dtype(), seed + 2);
+      Tensor wide_gpu = dev.gpu_copy(wide), w_gpu = dev.gpu_copy(w), b_gpu = dev.gpu_copy(b);
+      const Tensor x = wide.slice(1, first, first + n);
+      const Tensor x_gpu = wide_gpu.slice(1, first, first + n);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair({rows, n}, dtype(), &y_gpu);
+      ops::layer_norm(dev.cpu, x, w, b, 1e-5f, y_cpu);
+      ops::layer_norm(dev.gpu, x_gpu, w_gpu, b_gpu, 1e-5f, y_gpu);
+      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "layer_norm strided" + what);
+      fill_nan(y_cpu);
+      fill_nan(y_gpu);
+      ops::rms_norm(dev.cpu, x, w, 1e-6f, y_cpu);
+      ops::rms_norm(dev.gpu, x_gpu, w_gpu, 1e-6f, y_gpu);
+      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "rms_norm strided" + what);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

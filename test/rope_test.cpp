@@ -11,6 +11,7 @@
 #include "profiler/recorder.h"
 #include "test/op_test_helpers.h"
 #include "reference/ops_reference.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -182,6 +183,32 @@ TEST_P(RopeTest, BadInputsAreNamedErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, RopeTest, testing::device_dtype_values(), testing::device_dtype_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, RopeStridedViewAndInPlace) {
+  Devices dev;
+  for (int64_t head_dim : {2, 64, 128}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    const int64_t batch = 2, seq = 7, heads = 3;
+    // q as a view of a [B, S, 3, H, D] qkv tensor, permuted to [B, H, S, D] (strided, no copy).
+    Tensor qkv = random_tensor(dev.cpu, {batch, seq, 3, heads, head_dim}, dtype(), seed);
+    Tensor qkv_gpu = dev.gpu_copy(qkv);
+    Tensor q = qkv.select(2, 0).permute({0, 2, 1, 3});
+    Tensor q_gpu = qkv_gpu.select(2, 0).permute({0, 2, 1, 3});
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({batch, heads, seq, head_dim}, dtype(), &y_gpu);
+    ops::rope(dev.cpu, q, y_cpu, 10000.0f, 1000);
+    ops::rope(dev.gpu, q_gpu, y_gpu, 10000.0f, 1000);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "rope D " + std::to_string(head_dim));
+    ops::rope(dev.cpu, q, q, 500000.0f, 3);  // in place on the view
+    ops::rope(dev.gpu, q_gpu, q_gpu, 500000.0f, 3);
+    expect_cuda_matches_cpu(qkv_gpu, qkv, cuda_tolerance(dtype(), 2.0), "rope in place D " + std::to_string(head_dim));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

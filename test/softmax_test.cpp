@@ -14,6 +14,7 @@
 #include "reference/attention_reference.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
+#include "test/cuda_vs_cpu.h"
 
 namespace blockscope {
 namespace {
@@ -240,6 +241,94 @@ TEST_P(Softmax, ErrorsNameTheTensors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Softmax, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
+
+// ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
+
+TEST_P(CudaOps, SoftmaxPlainLargeLogitsAndFullyMaskedRows) {
+  Devices dev;
+  for (int64_t n : {1, 7, 128, 1000, 4099}) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    // Logits up to ±80: exp would overflow f32 without the max subtracted.
+    Tensor x = random_tensor(dev.cpu, {6, n}, dtype(), seed, -80.0f, 80.0f);
+    std::vector<float> values = to_floats(x);
+    for (int64_t j = 0; j < n; ++j) values[static_cast<size_t>(2 * n + j)] = -INFINITY;  // row 2 fully masked
+    from_floats(x, values);
+    Tensor x_gpu = dev.gpu_copy(x);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({6, n}, dtype(), &y_gpu);
+    ops::softmax(dev.cpu, x, y_cpu);
+    ops::softmax(dev.gpu, x_gpu, y_gpu);
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "softmax n " + std::to_string(n));
+    const std::vector<float> out = to_floats(y_gpu);
+    for (int64_t j = 0; j < n; ++j) ASSERT_EQ(out[static_cast<size_t>(2 * n + j)], 0.0f) << "fully masked row";
+    ops::softmax(dev.gpu, x_gpu, x_gpu);  // in place
+    expect_cuda_matches_cpu(x_gpu, y_cpu, cuda_tolerance(dtype(), 2.0), "softmax in place n " + std::to_string(n));
+  }
+}
+
+// A NaN logit makes its whole row NaN on the CPU (max ignores it, exp and the sum propagate
+// it); CUDA must not lose it when it is the first value a thread reads (column 0: thread 0's
+// first element, before any finite value). Rows without NaN are unaffected.
+TEST_P(CudaOps, SoftmaxNanLogitGivesANanRowAsOnTheCpu) {
+  Devices dev;
+  for (int64_t n : {7, 64, 1000}) {
+    for (bool fused : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      const std::string what = "n " + std::to_string(n) + (fused ? " fused causal" : "");
+      Tensor x = random_tensor(dev.cpu, {1, 1, 3, n}, dtype(), seed, -6.0f, 6.0f);
+      std::vector<float> values = to_floats(x);
+      values[0] = std::numeric_limits<float>::quiet_NaN();  // row 0, column 0
+      from_floats(x, values);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+      if (fused) {
+        // Sk > Sq: row 0 sees columns 0 .. n - 3, so it has finite values besides the NaN.
+        ops::softmax_scale_causal(dev.cpu, x, 0.5f, true, y_cpu);
+        ops::softmax_scale_causal(dev.gpu, dev.gpu_copy(x), 0.5f, true, y_gpu);
+      } else {
+        ops::softmax(dev.cpu, x, y_cpu);
+        ops::softmax(dev.gpu, dev.gpu_copy(x), y_gpu);
+      }
+      const std::vector<float> cpu = to_floats(y_cpu), gpu = to_floats(y_gpu);
+      const int64_t visible = fused ? n - 2 : n;
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(std::isnan(gpu[static_cast<size_t>(j)]), std::isnan(cpu[static_cast<size_t>(j)]))
+            << what << " column " << j;
+        if (j < visible) {
+          ASSERT_TRUE(std::isnan(gpu[static_cast<size_t>(j)])) << what << " column " << j;
+        }
+      }
+      for (int64_t j = n; j < 3 * n; ++j) {
+        ASSERT_FALSE(std::isnan(gpu[static_cast<size_t>(j)])) << what << " row " << j / n;
+        EXPECT_NEAR(gpu[static_cast<size_t>(j)], cpu[static_cast<size_t>(j)], cuda_tolerance(dtype(), 2.0)) << what;
+      }
+    }
+  }
+}
+
+TEST_P(CudaOps, SoftmaxScaleCausal) {
+  Devices dev;
+  struct Case {
+    int64_t sq, sk;
+  };
+  for (Case c : {Case{1, 1}, Case{7, 7}, Case{9, 4}, Case{5, 130}, Case{64, 64}}) {
+    for (bool causal : {false, true}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE(seed);
+      Tensor x = random_tensor(dev.cpu, {2, 3, c.sq, c.sk}, dtype(), seed, -6.0f, 6.0f);
+      Tensor y_gpu;
+      Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
+      ops::softmax_scale_causal(dev.cpu, x, 0.125f, causal, y_cpu);
+      ops::softmax_scale_causal(dev.gpu, dev.gpu_copy(x), 0.125f, causal, y_gpu);
+      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0),
+                   "Sq " + std::to_string(c.sq) + " Sk " + std::to_string(c.sk) + (causal ? " causal" : ""));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

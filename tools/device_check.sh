@@ -313,10 +313,10 @@ PY
 
   # Direct start first; the carried loader if the GPU machine's C runtime is too old for us.
   RUNNER=direct
-  set_bin cuda_ops_test
+  set_bin core_test
   if ! "${BIN[@]}" --gtest_list_tests > "$LOGS/runner_direct.log" 2>&1; then
     RUNNER=loader
-    set_bin cuda_ops_test
+    set_bin core_test
     if ! "${BIN[@]}" --gtest_list_tests > "$LOGS/runner_loader.log" 2>&1; then
       record "start binaries" FAIL 0 "neither directly nor through the carried loader (logs/runner_*.log)"
       finish "$gpu" "$commit"
@@ -347,7 +347,7 @@ PY
 
   # ---- tests ------------------------------------------------------------------------------------
   local tests=() t
-  for t in cuda_ops_test cuda_kernels_test cuda_graph_test core_test linear_test batched_matmul_test activation_test \
+  for t in cuda_context_test cuda_kernels_test cuda_graph_test core_test linear_test activation_test \
            elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test profiler_session_test; do
     [[ -x "$KIT/bin/$t" ]] && tests+=("$t")
   done
@@ -386,8 +386,6 @@ PY
   if [[ -z "$sanitizer" ]]; then
     record "compute-sanitizer" skip 0 "not installed"
   else
-    local memcheck_filter='*Softmax*/bf16:*LayerNorm*/bf16:*Rope*/f16:*CausalMaskedFill*/bf16:*ActivationsPlainAndGated*/bf16:*BatchedMatmul*/f32:*ElementwiseAddMulScaleCopy*/f16'
-    local racecheck_filter='*Softmax*/bf16:*LayerNorm*/f32'
     # sanitize NAME TOOL TEST_BINARY FILTER LIMIT: one compute-sanitizer run over a test subset.
     sanitize() {
       local step="$1 $3" log="$LOGS/$2_$3.log" summary
@@ -403,9 +401,16 @@ PY
         record "$step" "$verdict" "$STEP_S" "${summary:-no summary} rc $STEP_RC"
       fi
     }
-    sanitize memcheck memcheck cuda_ops_test "$memcheck_filter" 150
+    # Each op's CUDA-against-CPU cases (its test file's CudaOps suite), one dtype each.
+    sanitize memcheck memcheck softmax_test '*CudaOps.Softmax*/bf16' 40
+    sanitize memcheck memcheck norm_test '*CudaOps.LayerNorm*/bf16' 25
+    sanitize memcheck memcheck rope_test '*CudaOps.Rope*/f16' 20
+    sanitize memcheck memcheck elementwise_test '*CudaOps.CausalMaskedFill*/bf16:*CudaOps.ElementwiseAddMulScaleCopy*/f16' 25
+    sanitize memcheck memcheck activation_test '*CudaOps.ActivationsPlainAndGated*/bf16' 20
+    sanitize memcheck memcheck linear_test '*CudaOps.BatchedMatmul*/f32' 20
     sanitize memcheck memcheck cuda_graph_test '*ReplayIsBitIdentical*/bf16' 90
-    sanitize racecheck racecheck cuda_ops_test "$racecheck_filter" 120
+    sanitize racecheck racecheck softmax_test '*CudaOps.Softmax*/bf16' 60
+    sanitize racecheck racecheck norm_test '*CudaOps.LayerNorm*/f32' 60
   fi
 
   # ---- benchmarks -------------------------------------------------------------------------------

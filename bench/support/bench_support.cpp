@@ -47,7 +47,7 @@ double flag_number(const std::string& arg, const std::string& name) {
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
 // Peak figures by device (dense, per dtype) for pct_of_peak: public datasheet numbers
-// (shared/ANCHORS.md). CPU peaks are not guessed: pass --peak_tflops / --peak_gbps.
+// (NVIDIA's A100 / H100 / H200 datasheets). CPU peaks are not guessed: pass --peak_tflops / --peak_gbps.
 struct Peak {
   double tflops = 0;
   double gbps = 0;

@@ -1,4 +1,4 @@
-// Activations and gated activations: scalar definitions, validation, profiler scope, dispatch.
+// Activations and gated activations: scalar definitions; validation, then run_op (ops/common/dispatch.h).
 #include "ops/activation/activation.h"
 
 #include <cmath>

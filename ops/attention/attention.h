@@ -24,7 +24,7 @@ namespace blockscope::ops {
 void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
                bool causal, float scale);
 
-// FLOPs: 4·B·H·Sq·Sk·D, halved when causal (the convention of ANCHORS.md).
+// FLOPs: 4·B·H·Sq·Sk·D, halved when causal (the convention FlashAttention's benchmarks use).
 double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal);
 
 // Bytes of the [B, H, Sq, Sk] score matrix the materialising paths need (memory estimate).

@@ -1,4 +1,4 @@
-// Public batched matmul: profiler scope, validation once for every device, then dispatch.
+// Public batched matmul: validation once for every device, then run_op (ops/common/dispatch.h).
 #include "ops/linear/batched_matmul.h"
 
 #include "ops/linear/backends.h"

@@ -101,8 +101,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   const bool has_bias = bias.defined();
   const bool gelu = act == LinearActivation::gelu_tanh;
   if (in == 0) {
-    // k = 0: X · W is an empty sum, so y = bias (or 0), then the activation, as on the CPU
-    // (this used to be refused on CUDA only, with a runtime error).
+    // k = 0: X · W is an empty sum, so y = bias (or 0), then the activation, as on the CPU.
     if (has_bias) bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
     else zero_fill(ctx, y);
     if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear

@@ -1,4 +1,4 @@
-// linear / matmul_add: validation, profiler scope and device dispatch (ops/common/backends.h).
+// linear / matmul_add: validation, then run_op (ops/common/dispatch.h).
 #include "ops/linear/linear.h"
 
 #include "ops/linear/backends.h"

@@ -1,4 +1,4 @@
-// LayerNorm and RMSNorm: validation, profiler scope and device dispatch.
+// LayerNorm and RMSNorm: validation, then run_op (ops/common/dispatch.h).
 #include "ops/norm/norm.h"
 
 #include "ops/norm/backends.h"

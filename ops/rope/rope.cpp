@@ -1,4 +1,4 @@
-// Rotary position embedding: validation, profiler scope and device dispatch.
+// Rotary position embedding: validation, then run_op (ops/common/dispatch.h).
 //
 // Convention (Hugging Face Llama, rotate_half): for a head vector x of size D and h = D / 2,
 //   y[d]     = x[d]     · cos(a_d) - x[d + h] · sin(a_d)

@@ -1,4 +1,4 @@
-// Public softmax ops: profiler scope, validation once for every device, then dispatch.
+// Public softmax ops: validation once for every device, then run_op (ops/common/dispatch.h).
 #include "ops/softmax/softmax.h"
 
 #include "ops/softmax/backends.h"

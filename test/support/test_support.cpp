@@ -39,38 +39,10 @@ std::vector<double> to_doubles(const Tensor& t) {
   return std::vector<double>(f.begin(), f.end());
 }
 
-double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference) {
-  if (actual.size() != reference.size()) return std::numeric_limits<double>::quiet_NaN();
-  double worst = 0.0;
-  for (size_t i = 0; i < actual.size(); ++i) {
-    if (std::isnan(reference[i]) && std::isnan(actual[i])) continue;
-    if (std::isinf(reference[i]) && actual[i] == reference[i]) continue;
-    if (!std::isfinite(actual[i])) return std::numeric_limits<double>::quiet_NaN();
-    worst = std::max(worst, std::abs(static_cast<double>(actual[i]) - reference[i]));
-  }
-  return worst;
-}
-
-double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference) {
-  double scale = 1e-30;
-  for (double r : reference)
-    if (std::isfinite(r)) scale = std::max(scale, std::abs(r));
-  return max_abs_error(actual, reference) / scale;
-}
-
 int64_t first_nan(const std::vector<float>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     if (std::isnan(values[i])) return static_cast<int64_t>(i);
   return -1;
-}
-
-double accuracy_floor(DType dtype) {
-  // A few units of the storage type's roundoff: covers the final rounding of the output.
-  return 4.0 * dtype_epsilon(dtype);
-}
-
-bool within_accuracy_rule(double path_error, double naive_error, DType dtype) {
-  return std::isfinite(path_error) && path_error <= 2.0 * naive_error + accuracy_floor(dtype);
 }
 
 std::vector<Device> test_devices() {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/accuracy.h"
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 
@@ -28,17 +29,15 @@ Tensor poisoned_tensor(Context& ctx, const Shape& shape, DType dtype);
 // Float values of a tensor as double (for the float64 references).
 std::vector<double> to_doubles(const Tensor& t);
 
-// max |a - b| / max(max|b|, tiny): relative error against a reference, NaN if any element is
-// NaN or infinite where the reference is finite.
-double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference);
-double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference);
+// Errors against a reference and the accuracy rule: reference/accuracy.h, shared with
+// `blockscope check`.
+using reference::accuracy_floor;
+using reference::max_abs_error;
+using reference::max_relative_error;
+using reference::within_accuracy_rule;
 // Index of the first NaN, or -1.
 int64_t first_nan(const std::vector<float>& values);
 
-// The accuracy rule (DESIGN.md, after FlashAttention's tests): a path's error against the
-// float64 reference is at most 2x the naive path's error in the same dtype, plus a floor.
-bool within_accuracy_rule(double path_error, double naive_error, DType dtype);
-double accuracy_floor(DType dtype);
 
 // Devices to run a parameterised test on: always cpu; cuda:0 when built with CUDA (the test
 // then skips with a reason when no GPU is present).
