@@ -175,44 +175,51 @@ nlohmann::json row_json(const DiffRow& row) {
           {"ratio", std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json()}};
 }
 
-std::string render(const std::vector<DiffRow>& rows, const std::string& title) {
-  std::vector<std::vector<std::string>> cells;
-  cells.push_back({title, "Status", "Calls/step", "Time/step before", "Time/step after", "Ratio"});
-  for (const DiffRow& row : rows) {
-    cells.push_back({row.name, row.status,
-                     row.before.calls_per_step == row.after.calls_per_step
-                         ? count_str(row.after.calls_per_step)
-                         : count_str(row.before.calls_per_step) + " → " + count_str(row.after.calls_per_step),
-                     row.before.calls_per_step > 0 ? format_time_us(row.before_us()) : "-",
-                     row.after.calls_per_step > 0 ? format_time_us(row.after_us()) : "-",
-                     ratio_str(row.ratio()) + (row.use_device ? "" : " (cpu)")});
-  }
-  // Widths in code points: "→" is three bytes and one column.
-  const auto width = [](const std::string& s) {
-    size_t n = 0;
-    for (unsigned char ch : s) n += (ch & 0xC0) != 0x80;
-    return n;
+// Kernels and ops in one table; `kind` says which. The text view shows one kind per table
+// (the title names it), calls "6 → 5" when they changed and the ratio with "(cpu)" when the
+// CPU time was compared.
+Rows diff_table(const std::vector<DiffRow>& kernels, const std::vector<DiffRow>& ops) {
+  using nlohmann::json;
+  Rows table;
+  table.columns = {
+      {"kind", "", false, "", nullptr, false},
+      {"name", "Name", true},
+      {"status", "Status", true},
+      {"compared", "", false, "", nullptr, false},
+      {"calls_per_step_before", "", false, "", nullptr, false},
+      {"calls_per_step_after", "Calls/step", false, "",
+       [](const Row& r) {
+         const double before = r[4].get<double>(), after = r[5].get<double>();
+         return before == after ? count_str(after) : count_str(before) + " → " + count_str(after);
+       }},
+      {"us_per_step_before", "Time/step before", false, "",
+       [](const Row& r) { return r[4].get<double>() > 0 ? format_time_us(r[6].get<double>()) : std::string("-"); }},
+      {"us_per_step_after", "Time/step after", false, "",
+       [](const Row& r) { return r[5].get<double>() > 0 ? format_time_us(r[7].get<double>()) : std::string("-"); }},
+      {"ratio", "Ratio", false, "",
+       [](const Row& r) {
+         return ratio_str(r[8].is_null() ? NAN : r[8].get<double>()) + (r[3] == "device" ? "" : " (cpu)");
+       }},
   };
-  std::vector<size_t> widths(cells[0].size(), 0);
-  for (const auto& row : cells) {
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], width(row[c]));
-  }
-  std::string out;
-  for (size_t r = 0; r < cells.size(); ++r) {
-    std::string line;
-    for (size_t c = 0; c < cells[r].size(); ++c) {
-      const std::string pad(widths[c] - width(cells[r][c]), ' ');
-      line += (c ? "  " : "") + (c <= 1 ? cells[r][c] + pad : pad + cells[r][c]);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      size_t total = 0;
-      for (size_t w : widths) total += w + 2;
-      out += std::string(total - 2, '-') + "\n";
+  for (const auto* rows : {&kernels, &ops}) {
+    for (const DiffRow& row : *rows) {
+      const double ratio = row.ratio();
+      table.rows.push_back({row.kind, row.name, row.status, row.use_device ? "device" : "cpu",
+                            row.before.calls_per_step, row.after.calls_per_step, row.before_us(), row.after_us(),
+                            std::isfinite(ratio) ? json(ratio) : json()});
     }
   }
-  return out;
+  return table;
+}
+
+// The kernel rows, or the op and region rows, titled for the text view.
+std::string render_part(const Rows& all, bool kernels, const std::string& title) {
+  Rows part;
+  part.columns = all.columns;
+  part.columns[1].title = title;
+  for (const Row& row : all.rows)
+    if ((row[0] == "kernel") == kernels) part.rows.push_back(row);
+  return render(part, Format::table);
 }
 
 }  // namespace
@@ -231,33 +238,16 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
     for (const DiffRow& row : ops) out["ops"].push_back(row_json(row));
     return out.dump(2) + "\n";
   }
-  if (format == Format::csv) {
-    std::string out = "kind,name,status,compared,calls_per_step_before,calls_per_step_after,us_per_step_before,"
-                      "us_per_step_after,ratio\n";
-    for (const auto* rows : {&kernels, &ops}) {
-      for (const DiffRow& row : *rows) {
-        std::string name = row.name;
-        if (name.find_first_of(",\"") != std::string::npos) {
-          std::string quoted = "\"";
-          for (char ch : name) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-          name = quoted + "\"";
-        }
-        const double ratio = row.ratio();
-        out += fmt::format("{},{},{},{},{},{},{},{},{}\n", row.kind, name, row.status, row.use_device ? "device" : "cpu",
-                           row.before.calls_per_step, row.after.calls_per_step, row.before_us(), row.after_us(),
-                           std::isfinite(ratio) ? fmt::format("{}", ratio) : std::string());
-      }
-    }
-    return out;
-  }
+  const Rows table = diff_table(kernels, ops);
+  if (format == Format::csv) return render(table, format);
   std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
                                 after.label.empty() ? "after" : after.label, summary);
   if (before.simulated || after.simulated) {
     out += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
            "simulator's, not a GPU's\n\n";
   }
-  out += render(kernels, "Kernel") + "\n";
-  out += render(ops, "Op / region");
+  out += render_part(table, true, "Kernel") + "\n";
+  out += render_part(table, false, "Op / region");
   return out;
 }
 

@@ -24,10 +24,23 @@ std::string csv_cell(const std::string& text) {
   return quoted + "\"";
 }
 
+// Display width in code points (UTF-8 continuation bytes do not count).
+size_t text_width(const std::string& text) {
+  size_t width = 0;
+  for (unsigned char ch : text) width += (ch & 0xC0) != 0x80;
+  return width;
+}
+
 // A cell as text: strings as they are, numbers in the column's format (CSV: shortest round
-// trip), bools as ok/FAIL-neutral true/false (CSV 1/0).
+// trip), bools true/false (CSV 1/0), arrays "[1, 2, 3]", null "-" (CSV empty).
 std::string cell_text(const nlohmann::json& cell, const Column& column, bool for_csv) {
   if (cell.is_string()) return cell.get<std::string>();
+  if (cell.is_null()) return for_csv ? "" : "-";
+  if (cell.is_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < cell.size(); ++i) out += (i ? ", " : "") + cell_text(cell[i], column, true);
+    return out + "]";
+  }
   if (cell.is_boolean()) return for_csv ? (cell.get<bool>() ? "1" : "0") : (cell.get<bool>() ? "true" : "false");
   if (cell.is_number_integer()) return std::to_string(cell.get<int64_t>());
   if (cell.is_number()) {
@@ -35,7 +48,7 @@ std::string cell_text(const nlohmann::json& cell, const Column& column, bool for
     if (for_csv || column.number_format.empty()) return fmt::format("{}", value);
     return fmt::sprintf(column.number_format, value);
   }
-  return cell.is_null() ? "" : cell.dump();
+  return cell.dump();
 }
 
 }  // namespace
@@ -49,15 +62,15 @@ std::string csv_line(const std::vector<std::string>& cells) {
 std::string render_text_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& cells) {
   std::vector<size_t> widths(columns.size());
   for (size_t c = 0; c < columns.size(); ++c) {
-    widths[c] = columns[c].title.size();
-    for (const auto& row : cells) widths[c] = std::max(widths[c], row[c].size());
+    widths[c] = text_width(columns[c].title);
+    for (const auto& row : cells) widths[c] = std::max(widths[c], text_width(row[c]));
   }
   const auto line = [&](const std::vector<std::string>& row, bool is_title) {
     std::string out;
     for (size_t c = 0; c < columns.size(); ++c) {
       if (c) out += "  ";
-      if (columns[c].left_aligned || (is_title && c == 0)) out += fmt::format("{:<{}}", row[c], widths[c]);
-      else out += fmt::format("{:>{}}", row[c], widths[c]);
+      const std::string pad(widths[c] - text_width(row[c]), ' ');
+      out += columns[c].left_aligned || (is_title && c == 0) ? row[c] + pad : pad + row[c];
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
@@ -98,13 +111,19 @@ std::string render(const Rows& rows, Format format) {
     }
     case Format::table: break;
   }
+  std::vector<Column> shown;
+  for (const Column& column : rows.columns)
+    if (column.in_text) shown.push_back(column);
   std::vector<std::vector<std::string>> cells;
   for (const Row& row : rows.rows) {
     std::vector<std::string> line;
-    for (size_t c = 0; c < rows.columns.size(); ++c) line.push_back(cell_text(row[c], rows.columns[c], false));
+    for (size_t c = 0; c < rows.columns.size(); ++c) {
+      const Column& column = rows.columns[c];
+      if (column.in_text) line.push_back(column.text ? column.text(row) : cell_text(row[c], column, false));
+    }
     cells.push_back(line);
   }
-  return render_text_table(rows.columns, cells);
+  return render_text_table(shown, cells);
 }
 
 }  // namespace blockscope::profiler

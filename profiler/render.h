@@ -7,7 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace blockscope::profiler {
@@ -15,16 +17,29 @@ namespace blockscope::profiler {
 enum class Format { table, csv, json };
 bool parse_format(const std::string& text, Format* out);
 
+// One row: a cell per column, each a string, a number, a bool, an array of numbers or null
+// (unknown: empty in CSV, null in JSON, "-" in the text table).
+using Row = std::vector<nlohmann::json>;
+
 struct Column {
+  Column(std::string key, std::string title, bool left_aligned = false, std::string number_format = "",
+         std::function<std::string(const Row& row)> text = nullptr, bool in_text = true)
+      : key(std::move(key)),
+        title(std::move(title)),
+        left_aligned(left_aligned),
+        number_format(std::move(number_format)),
+        text(std::move(text)),
+        in_text(in_text) {}
+
   std::string key;     // CSV header and JSON key: "median_ms"
   std::string title;   // text-table header: "median ms"
   bool left_aligned = false;
   // How a number prints in the text table: printf-style ("%.4f", "%.3e"); empty: shortest.
   std::string number_format;
+  // The text table's cell when it is not the cell itself ("1.234 ms", "12.5%"); gets the row.
+  std::function<std::string(const Row& row)> text;
+  bool in_text;  // false: CSV and JSON only
 };
-
-// One row: a cell per column, each a string, a number or a bool (nlohmann::json values).
-using Row = std::vector<nlohmann::json>;
 
 struct Rows {
   std::vector<Column> columns;
@@ -36,8 +51,8 @@ std::string render(const Rows& rows, Format format);
 // The rows as a JSON array of objects (to embed in a larger document).
 nlohmann::json rows_json(const Rows& rows);
 
-// Lower-level pieces the profiler tables use: an aligned text table of ready-made cells
-// (titles from columns[i].title), and one CSV line (cells quoted where needed).
+// Lower-level pieces: an aligned text table of ready-made cells (titles from columns[i].title;
+// widths in code points, so "→" is one column), and one CSV line (cells quoted where needed).
 std::string render_text_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& cells);
 std::string csv_line(const std::vector<std::string>& cells);
 

@@ -19,14 +19,6 @@ constexpr const char* kSimulatedNote =
     "SIMULATED GPU: device times are the simulator's (kernels run as fibers on the CPU), not GPU times; "
     "registers and occupancy from the simulator (no register counts)\n";
 
-// A column of the text tables, whose cells are formatted here.
-Column text_column(const char* title, bool left_aligned = false) { return Column{"", title, left_aligned, ""}; }
-
-std::string number(double value) { return fmt::format("{}", value); }
-std::string percent(double part, double whole) {
-  return whole > 0 ? fmt::format("{:.2f}%", 100.0 * part / whole) : std::string("-");
-}
-
 // ---- Op table -------------------------------------------------------------------------------
 
 // Derived figures of one row; the time the rates use is the device time when the op launched
@@ -117,8 +109,72 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   const double self_cpu_total = total_self_cpu_us(profile);
   const double self_device_total = total_kernel_us(profile);
 
+  // One row per op (or op and shapes): every format prints these cells; the text table
+  // formats times, sizes and rates for reading and hides the data-only columns.
+  using nlohmann::json;
+  const auto time_text = [](size_t c) { return [c](const Row& r) { return format_time_us(r[c].get<double>()); }; };
+  const auto pct_text = [](size_t c) {
+    return [c](const Row& r) { return r[c].is_null() ? std::string("-") : fmt::format("{:.2f}%", r[c].get<double>()); };
+  };
+  const auto fixed_text = [](size_t c, const char* format, const char* suffix) {
+    return [c, format, suffix](const Row& r) {
+      return r[c].is_null() ? std::string("-") : fmt::format(fmt::runtime(format), r[c].get<double>()) + suffix;
+    };
+  };
+  Rows table;
+  table.columns = {
+      {"name", "Name", true},
+      {"path", "Path", true},
+      {"self_cpu_pct", "Self CPU %", false, "", pct_text(2)},
+      {"self_cpu_us", "Self CPU", false, "", time_text(3)},
+      {"cpu_total_us", "CPU total", false, "", time_text(4)},
+      {"cpu_avg_us", "CPU avg", false, "", time_text(5)},
+      {"self_device_us", "Self Device", false, "", time_text(6)},
+      {"self_device_pct", "Self Device %", false, "", pct_text(7)},
+      {"device_total_us", "Device total", false, "", time_text(8)},
+      {"device_avg_us", "Device avg", false, "", time_text(9)},
+      {"calls", "# of Calls"},
+      {"flops", "FLOPs", false, "", [](const Row& r) { return cell_or_dash(r[11] > 0, format_si(r[11].get<double>())); }},
+      {"bytes", "Bytes", false, "", [](const Row& r) { return cell_or_dash(r[12] > 0, format_bytes(r[12].get<double>())); }},
+      {"tflops", "TFLOP/s", false, "",
+       [](const Row& r) { return cell_or_dash(r[11] > 0, fmt::format("{:.3f}", r[13].get<double>())); }},
+      {"gbps", "GB/s", false, "",
+       [](const Row& r) { return cell_or_dash(r[12] > 0, fmt::format("{:.1f}", r[14].get<double>())); }},
+      {"pct_peak_flops", "% Peak FLOP/s", false, "", fixed_text(15, "{:.1f}", "%")},
+      {"pct_peak_bandwidth", "% Peak GB/s", false, "", fixed_text(16, "{:.1f}", "%")},
+      {"bytes_allocated", "Mem Alloc", false, "",
+       [](const Row& r) { return cell_or_dash(r[17] != 0, format_bytes(r[17].get<double>())); }},
+      {"input_shapes", "Input Shapes", true},
+      {"is_region", "", false, "", nullptr, false},
+  };
+  for (const OpRow& row : rows) {
+    const OpStats& s = row.stats;
+    table.rows.push_back({
+        s.name,
+        s.path,
+        self_cpu_total > 0 ? 100.0 * s.self_cpu_us / self_cpu_total : 0.0,
+        s.self_cpu_us,
+        s.cpu_total_us,
+        s.cpu_total_us / s.calls,
+        s.self_device_us,
+        self_device_total > 0 ? 100.0 * s.self_device_us / self_device_total : 0.0,
+        s.device_total_us,
+        s.device_total_us / s.calls,
+        s.calls,
+        s.flops,
+        s.bytes,
+        row.tflops,
+        row.gbps,
+        row.pct_peak_flops >= 0 ? json(row.pct_peak_flops) : json(),
+        row.pct_peak_bandwidth >= 0 ? json(row.pct_peak_bandwidth) : json(),
+        s.bytes_allocated,
+        s.shapes,
+        s.is_region,
+    });
+  }
+
   if (format == Format::json) {
-    nlohmann::json out;
+    json out;
     out["label"] = profile.label;
     out["device"] = profile.device;
     out["device_name"] = profile.device_name;
@@ -129,89 +185,11 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
     out["sort_by"] = options.sort_by;
     out["self_cpu_time_total_us"] = self_cpu_total;
     out["self_device_time_total_us"] = self_device_total;
-    out["rows"] = nlohmann::json::array();
-    for (const OpRow& row : rows) {
-      const OpStats& s = row.stats;
-      nlohmann::json item = {
-          {"name", s.name},
-          {"path", s.path},
-          {"is_region", s.is_region},
-          {"self_cpu_us", s.self_cpu_us},
-          {"self_cpu_pct", self_cpu_total > 0 ? 100.0 * s.self_cpu_us / self_cpu_total : 0.0},
-          {"cpu_total_us", s.cpu_total_us},
-          {"cpu_avg_us", s.cpu_total_us / s.calls},
-          {"self_device_us", s.self_device_us},
-          {"self_device_pct", self_device_total > 0 ? 100.0 * s.self_device_us / self_device_total : 0.0},
-          {"device_total_us", s.device_total_us},
-          {"device_avg_us", s.device_total_us / s.calls},
-          {"calls", s.calls},
-          {"input_shapes", s.shapes},
-          {"flops", s.flops},
-          {"bytes", s.bytes},
-          {"tflops", row.tflops},
-          {"gbps", row.gbps},
-          {"pct_peak_flops", row.pct_peak_flops >= 0 ? nlohmann::json(row.pct_peak_flops) : nlohmann::json()},
-          {"pct_peak_bandwidth", row.pct_peak_bandwidth >= 0 ? nlohmann::json(row.pct_peak_bandwidth) : nlohmann::json()},
-          {"bytes_allocated", s.bytes_allocated},
-      };
-      out["rows"].push_back(item);
-    }
+    out["rows"] = rows_json(table);
     return out.dump(2) + "\n";
   }
-
-  if (format == Format::csv) {
-    std::string out = csv_line({"name", "path", "self_cpu_pct", "self_cpu_us", "cpu_total_us", "cpu_avg_us",
-                                "self_device_us", "self_device_pct", "device_total_us", "device_avg_us", "calls",
-                                "input_shapes", "flops", "bytes", "tflops", "gbps", "pct_peak_flops",
-                                "pct_peak_bandwidth", "bytes_allocated"});
-    for (const OpRow& row : rows) {
-      const OpStats& s = row.stats;
-      out += csv_line({s.name, s.path, number(self_cpu_total > 0 ? 100.0 * s.self_cpu_us / self_cpu_total : 0.0),
-                       number(s.self_cpu_us), number(s.cpu_total_us), number(s.cpu_total_us / s.calls),
-                       number(s.self_device_us),
-                       number(self_device_total > 0 ? 100.0 * s.self_device_us / self_device_total : 0.0),
-                       number(s.device_total_us), number(s.device_total_us / s.calls), std::to_string(s.calls),
-                       s.shapes, number(s.flops), number(s.bytes), number(row.tflops), number(row.gbps),
-                       row.pct_peak_flops >= 0 ? number(row.pct_peak_flops) : "",
-                       row.pct_peak_bandwidth >= 0 ? number(row.pct_peak_bandwidth) : "",
-                       std::to_string(s.bytes_allocated)});
-    }
-    return out;
-  }
-
-  const std::vector<Column> columns = {
-      text_column("Name", true),    text_column("Path", true),     text_column("Self CPU %"),    text_column("Self CPU"),      text_column("CPU total"),
-      text_column("CPU avg"),       text_column("Self Device"),    text_column("Self Device %"), text_column("Device total"),  text_column("Device avg"),
-      text_column("# of Calls"),    text_column("FLOPs"),          text_column("Bytes"),         text_column("TFLOP/s"),       text_column("GB/s"),
-      text_column("% Peak FLOP/s"), text_column("% Peak GB/s"),    text_column("Mem Alloc"),     text_column("Input Shapes", true),
-  };
-  std::vector<std::vector<std::string>> cells;
-  for (const OpRow& row : rows) {
-    const OpStats& s = row.stats;
-    const bool has_work = s.flops > 0 || s.bytes > 0;
-    cells.push_back({
-        s.name,
-        s.path,
-        percent(s.self_cpu_us, self_cpu_total),
-        format_time_us(s.self_cpu_us),
-        format_time_us(s.cpu_total_us),
-        format_time_us(s.cpu_total_us / s.calls),
-        format_time_us(s.self_device_us),
-        percent(s.self_device_us, self_device_total),
-        format_time_us(s.device_total_us),
-        format_time_us(s.device_total_us / s.calls),
-        std::to_string(s.calls),
-        cell_or_dash(s.flops > 0, format_si(s.flops)),
-        cell_or_dash(s.bytes > 0, format_bytes(s.bytes)),
-        cell_or_dash(has_work && s.flops > 0, fmt::format("{:.3f}", row.tflops)),
-        cell_or_dash(has_work && s.bytes > 0, fmt::format("{:.1f}", row.gbps)),
-        cell_or_dash(row.pct_peak_flops >= 0, fmt::format("{:.1f}%", row.pct_peak_flops)),
-        cell_or_dash(row.pct_peak_bandwidth >= 0, fmt::format("{:.1f}%", row.pct_peak_bandwidth)),
-        s.bytes_allocated != 0 ? format_bytes(static_cast<double>(s.bytes_allocated)) : std::string("-"),
-        s.shapes,
-    });
-  }
-  std::string out = render_text_table(columns, cells);
+  if (format == Format::csv) return render(table, format);
+  std::string out = render(table, format);
   if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
   out += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
@@ -224,71 +202,61 @@ std::string kernel_table(const Profile& profile, Format format) {
   const double device_total = total_kernel_us(profile);
   const double steps = std::max(1, profile.active_steps);
   const double kernels_per_step = static_cast<double>(profile.kernels.size()) / steps;
-  const auto dim3_str = [](const Dim3& d) { return fmt::format("[{}, {}, {}]", d.x, d.y, d.z); };
 
-  if (format == Format::json || format == Format::csv) {
-    nlohmann::json items = nlohmann::json::array();
-    for (const KernelStats& k : rows) {
-      nlohmann::json item = {
-          {"name", k.name},
-          {"calls", k.calls},
-          {"calls_per_step", k.calls / steps},
-          {"total_us", k.total_us},
-          {"avg_us", k.total_us / k.calls},
-          {"device_pct", device_total > 0 ? 100.0 * k.total_us / device_total : 0.0},
-          {"grid", k.launch_config_known ? nlohmann::json({k.grid.x, k.grid.y, k.grid.z}) : nlohmann::json()},
-          {"block", k.launch_config_known ? nlohmann::json({k.block.x, k.block.y, k.block.z}) : nlohmann::json()},
-          {"registers", k.registers > 0 ? nlohmann::json(k.registers) : nlohmann::json()},
-          {"shared_memory", k.launch_config_known ? nlohmann::json(k.shared_memory) : nlohmann::json()},
-          {"occupancy", k.occupancy > 0 ? nlohmann::json(k.occupancy) : nlohmann::json()},
-      };
-      items.push_back(item);
-    }
-    if (format == Format::json) {
-      nlohmann::json out = {{"label", profile.label},
-                            {"device", profile.device},
-                            {"active_steps", profile.active_steps},
-                            {"kernels_per_step", kernels_per_step},
-                            {"device_time_total_us", device_total},
-                            {"rows", items}};
-      return out.dump(2) + "\n";
-    }
-    std::string out = csv_line({"name", "calls", "calls_per_step", "total_us", "avg_us", "device_pct", "grid", "block",
-                                "registers", "shared_memory", "occupancy"});
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const KernelStats& k = rows[i];
-      const nlohmann::json& item = items[i];
-      out += csv_line({k.name, std::to_string(k.calls), number(k.calls / steps), number(k.total_us),
-                       number(k.total_us / k.calls), number(item["device_pct"].get<double>()),
-                       k.launch_config_known ? dim3_str(k.grid) : "", k.launch_config_known ? dim3_str(k.block) : "",
-                       k.registers > 0 ? std::to_string(k.registers) : "",
-                       k.launch_config_known ? std::to_string(k.shared_memory) : "",
-                       k.occupancy > 0 ? number(k.occupancy) : ""});
-    }
-    return out;
-  }
-
-  const std::vector<Column> columns = {
-      text_column("Kernel", true), text_column("Calls"),     text_column("Per step"), text_column("Total"),    text_column("Avg"),       text_column("% Device"),
-      text_column("Grid", true),   text_column("Block", true), text_column("Regs"),   text_column("Shared mem"), text_column("Occupancy"),
+  using nlohmann::json;
+  Rows table;
+  table.columns = {
+      {"name", "Kernel", true},
+      {"calls", "Calls"},
+      {"calls_per_step", "Per step", false, "", [](const Row& r) { return fmt::format("{:g}", r[2].get<double>()); }},
+      {"total_us", "Total", false, "", [](const Row& r) { return format_time_us(r[3].get<double>()); }},
+      {"avg_us", "Avg", false, "", [](const Row& r) { return format_time_us(r[4].get<double>()); }},
+      {"device_pct", "% Device", false, "", [](const Row& r) { return fmt::format("{:.2f}%", r[5].get<double>()); }},
+      {"grid", "Grid", true, "",
+       [](const Row& r) {
+         if (r[6].is_null()) return std::string();
+         return fmt::format("[{}, {}, {}]", r[6][0].get<int>(), r[6][1].get<int>(), r[6][2].get<int>()) +
+                (r[11].get<bool>() ? "*" : "");
+       }},
+      {"block", "Block", true, "",
+       [](const Row& r) {
+         return r[7].is_null() ? std::string()
+                               : fmt::format("[{}, {}, {}]", r[7][0].get<int>(), r[7][1].get<int>(), r[7][2].get<int>());
+       }},
+      {"registers", "Regs", false, "", [](const Row& r) { return r[8].is_null() ? std::string() : r[8].dump(); }},
+      {"shared_memory", "Shared mem", false, "",
+       [](const Row& r) { return r[9].is_null() ? std::string() : format_bytes(r[9].get<double>()); }},
+      {"occupancy", "Occupancy", false, "",
+       [](const Row& r) { return r[10].is_null() ? std::string() : fmt::format("{:.1f}%", 100.0 * r[10].get<double>()); }},
+      {"launch_config_varies", "", false, "", nullptr, false},
   };
-  std::vector<std::vector<std::string>> cells;
   for (const KernelStats& k : rows) {
-    cells.push_back({
+    table.rows.push_back({
         k.name,
-        std::to_string(k.calls),
-        fmt::format("{:g}", k.calls / steps),
-        format_time_us(k.total_us),
-        format_time_us(k.total_us / k.calls),
-        percent(k.total_us, device_total),
-        k.launch_config_known ? dim3_str(k.grid) + (k.launch_config_varies ? "*" : "") : "",
-        k.launch_config_known ? dim3_str(k.block) : "",
-        k.registers > 0 ? std::to_string(k.registers) : "",
-        k.launch_config_known ? format_bytes(static_cast<double>(k.shared_memory)) : "",
-        k.occupancy > 0 ? fmt::format("{:.1f}%", 100.0 * k.occupancy) : "",
+        k.calls,
+        k.calls / steps,
+        k.total_us,
+        k.total_us / k.calls,
+        device_total > 0 ? 100.0 * k.total_us / device_total : 0.0,
+        k.launch_config_known ? json({k.grid.x, k.grid.y, k.grid.z}) : json(),
+        k.launch_config_known ? json({k.block.x, k.block.y, k.block.z}) : json(),
+        k.registers > 0 ? json(k.registers) : json(),
+        k.launch_config_known ? json(k.shared_memory) : json(),
+        k.occupancy > 0 ? json(k.occupancy) : json(),
+        k.launch_config_varies,
     });
   }
-  std::string out = render_text_table(columns, cells);
+  if (format == Format::json) {
+    json out = {{"label", profile.label},
+                {"device", profile.device},
+                {"active_steps", profile.active_steps},
+                {"kernels_per_step", kernels_per_step},
+                {"device_time_total_us", device_total},
+                {"rows", rows_json(table)}};
+    return out.dump(2) + "\n";
+  }
+  if (format == Format::csv) return render(table, format);
+  std::string out = render(table, format);
   if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, rows.size(),
                      profile.active_steps);
