@@ -39,17 +39,43 @@ void import_hf_config(Reader& r_, YAML::Node& root_, const std::string& path, co
       }
     }
   };
-  if (!target["family"].IsDefined() && json["model_type"].IsDefined()) {
-    const std::string type = json["model_type"].IsScalar() ? json["model_type"].Scalar() : "";
-    std::string family;
-    if (type == "gpt2") family = "gpt2";
-    if (type == "llama" || type == "mistral" || type == "qwen2") family = "llama";
-    if (family.empty()) {
-      throw InputError(path + ": weights.config: model_type '" + type +
-                       "' is not GPT-2 or Llama-like; set model.family: custom and its knobs in the YAML");
+  const auto scalar = [&](const char* key) {
+    const YAML::Node value = json[key];
+    return value.IsDefined() && value.IsScalar() ? value.Scalar() : std::string();
+  };
+  const auto refuse = [&](const std::string& field, const std::string& why) {
+    throw InputError(path + ": weights.config: " + field + ": " + why +
+                     "; blockscope would run another model than this config describes");
+  };
+  // The architectures whose blocks are ours: anything else (Qwen2's q/k/v biases, Gemma's
+  // soft-capping, ...) is another model, not a Llama with other numbers.
+  const std::string type = scalar("model_type");
+  if (json["model_type"].IsDefined() && type != "gpt2" && type != "llama" && type != "mistral") {
+    refuse("model_type", "'" + type + "' is not implemented (gpt2, llama and mistral are)");
+  }
+  // Features of those architectures that change the math, which the blocks do not implement.
+  for (const char* field : {"rope_scaling", "sliding_window", "partial_rotary_factor", "attn_logit_softcapping"}) {
+    const YAML::Node value = json[field];
+    if (value.IsDefined() && !value.IsNull() && !(std::string(field) == "partial_rotary_factor" && scalar(field) == "1.0")) {
+      refuse(field, "set to " + describe_node(value) + ", which is not implemented");
     }
-    target["family"] = family;
+  }
+  for (const char* field : {"attention_bias", "mlp_bias", "scale_attn_by_inverse_layer_idx"}) {
+    if (scalar(field) == "true") refuse(field, "true is not implemented");
+  }
+  const bool family_from_json = !target["family"].IsDefined() && !type.empty();
+  if (family_from_json) {
+    target["family"] = type == "gpt2" ? "gpt2" : "llama";
     r_.origins()["model.family"] = Origin{path + " (model_type)", false};
+    // The family's activation is fixed (GPT-2 tanh-GELU, Llama SiLU): another one is another model.
+    const char* act_key = type == "gpt2" ? "activation_function" : "hidden_act";
+    const std::string act = scalar(act_key);
+    const bool expected = type == "gpt2" ? (act.empty() || act == "gelu_new" || act == "gelu_pytorch_tanh")
+                                         : (act.empty() || act == "silu");
+    if (!expected) {
+      refuse(act_key, "'" + act + "', but the " + type + " block uses " + (type == "gpt2" ? "tanh-GELU" : "SiLU") +
+                          " (set model.family: custom and model.activation in the YAML to run it)");
+    }
   }
   import("d_model", {"hidden_size", "n_embd"});
   import("n_heads", {"num_attention_heads", "n_head"});

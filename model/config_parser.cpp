@@ -4,6 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -71,6 +74,16 @@ void check_mlp_path(const Section& section, const ModelConfig& model, const Path
   }
 }
 
+// No tensor a workload makes may hold more than 2^50 elements (a petabyte and more: no device
+// has it), so every size product below stays far inside int64 and the memory estimate, and an
+// impossible size is refused here, naming its keys, instead of wrapping or exhausting memory.
+constexpr long double kMaxTensorElements = 1125899906842624.0L;  // 2^50
+
+struct SizeProduct {
+  const char* keys;  // "input.batch x input.seq_len x model.d_model"
+  long double elements;
+};
+
 class ConfigParser {
  public:
   ConfigParser(Reader& reader, YAML::Node root) : r_(reader), root_(std::move(root)) {}
@@ -87,7 +100,7 @@ class ConfigParser {
     config.device = read_device(top);
     const std::string dtype = top.get_choice("dtype", "f32", {"f32", "f16", "bf16"}, "dtype");
     parse_dtype(dtype, &config.dtype);
-    config.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0));
+    config.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0, std::numeric_limits<int64_t>::max()));
 
     config.weights = read_weights(top, config.kind);
     if (!config.weights.config.empty()) import_hf_config(r_, root_, config.weights.config, top.node_for("weights"));
@@ -96,6 +109,7 @@ class ConfigParser {
     config.model = read_model(model, config.kind);
     read_input(top, config);
     read_shape(top, config);
+    check_sizes(config);
 
     // Paths: defaults per workload, then the file's.
     PathConfig defaults;
@@ -112,6 +126,58 @@ class ConfigParser {
   }
 
  private:
+  // The largest tensors of the workload, from its dims (long double: no product overflows).
+  void check_sizes(const WorkloadConfig& config) {
+    using L = long double;
+    const ModelConfig& m = config.model;
+    const L B = L(config.input.batch), S = L(config.input.seq_len), d = L(m.d_model), f = L(m.d_ff);
+    const L H = L(m.n_heads), Hkv = L(m.n_kv_heads), D = L(m.head_dim);
+    const L M = L(config.shape.m), N = L(config.shape.n), K = L(config.shape.k);
+    std::vector<SizeProduct> products;
+    switch (config.kind) {
+      case WorkloadKind::block:
+      case WorkloadKind::stack:
+        products = {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                    {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                    {"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                    {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S},
+                    {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2},
+                    {"model.n_layers x the weights of a layer", L(m.n_layers) * (d * f * 3 + d * (H + 2 * Hkv) * D * 2)}};
+        break;
+      case WorkloadKind::mlp:
+        products = {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                    {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                    {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2}};
+        break;
+      case WorkloadKind::attention:
+        products = {{"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                    {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S}};
+        break;
+      case WorkloadKind::matmul_add:
+      case WorkloadKind::linear:
+        products = {{"shape.m x shape.k", M * K}, {"shape.k x shape.n", K * N}, {"shape.m x shape.n", M * N}};
+        break;
+      case WorkloadKind::softmax: products = {{"shape.m x shape.n", M * N}}; break;
+    }
+    for (const SizeProduct& product : products) {
+      if (product.elements <= kMaxTensorElements) continue;
+      const bool dims_from_input = std::string(product.keys).find("input.") != std::string::npos;
+      const char* section = dims_from_input ? "input" : is_block_workload(config.kind) || config.kind == WorkloadKind::mlp ||
+                                                                 config.kind == WorkloadKind::attention
+                                                            ? "model"
+                                                            : "shape";
+      r_.fail(root_[section], section,
+              "impossible size: " + std::string(product.keys) + " = " + format_elements(product.elements) +
+                  " elements, more than any device holds (at most 2^50 per tensor)");
+    }
+  }
+
+  static std::string format_elements(long double elements) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3Lg", elements);
+    return text;
+  }
+
   std::string read_device(const Section& top) {
     const std::string text = top.get_string("device", "auto");
     Device device;
@@ -135,6 +201,10 @@ class ConfigParser {
     }
     if (weights.init == WeightInit::file && !std::ifstream(weights.file).good()) {
       section.fail("file", "cannot open '" + weights.file + "' (relative paths are from the current directory)");
+    }
+    if (weights.init != WeightInit::file && section.has("layer")) {
+      section.fail("layer", std::string("picks the first layer taken from weights.file, but init is ") +
+                                weight_init_name(weights.init) + " (use init: file, or remove layer)");
     }
     if (weights.init != WeightInit::file && !weights.file.empty()) {
       section.fail("init", std::string("is ") + weight_init_name(weights.init) +
@@ -364,7 +434,14 @@ class ConfigParser {
 WorkloadConfig parse_text(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    // One document: a second one (after "---") would otherwise be dropped without a word.
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      const YAML::Mark mark = documents[1].Mark();
+      throw InputError(source + ":" + std::to_string(mark.line + 1) + ": the config holds " +
+                       std::to_string(documents.size()) + " YAML documents; a config is one (remove the '---' and what follows, or split the file)");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": YAML syntax error: " + e.msg);
@@ -390,6 +467,10 @@ WorkloadConfig load_config_text(const std::string& text, const std::string& sour
 }
 
 WorkloadConfig load_config_file(const std::string& path, const std::vector<std::string>& sets) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    throw InputError("config '" + path + "' is a directory (give a .yaml file, e.g. " + path + "/default.yaml)");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot open config file '" + path + "'");
   std::stringstream buffer;

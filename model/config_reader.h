@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -150,7 +152,10 @@ class Section {
     if (!has(key)) fail(key, "missing required key" + (why.empty() ? std::string() : " (" + why + ")"));
   }
 
-  int64_t get_int(const std::string& key, int64_t fallback, int64_t min_value) const {
+  // An integer in [min_value, max_value]; the default maximum, 2^31 - 1, keeps every size and
+  // count within what an int holds, so no caller narrows a value that does not fit.
+  int64_t get_int(const std::string& key, int64_t fallback, int64_t min_value,
+                  int64_t max_value = std::numeric_limits<int32_t>::max()) const {
     if (!has(key)) {
       if (present_.count(key)) fail(key, "expected an integer, got nothing (an empty value)");
       return fallback;
@@ -161,8 +166,9 @@ class Section {
     errno = 0;
     char* end = nullptr;
     const long long parsed = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE) {
-      fail(key, "expected an integer, got '" + text + "'");
+    if (text.empty() || end != text.c_str() + text.size()) fail(key, "expected an integer, got '" + text + "'");
+    if (errno == ERANGE || parsed > max_value) {
+      fail(key, "must be at most " + std::to_string(max_value) + ", got " + text);
     }
     if (parsed < min_value) {
       fail(key, (min_value == 1 ? "must be positive" : "must be at least " + std::to_string(min_value)) +

@@ -14,12 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 namespace blockscope {
 
 namespace {
 
-using OrderedJson = nlohmann::ordered_json;
+// Parsed headers are std::map-backed JSON (nlohmann::ordered_json looks keys up linearly,
+// which made a header of 100k tensors take seconds); the header's key order is recorded by
+// parse_header instead.
+using Json = nlohmann::json;
 
 // Same cap as the reference implementation (safetensors' MAX_HEADER_SIZE): a header length
 // beyond it is a corrupt file, not a reason to allocate 100 MB.
@@ -44,7 +48,7 @@ bool is_other_safetensors_dtype(const std::string& name) {
   return others.count(name) > 0;
 }
 
-std::string json_type_name(const OrderedJson& value) {
+std::string json_type_name(const Json& value) {
   if (value.is_number_unsigned()) return "non-negative integer";
   if (value.is_number_integer()) return "negative integer";
   if (value.is_number_float()) return "floating-point number";
@@ -65,28 +69,46 @@ struct Reporter {
   }
 };
 
-// Parses the header text into an ordered JSON value, rejecting duplicate keys at any depth
-// (nlohmann would silently keep one of them) and anything after the top-level value.
-OrderedJson parse_header(const std::string& text, const Reporter& report) {
-  // One set of keys per open object; the parser callback sees object starts, keys and ends.
-  std::vector<std::set<std::string>> open_objects;
+// Parses the header text, rejecting duplicate keys at any depth (nlohmann would silently keep
+// one of them) and anything after the top-level value; `top_keys` gets the top-level keys in
+// the order the file has them.
+// Duplicate keys at any depth and the top-level keys in file order, from a SAX pass (nlohmann's
+// parser callbacks would do it too, but rescan the parent object at every nested object's end:
+// quadratic in the tensor count).
+struct KeyAudit : nlohmann::json_sax<Json> {
+  std::vector<std::set<std::string>> open_objects;  // the keys seen in each open object
+  std::vector<std::string> top_keys;
   std::string duplicate;
-  auto callback = [&](int /*depth*/, OrderedJson::parse_event_t event, OrderedJson& parsed) {
-    switch (event) {
-      case OrderedJson::parse_event_t::object_start: open_objects.emplace_back(); break;
-      case OrderedJson::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case OrderedJson::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-          duplicate = parsed.get<std::string>();
-        }
-        break;
-      default: break;
-    }
-    return true;
-  };
 
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open_objects.emplace_back();
+    return true;
+  }
+  bool key(string_t& name) override {
+    if (!open_objects.back().insert(name).second && duplicate.empty()) duplicate = name;
+    if (open_objects.size() == 1) top_keys.push_back(name);
+    return true;
+  }
+  bool end_object() override {
+    open_objects.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
+// Parses the header text, rejecting duplicate keys at any depth (nlohmann would silently keep
+// one of them) and anything after the top-level value; `top_keys` gets the top-level keys in
+// the order the file has them.
+Json parse_header(const std::string& text, const Reporter& report, std::vector<std::string>* top_keys) {
   // nlohmann stops at a NUL byte as if the input ended there, which would hide whatever
   // follows; JSON allows no raw NUL anywhere, so refuse it up front.
   const size_t nul = text.find('\0');
@@ -94,40 +116,29 @@ OrderedJson parse_header(const std::string& text, const Reporter& report) {
     report.fail("header contains a NUL byte at byte ", nul, " (JSON allows none; padding must be spaces)");
   }
 
-  OrderedJson header;
+  Json header;
   try {
-    header = OrderedJson::parse(text, callback, /*allow_exceptions=*/true);
-  } catch (const OrderedJson::parse_error& error) {
+    header = Json::parse(text);
+  } catch (const Json::parse_error& error) {
     // Tell "a valid JSON value followed by garbage" apart from "not JSON at all": the
     // non-strict SAX parse accepts the first and stops at the value's end.
-    struct AcceptAll : nlohmann::json_sax<OrderedJson> {
-      bool null() override { return true; }
-      bool boolean(bool) override { return true; }
-      bool number_integer(number_integer_t) override { return true; }
-      bool number_unsigned(number_unsigned_t) override { return true; }
-      bool number_float(number_float_t, const string_t&) override { return true; }
-      bool string(string_t&) override { return true; }
-      bool binary(binary_t&) override { return true; }
-      bool start_object(std::size_t) override { return true; }
-      bool key(string_t&) override { return true; }
-      bool end_object() override { return true; }
-      bool start_array(std::size_t) override { return true; }
-      bool end_array() override { return true; }
-      bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
-    } accept_all;
-    const bool prefix_is_json = OrderedJson::sax_parse(text, &accept_all, OrderedJson::input_format_t::json, /*strict=*/false);
+    KeyAudit accept_all;  // accepts any JSON
+    const bool prefix_is_json = Json::sax_parse(text, &accept_all, Json::input_format_t::json, /*strict=*/false);
     if (prefix_is_json) {
       report.fail("header has bytes after its JSON object (byte ", error.byte, " of ", text.size(),
                   "); only space padding may follow it");
     }
     report.fail("header is not valid JSON: ", error.what());
   }
-  if (!duplicate.empty()) report.fail("header has the key '", duplicate, "' more than once");
+  KeyAudit audit;
+  Json::sax_parse(text, &audit);
+  if (!audit.duplicate.empty()) report.fail("header has the key '", audit.duplicate, "' more than once");
+  *top_keys = std::move(audit.top_keys);
   return header;
 }
 
 // A JSON value that must be a non-negative integer fitting in int64.
-uint64_t as_size(const OrderedJson& value, const Reporter& report, const std::string& tensor, const char* what) {
+uint64_t as_size(const Json& value, const Reporter& report, const std::string& tensor, const char* what) {
   if (!value.is_number_unsigned()) {
     report.fail_tensor(tensor, what, " must be a non-negative integer, got ", json_type_name(value), " ", value.dump());
   }
@@ -146,7 +157,7 @@ struct TensorLocation {
   uint64_t begin, end;
 };
 
-TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uint64_t data_bytes, const Reporter& report) {
+TensorLocation parse_entry(const std::string& name, const Json& info, uint64_t data_bytes, const Reporter& report) {
   if (!info.is_object()) report.fail_tensor(name, "entry must be an object, got ", json_type_name(info));
   for (const char* required : {"dtype", "shape", "data_offsets"}) {
     if (!info.contains(required)) report.fail_tensor(name, "missing \"", required, "\"");
@@ -160,7 +171,7 @@ TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uin
   TensorLocation location;
   location.name = name;
 
-  const OrderedJson& dtype = info.at("dtype");
+  const Json& dtype = info.at("dtype");
   if (!dtype.is_string()) report.fail_tensor(name, "dtype must be a string, got ", json_type_name(dtype));
   const std::string dtype_text = dtype.get<std::string>();
   if (dtype_text == "F32") {
@@ -175,7 +186,7 @@ TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uin
     report.fail_tensor(name, "unknown dtype \"", dtype_text, "\"");
   }
 
-  const OrderedJson& shape = info.at("shape");
+  const Json& shape = info.at("shape");
   if (!shape.is_array()) report.fail_tensor(name, "shape must be an array, got ", json_type_name(shape));
   // numel of the non-zero dimensions must fit in int64 (so shape arithmetic elsewhere cannot
   // overflow even for shapes like [2^40, 2^40, 0]).
@@ -192,7 +203,7 @@ TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uin
     }
   }
 
-  const OrderedJson& offsets = info.at("data_offsets");
+  const Json& offsets = info.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2) {
     report.fail_tensor(name, "data_offsets must be an array [begin, end], got ", offsets.dump());
   }
@@ -218,7 +229,7 @@ TensorLocation parse_entry(const std::string& name, const OrderedJson& info, uin
   return location;
 }
 
-std::map<std::string, std::string> parse_metadata(const OrderedJson& value, const Reporter& report) {
+std::map<std::string, std::string> parse_metadata(const Json& value, const Reporter& report) {
   std::map<std::string, std::string> metadata;
   if (value.is_null()) return metadata;  // the reference implementation accepts null
   if (!value.is_object()) report.fail("\"__metadata__\" must be an object of strings, got ", json_type_name(value));
@@ -298,7 +309,9 @@ std::vector<uint8_t> contiguous_host_bytes(const Tensor& t) {
 }  // namespace
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
-  for (const auto& entry : tensors) {
+  const auto it = index.find(name);
+  if (it != index.end()) return &tensors[it->second];
+  for (const auto& entry : tensors) {  // a file assembled by hand, without the index
     if (entry.name == name) return &entry;
   }
   return nullptr;
@@ -328,21 +341,29 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
   std::string header_text(header_bytes, '\0');
   if (!in.read(header_text.data(), static_cast<std::streamsize>(header_bytes))) report.fail("cannot read the header");
-  const OrderedJson header = parse_header(header_text, report);
+  std::vector<std::string> keys;
+  const Json header = parse_header(header_text, report, &keys);
   if (!header.is_object()) report.fail("header must be a JSON object, got ", json_type_name(header));
 
   const uint64_t data_start = 8 + header_bytes;
   const uint64_t data_bytes = file_size - data_start;
   SafetensorsFile file;
   std::vector<TensorLocation> locations;
-  for (const auto& item : header.items()) {
-    if (item.key() == kMetadataKey) {
-      file.metadata = parse_metadata(item.value(), report);
+  for (const std::string& key : keys) {
+    if (key == kMetadataKey) {
+      file.metadata = parse_metadata(header.at(key), report);
     } else {
-      locations.push_back(parse_entry(item.key(), item.value(), data_bytes, report));
+      locations.push_back(parse_entry(key, header.at(key), data_bytes, report));
     }
   }
   check_no_overlap(locations, report);
+  // Bytes after the last tensor belong to nothing: a truncated header or a concatenated file.
+  uint64_t used = 0;
+  for (const TensorLocation& location : locations) used = std::max(used, location.end);
+  if (used < data_bytes) {
+    report.fail("the data section has ", data_bytes - used, " bytes after the last tensor's (it holds ", data_bytes,
+                ", the tensors use ", used, ")");
+  }
 
   // Only now, with every range known to lie inside the file, read the data.
   file.tensors.reserve(locations.size());
@@ -358,6 +379,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
         report.fail_tensor(location.name, "cannot read its ", entry.bytes.size(), " bytes");
       }
     }
+    file.index[entry.name] = file.tensors.size();
     file.tensors.push_back(std::move(entry));
   }
   return file;
@@ -366,12 +388,16 @@ SafetensorsFile read_safetensors(const std::string& path) {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   // Header: __metadata__ first, then the tensors in the given order with contiguous data
-  // (the key order the reference implementation writes).
-  OrderedJson header = OrderedJson::object();
+  // (the key order the reference implementation writes), as text: a JSON object's keys are
+  // kept in order without an ordered container.
+  std::string header_text = "{";
+  const auto add_entry = [&](const std::string& key, const Json& value) {
+    header_text += (header_text.size() > 1 ? "," : "") + Json(key).dump() + ":" + value.dump();
+  };
   if (!metadata.empty()) {
-    OrderedJson meta = OrderedJson::object();
+    Json meta = Json::object();
     for (const auto& [key, value] : metadata) meta[key] = value;
-    header[kMetadataKey] = std::move(meta);
+    add_entry(kMetadataKey, meta);
   }
   std::set<std::string> names;
   uint64_t offset = 0;
@@ -379,14 +405,13 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     BS_CHECK_INPUT(name != kMetadataKey, "cannot write '", path, "': a tensor may not be named \"__metadata__\"");
     BS_CHECK_INPUT(names.insert(name).second, "cannot write '", path, "': tensor name '", name, "' appears twice");
     BS_CHECK_INPUT(tensor.defined(), "cannot write '", path, "': tensor '", name, "' is undefined");
-    OrderedJson info = OrderedJson::object();
-    info["dtype"] = safetensors_dtype_name(tensor.dtype());
-    info["shape"] = tensor.shape();
-    info["data_offsets"] = {offset, offset + tensor.nbytes()};
+    // Keys in the reference's order: dtype, shape, data_offsets.
+    header_text += (header_text.size() > 1 ? "," : "") + Json(name).dump() + ":{\"dtype\":" +
+                   Json(safetensors_dtype_name(tensor.dtype())).dump() + ",\"shape\":" + Json(tensor.shape()).dump() +
+                   ",\"data_offsets\":" + Json({offset, offset + tensor.nbytes()}).dump() + "}";
     offset += tensor.nbytes();
-    header[name] = std::move(info);
   }
-  std::string header_text = header.dump();
+  header_text += "}";
   // Pad with spaces so the data section starts 8-byte aligned (as the reference does).
   header_text.append((8 - header_text.size() % 8) % 8, ' ');
 
@@ -394,40 +419,15 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   write_u64_le(prefix, header_text.size());
   prefix += header_text;
 
-  const std::string temp_path = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* out = std::fopen(temp_path.c_str(), "wb");
-  if (out == nullptr) {
-    throw InputError(detail::concat("cannot write safetensors file '", path, "': ", std::strerror(errno)));
+  // A temporary renamed into place (runtime/output_file.h): a failure, a device copy error or
+  // bad_alloc included, leaves `path` untouched.
+  OutputFile out(path, "safetensors file");
+  out.write(prefix);
+  for (const auto& [name, tensor] : tensors) {
+    const std::vector<uint8_t> bytes = contiguous_host_bytes(tensor);
+    out.write(bytes.data(), bytes.size());
   }
-  // On any failure (a write error, a device copy error, bad_alloc): close and remove the
-  // temporary, then report; `path` itself is never touched.
-  auto write_failed = [&](const std::string& why) {
-    throw InputError(detail::concat("cannot write safetensors file '", path, "': ", why));
-  };
-  try {
-    if (std::fwrite(prefix.data(), 1, prefix.size(), out) != prefix.size()) write_failed(std::strerror(errno));
-    for (const auto& [name, tensor] : tensors) {
-      const std::vector<uint8_t> bytes = contiguous_host_bytes(tensor);
-      if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), out) != bytes.size()) {
-        write_failed(std::strerror(errno));
-      }
-    }
-    if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) write_failed(std::strerror(errno));
-  } catch (...) {
-    std::fclose(out);
-    std::remove(temp_path.c_str());
-    throw;
-  }
-  if (std::fclose(out) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(temp_path.c_str());
-    write_failed(why);
-  }
-  if (std::rename(temp_path.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(temp_path.c_str());
-    write_failed(why);
-  }
+  out.commit();
 }
 
 Tensor tensor_from_entry(Context& ctx, const SafetensorsEntry& entry) {

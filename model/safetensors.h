@@ -34,14 +34,15 @@ struct SafetensorsFile {
   std::vector<SafetensorsEntry> tensors;        // in header order (write_safetensors: as given)
   std::map<std::string, std::string> metadata;  // "__metadata__"
   const SafetensorsEntry* find(const std::string& name) const;  // null if absent
+  std::map<std::string, size_t> index;          // name -> position in tensors (read_safetensors)
 };
 
 // Reads and validates a whole file. Throws Error(invalid_input) naming `path` on any problem.
 SafetensorsFile read_safetensors(const std::string& path);
 
 // Writes `tensors` in the given order (names must be unique and not "__metadata__"); strided
-// tensors are written contiguously, non-CPU tensors copied to the host first. The file is
-// written to "<path>.tmp.<pid>" and renamed, so a failure leaves no partial file at `path`.
+// tensors are written contiguously, non-CPU tensors copied to the host first. Written as an
+// OutputFile (runtime/output_file.h): a failure leaves no partial file at `path`.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

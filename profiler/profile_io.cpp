@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 namespace blockscope::profiler {
 
@@ -225,22 +226,9 @@ Profile profile_from_json(const json& document, const std::string& source) {
 }
 
 void save_profile(const Profile& profile, const std::string& path) {
-  const std::string text = profile_to_json(profile).dump(1) + "\n";
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("cannot write profile '" + path + "': cannot create '" + temporary + "'");
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(ErrorKind::runtime, "cannot write profile '" + path + "': write failed (disk full?)");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw InputError("cannot write profile '" + path + "': rename from '" + temporary + "' failed");
-  }
+  OutputFile out(path, "profile");
+  out.write(profile_to_json(profile).dump(1) + "\n");
+  out.commit();
 }
 
 Profile load_profile(const std::string& path) {

@@ -9,6 +9,7 @@
 
 #include "profiler/summary.h"
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 namespace blockscope::profiler {
 
@@ -136,23 +137,9 @@ std::string chrome_trace_json(const Profile& profile) {
 }
 
 void write_chrome_trace(const Profile& profile, const std::string& path) {
-  const std::string text = chrome_trace_json(profile);
-  // Written next to the target and renamed, so a reader never sees half a trace.
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("cannot write trace '" + path + "': cannot create '" + temporary + "'");
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      throw Error(ErrorKind::runtime, "cannot write trace '" + path + "': write failed (disk full?)");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    throw InputError("cannot write trace '" + path + "': rename from '" + temporary + "' failed");
-  }
+  OutputFile out(path, "trace");  // a temporary renamed into place: never half a trace
+  out.write(chrome_trace_json(profile));
+  out.commit();
 }
 
 }  // namespace blockscope::profiler

@@ -1,6 +1,7 @@
 // Config parsing: every shipped config loads; every kind of mistake is an invalid_input Error
 // whose message names file:line:column (or the --set) and the key path.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -16,8 +17,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Files of one test in a directory of their own: ctest runs the tests of this binary in
+// parallel processes, which must not write each other's case.yaml.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_config_test";
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_config_test" /
+                       (std::string(test ? test->name() : "none") + "." + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path path = dir / name;
   std::ofstream(path) << text;

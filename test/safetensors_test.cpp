@@ -2,6 +2,8 @@
 // small file written out by hand, every kind of malformed file (each with its own message,
 // never a crash: run under the asan preset too), and write failures that leave no file behind.
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <unistd.h>
 
 #include <cmath>
@@ -229,14 +231,14 @@ TEST_F(Safetensors, ReadsTheKnownBytes) {
 
 // Files the reference implementation writes or accepts that are unusual but valid.
 TEST_F(Safetensors, AcceptsValidUnusualFiles) {
-  // Header order differs from data order, a gap between tensors, bytes after the last one,
-  // null metadata, whitespace inside and after the JSON.
+  // Header order differs from data order, a gap between tensors, null metadata, whitespace
+  // inside and after the JSON.
   const std::string header =
       R"( { "__metadata__" : null, "late": {"dtype": "F16", "shape": [1], "data_offsets": [6, 8]},)"
       "\n"
       R"( "early": {"dtype": "F16", "shape": [1, 1], "data_offsets": [0, 2]},)"
       R"( "empty": {"dtype": "BF16", "shape": [4, 0], "data_offsets": [2, 2]} }  )";
-  write_bytes(path("unusual.safetensors"), file_with_header(header, std::string("\x00\x3c" "gap!" "\x00\xc0" "tail", 12)));
+  write_bytes(path("unusual.safetensors"), file_with_header(header, std::string("\x00\x3c" "gap!" "\x00\xc0", 8)));
   const SafetensorsFile file = read_safetensors(path("unusual.safetensors"));
   ASSERT_EQ(file.tensors.size(), 3u);
   EXPECT_EQ(file.tensors[0].name, "late");  // header order
@@ -246,6 +248,39 @@ TEST_F(Safetensors, AcceptsValidUnusualFiles) {
   EXPECT_EQ(to_floats(tensor_from_entry(ctx, *file.find("late"))), (std::vector<float>{-2.0f}));
   EXPECT_EQ(to_floats(tensor_from_entry(ctx, *file.find("early"))), (std::vector<float>{1.0f}));
   EXPECT_EQ(tensor_from_entry(ctx, *file.find("empty")).shape(), (Shape{4, 0}));
+}
+
+// Bytes after the last tensor belong to nothing (a truncated header, two files concatenated).
+TEST_F(Safetensors, BytesAfterTheLastTensorAreRefused) {
+  const std::string header = R"({"a": {"dtype": "F16", "shape": [1], "data_offsets": [0, 2]}})";
+  write_bytes(path("tail.safetensors"), file_with_header(header, std::string("\x00\x3c" "tail", 6)));
+  try {
+    read_safetensors(path("tail.safetensors"));
+    ADD_FAILURE() << "trailing bytes accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(error.message().find("4 bytes after the last tensor"), std::string::npos) << error.message();
+  }
+}
+
+// 100k tensors: the header parse and the lookups are n log n (an ordered JSON object made them
+// quadratic: 12 s for 100k entries).
+TEST_F(Safetensors, AHundredThousandEntriesReadQuickly) {
+  std::string header = "{";
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    header += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[" +
+              std::to_string(2 * i) + "," + std::to_string(2 * i + 2) + "]}";
+  }
+  header += "}";
+  write_bytes(path("many.safetensors"), file_with_header(header, std::string(2 * n, '\x01')));
+  const auto start = std::chrono::steady_clock::now();
+  const SafetensorsFile file = read_safetensors(path("many.safetensors"));
+  for (int i = 0; i < n; i += 997) ASSERT_NE(file.find("t" + std::to_string(i)), nullptr);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(file.tensors.size(), static_cast<size_t>(n));
+  EXPECT_EQ(file.tensors[12345].name, "t12345") << "header order kept";
+  EXPECT_LT(seconds, 3.0) << "reading 100k entries took " << seconds << " s";
 }
 
 // ---- Malformed files: each has its own message -------------------------------------------------
@@ -430,7 +465,7 @@ TEST_F(Safetensors, WriteErrorsNameThePathAndLeaveNoFile) {
   Context ctx;
   const Tensor t = testing::random_tensor(ctx, {4}, DType::f32, 3);
 
-  expect_write_error(path("no/such/dir/out.safetensors"), {{"t", t}}, "No such file or directory");
+  expect_write_error(path("no/such/dir/out.safetensors"), {{"t", t}}, "does not exist");
 
   // The target is a directory: the temporary is written, the rename fails, nothing remains.
   fs::create_directory(path("occupied"));

@@ -36,6 +36,7 @@ int check_command(Session& session) {
   const Options& options = session.options;
   const profiler::Format format = session.format();
   const WorkloadConfig config = session.load_config();
+  session.check_outputs(config, false);
   std::vector<Device> devices;
   if (!options.device.empty() && options.device != "auto") {
     devices.push_back(resolve_device(options.device));

@@ -23,21 +23,34 @@
 namespace blockscope::cli {
 namespace {
 
+// A flag given an empty value (--dtype "") is a mistake, not "unset": refused by name.
+const CLI::Validator kNonEmpty(
+    [](std::string& value) {
+      return value.empty() ? std::string("an empty value (leave the flag out instead)") : std::string();
+    },
+    "NONEMPTY");
+
 void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace) {
-  app->add_option("config", options.config_path, "Workload YAML (default: the config compiled into the binary)");
-  app->add_option("--device", options.device, "auto | cpu | cuda | cuda:N (overrides the config's device)");
-  app->add_option("--dtype", options.dtype, "f32 | f16 | bf16 (overrides the config's dtype)");
+  app->add_option("config", options.config_path, "Workload YAML (default: the config compiled into the binary)")
+      ->check(kNonEmpty);
+  app->add_option("--device", options.device, "auto | cpu | cuda | cuda:N (overrides the config's device)")
+      ->check(kNonEmpty);
+  app->add_option("--dtype", options.dtype, "f32 | f16 | bf16 (overrides the config's dtype)")->check(kNonEmpty);
   app->add_option("--set", options.sets, "Override a config key, validated like the file: --set model.d_model=256 "
                                          "(repeatable)")
-      ->allow_extra_args(false);
-  app->add_option("--format", options.format, "Output format: table | csv | json");
+      ->allow_extra_args(false)
+      ->check(kNonEmpty);
+  app->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   if (with_dump) {
     app->add_option("--dump", options.dump,
-                    "Write input, output and every weight (Hugging Face names) to a .safetensors file");
+                    "Write input, output and every weight (Hugging Face names) to a .safetensors file")
+        ->check(kNonEmpty);
   }
   if (with_trace) {
-    app->add_option("--trace", options.trace, "Write the base variant's Chrome trace JSON (variants: FILE.<variant>.json)");
-    app->add_option("--save", options.save, "Save each profile as JSON for `blockscope diff` (variants: FILE.<variant>.json)");
+    app->add_option("--trace", options.trace, "Write the base variant's Chrome trace JSON (variants: FILE.<variant>.json)")
+        ->check(kNonEmpty);
+    app->add_option("--save", options.save, "Save each profile as JSON for `blockscope diff` (variants: FILE.<variant>.json)")
+        ->check(kNonEmpty);
     app->add_flag("--cold", options.cold_step, "Also keep the cold first step in the profile");
   }
   app->add_flag("--sync-each-op", options.sync_each_op,
@@ -64,7 +77,8 @@ int run_cli(Session& session, int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run the workload and print a timing summary (median/min per forward)");
   add_common(run, options, true, false);
   run->add_option("--trace", options.trace,
-                  "After timing, profile the base variant (profile.schedule) and write its Chrome trace JSON");
+                  "After timing, profile the base variant (profile.schedule) and write its Chrome trace JSON")
+      ->check(kNonEmpty);
   run->footer(
       "Warm-up forwards first (run.warmup), then run.iters timed forwards per variant (base and compare:).\n"
       "Examples:\n"
@@ -94,12 +108,12 @@ int run_cli(Session& session, int argc, char** argv) {
   CLI::App* diff = app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save)");
   diff->add_option("before", diff_before, "Profile JSON (the baseline)")->required();
   diff->add_option("after", diff_after, "Profile JSON (the change)")->required();
-  diff->add_option("--format", options.format, "Output format: table | csv | json");
+  diff->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   diff->footer("Example:\n  blockscope profile a.yaml --save a.json && blockscope profile b.yaml --save b.json\n"
                "  blockscope diff a.json b.json");
 
   CLI::App* info = app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
-  info->add_option("--format", options.format, "Output format: table | csv | json");
+  info->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   info->footer("Example:\n  blockscope info --format json");
 
   try {

@@ -20,6 +20,7 @@ int profile_command(Session& session) {
   const Options& options = session.options;
   const profiler::Format format = session.format();
   const WorkloadConfig config = session.load_config();
+  session.check_outputs(config, true);
   Context ctx(resolve_device(config.device));
   session.apply_run_settings(ctx, config);
   Workload workload(ctx, config, all_variant_paths(config));

@@ -8,6 +8,7 @@
 
 #include "model/safetensors.h"
 #include "runtime/error.h"
+#include "runtime/output_file.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
 #include "ops/common/cuda/cublaslt_gemm.h"
@@ -37,6 +38,24 @@ WorkloadConfig Session::load_config() const {
     throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16");
   }
   return config;
+}
+
+void Session::check_outputs(const WorkloadConfig& config, bool per_variant) const {
+  const std::string trace = options.trace.empty() ? (per_variant ? config.profile.trace : "") : options.trace;
+  std::vector<std::pair<std::string, std::string>> outputs = {
+      {"--dump", options.dump}, {options.trace.empty() ? "profile.trace" : "--trace", trace}, {"--save", options.save}};
+  if (per_variant) {
+    for (const Variant& variant : config.compare) {
+      if (!trace.empty()) outputs.push_back({"the trace of variant " + variant.label, variant_path(trace, variant.label)});
+      if (!options.save.empty()) {
+        outputs.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
+      }
+    }
+  }
+  blockscope::check_outputs(outputs, {{"config", options.config_path},
+                                         {"input.file", config.input.file},
+                                         {"weights.file", config.weights.file},
+                                         {"weights.config", config.weights.config}});
 }
 
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {

@@ -39,6 +39,11 @@ class Session {
   // The config with the command line's overrides: --set first (validated like the file),
   // then --device and --dtype.
   WorkloadConfig load_config() const;
+  // Before any work: every output the command will write (--dump, --trace or profile.trace,
+  // --save, and their FILE.<variant>.json for each compare: label when `per_variant`) can be
+  // written, is none of the inputs (the config, input.file, weights.file, weights.config)
+  // and is not another output. InputError otherwise.
+  void check_outputs(const WorkloadConfig& config, bool per_variant) const;
   // A context on the config's device with the run: settings (debug sync, TF32 on CUDA).
   void apply_run_settings(Context& ctx, const WorkloadConfig& config) const;
 

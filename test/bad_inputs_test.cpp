@@ -1,0 +1,244 @@
+// Bad inputs a hostile or careless user gives, one class per test: each must be refused with a
+// message naming the problem and the documented exit code, before any work, leaving nothing
+// behind — never a crash, a truncated value, a silently different run or a damaged file.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "runtime/error.h"
+#include "runtime/output_file.h"
+
+namespace fs = std::filesystem;
+namespace bs = blockscope;
+
+namespace {
+
+fs::path scratch() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_bad_inputs" /
+                       (std::string(test->name()) + "." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string write(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+  return path.string();
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The config error for `yaml` (with --set `sets`): an InputError, whose message must hold `expected`.
+void expect_config_error(const std::string& yaml, const std::string& expected, const std::vector<std::string>& sets = {}) {
+  const std::string path = write(scratch() / "case.yaml", yaml);
+  try {
+    bs::load_config_file(path, sets);
+    ADD_FAILURE() << "accepted:\n" << yaml;
+  } catch (const bs::Error& error) {
+    EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input) << error.what();
+    EXPECT_NE(error.message().find(expected), std::string::npos) << "message: " << error.message()
+                                                                  << "\nexpected: " << expected;
+  }
+}
+
+const char* kTinyBlock =
+    "workload: block\n"
+    "model: {family: llama, d_model: 32, n_heads: 4, n_kv_heads: 2, d_ff: 48}\n"
+    "input: {batch: 1, seq_len: 8}\n";
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  const fs::path dir = scratch();
+  std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
+  for (const std::string& arg : args) command += " '" + arg + "'";
+  command += " >'" + (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
+  const int status = std::system(command.c_str());
+  CliResult run;
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = read(dir / "out.txt");
+  run.err = read(dir / "err.txt");
+  return run;
+}
+
+// ---- numbers beyond int, and sizes whose products overflow --------------------------------
+
+TEST(BadInputs, IntegersBeyondTheirRangeAreRefusedNotTruncated) {
+  const std::string block = kTinyBlock;
+  // 2^32 would have been truncated to 0 ("must be at least 1") or to another value.
+  expect_config_error(block + "run: {iters: 4294967296}\n", "run.iters: must be at most 2147483647, got 4294967296");
+  expect_config_error(block + "run: {warmup: 4294967297}\n", "run.warmup: must be at most 2147483647");
+  expect_config_error(block + "profile: {schedule: {active: 4294967296}}\n", "profile.schedule.active: must be at most");
+  expect_config_error(block + "profile: {schedule: {wait: 99999999999999999999}}\n", "must be at most");
+  expect_config_error(block + "profile: {row_limit: 2147483648}\n", "profile.row_limit: must be at most");
+  expect_config_error(block, "model.d_model: must be at most", {"model.d_model=8589934592"});
+  expect_config_error(block, "input.seq_len: must be at most", {"input.seq_len=3000000000"});
+  expect_config_error(block, "seed: must be at most", {"seed=99999999999999999999"});
+}
+
+TEST(BadInputs, ImpossibleSizesAreRefusedNamingTheirKeys) {
+  const std::string block = kTinyBlock;
+  expect_config_error(block, "impossible size: input.batch x input.seq_len x model.d_model",
+                      {"input={batch: 2000000000, seq_len: 2000000000}"});
+  expect_config_error(block, "input.seq_len^2 (the attention scores)", {"input={batch: 4, seq_len: 2000000000}"});
+  expect_config_error(block, "model.d_model x model.d_ff", {"model.d_model=1000000000", "model.d_ff=2000000000",
+                                                           "model.n_heads=1", "model.n_kv_heads=1"});
+  expect_config_error("workload: linear\nshape: {m: 2000000000, n: 2000000000, k: 8}\n",
+                      "impossible size: shape.m x shape.n");
+  expect_config_error("workload: softmax\nshape: {m: 2147483647, n: 2147483647}\n", "impossible size: shape.m x shape.n");
+  expect_config_error("workload: attention\nmodel: {n_heads: 2000, head_dim: 64}\ninput: {batch: 2000000, seq_len: 65536}\n",
+                      "impossible size");
+}
+
+// ---- inputs that would run another model, or part of the file -------------------------------
+
+TEST(BadInputs, HuggingFaceFeaturesWeDoNotImplementAreRefused) {
+  const fs::path dir = scratch();
+  const auto hf_error = [&](const std::string& json, const std::string& expected) {
+    const std::string config = write(dir / "config.json", json);
+    expect_config_error(std::string("workload: block\nweights: {config: ") + config + "}\ninput: {batch: 1, seq_len: 8}\n",
+                        expected);
+  };
+  const std::string llama =
+      "\"hidden_size\": 32, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 48";
+  hf_error("{\"model_type\": \"qwen2\", " + llama + "}", "model_type: 'qwen2' is not implemented");
+  hf_error("{\"model_type\": \"gemma\", " + llama + "}", "model_type: 'gemma' is not implemented");
+  hf_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}, " + llama + "}",
+           "rope_scaling: set to");
+  hf_error("{\"model_type\": \"mistral\", \"sliding_window\": 4096, " + llama + "}", "sliding_window: set to");
+  hf_error("{\"model_type\": \"llama\", \"attention_bias\": true, " + llama + "}", "attention_bias: true is not implemented");
+  hf_error("{\"model_type\": \"llama\", \"mlp_bias\": true, " + llama + "}", "mlp_bias: true is not implemented");
+  hf_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\", " + llama + "}", "hidden_act: 'gelu', but the llama block uses SiLU");
+  hf_error("{\"model_type\": \"gpt2\", \"activation_function\": \"relu\", \"n_embd\": 32, \"n_head\": 4}",
+           "activation_function: 'relu'");
+  hf_error("{\"model_type\": \"gpt2\", \"scale_attn_by_inverse_layer_idx\": true, \"n_embd\": 32, \"n_head\": 4}",
+           "scale_attn_by_inverse_layer_idx: true is not implemented");
+}
+
+TEST(BadInputs, ConfigsThatWouldBeReadOnlyInPartAreRefused) {
+  // A second YAML document would be dropped.
+  expect_config_error(std::string(kTinyBlock) + "---\nworkload: mlp\n", "holds 2 YAML documents");
+  // weights.layer picks a layer of weights.file: with random init it would mean nothing.
+  expect_config_error(std::string(kTinyBlock) + "weights: {init: random, layer: 3}\n", "weights.layer: picks the first layer");
+  // A directory is not an empty config.
+  try {
+    bs::load_config_file(scratch().string());
+    ADD_FAILURE() << "a directory was accepted as a config";
+  } catch (const bs::Error& error) {
+    EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(error.message().find("is a directory"), std::string::npos) << error.message();
+  }
+}
+
+// ---- output paths ------------------------------------------------------------------------------
+
+TEST(OutputFile, WritesAFileWholeOrNotAtAll) {
+  const fs::path dir = scratch();
+  const fs::path path = dir / "out.txt";
+  write(path, "old");
+  {
+    bs::OutputFile out(path.string(), "test file");
+    out.write("new content");
+    EXPECT_EQ(read(path), "old") << "the path changes only at commit";
+  }  // destroyed without commit: nothing changes, no temporary is left
+  EXPECT_EQ(read(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "a temporary was left behind";
+  bs::OutputFile out(path.string(), "test file");
+  out.write("new content");
+  out.commit();
+  EXPECT_EQ(read(path), "new content");
+}
+
+TEST(OutputFile, ASymlinkStaysALinkAndADeviceIsWrittenInPlace) {
+  const fs::path dir = scratch();
+  const fs::path target = dir / "target.json", link = dir / "link.json";
+  write(target, "old");
+  fs::create_symlink(target, link);
+  bs::OutputFile out(link.string(), "test file");
+  out.write("through the link");
+  out.commit();
+  EXPECT_TRUE(fs::is_symlink(link)) << "the link was replaced by a file";
+  EXPECT_EQ(read(target), "through the link");
+  // /dev/null is a character device: written in place, never replaced by a regular file.
+  bs::OutputFile null("/dev/null", "test file");
+  null.write("discarded");
+  null.commit();
+  struct stat info;
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null is no longer a character device";
+}
+
+TEST(OutputFile, PathsThatCannotBeWrittenAreRefusedUpFront) {
+  const fs::path dir = scratch();
+  for (const std::string& path : {dir.string(), (dir / "missing" / "out.json").string(), std::string()}) {
+    try {
+      bs::check_output_path(path, "--trace");
+      ADD_FAILURE() << "accepted: '" << path << "'";
+    } catch (const bs::Error& error) {
+      EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input);
+      EXPECT_NE(error.message().find("--trace"), std::string::npos) << error.message();
+    }
+  }
+  EXPECT_TRUE(bs::same_file((dir / "a.json").string(), (dir / "." / "a.json").string()));
+  EXPECT_FALSE(bs::same_file((dir / "a.json").string(), (dir / "b.json").string()));
+}
+
+TEST(BadInputs, OutputsThatWouldOverwriteAnInputOrEachOtherAreRefusedBeforeAnyWork) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::string before = read(config);
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"profile", config, "--trace", config}, "--trace '" + config + "' is the config"},
+      {{"run", config, "--dump", config}, "--dump '" + config + "' is the config"},
+      {{"profile", config, "--trace", (dir / "x.json").string(), "--save", (dir / "x.json").string()},
+       "is the same file as --trace"},
+      {{"profile", config, "--save", (dir / "no" / "such" / "dir.json").string()}, "does not exist"},
+      {{"run", config, "--dump", dir.string()}, "is a directory"},
+      {{"run", config, "--dtype", ""}, "empty value"},
+      {{"run", config, "--device", ""}, "empty value"},
+      {{"profile", config, "--format", ""}, "empty value"},
+  };
+  for (const Case& c : cases) {
+    const CliResult run = run_cli(c.args);
+    std::string joined;
+    for (const std::string& arg : c.args) joined += arg + " ";
+    EXPECT_EQ(run.code, 2) << joined << "\n" << run.err;
+    EXPECT_NE(run.err.find(c.expected), std::string::npos) << joined << "\nstderr: " << run.err;
+    EXPECT_EQ(run.out.find("Self CPU"), std::string::npos) << joined << ": the work ran before the refusal";
+  }
+  EXPECT_EQ(read(config), before) << "the config was overwritten";
+  EXPECT_FALSE(fs::exists(dir / "x.json"));
+}
+
+TEST(BadInputs, TraceToDevNullKeepsTheDevice) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const CliResult run = run_cli({"run", config, "--trace", "/dev/null"});
+  EXPECT_EQ(run.code, 0) << run.err;
+  struct stat info;
+  ASSERT_EQ(::stat("/dev/null", &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null was replaced by a regular file";
+}
+
+}  // namespace
