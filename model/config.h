@@ -101,6 +101,9 @@ struct RunConfig {
   int iters = 10;
   bool cuda_graph = false;
   bool allow_tf32 = false;
+  // Diagnosis: after every op, name the first whose output holds a NaN or an infinity (slow:
+  // synchronises and reads every output back).
+  bool check_finite = false;
 };
 
 struct ProfileConfig {

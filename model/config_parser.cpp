@@ -133,32 +133,32 @@ class ConfigParser {
     const L B = L(config.input.batch), S = L(config.input.seq_len), d = L(m.d_model), f = L(m.d_ff);
     const L H = L(m.n_heads), Hkv = L(m.n_kv_heads), D = L(m.head_dim);
     const L M = L(config.shape.m), N = L(config.shape.n), K = L(config.shape.k);
-    std::vector<SizeProduct> products;
-    switch (config.kind) {
-      case WorkloadKind::block:
-      case WorkloadKind::stack:
-        products = {{"input.batch x input.seq_len x model.d_model", B * S * d},
-                    {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
-                    {"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
-                    {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S},
-                    {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2},
-                    {"model.n_layers x the weights of a layer", L(m.n_layers) * (d * f * 3 + d * (H + 2 * Hkv) * D * 2)}};
-        break;
-      case WorkloadKind::mlp:
-        products = {{"input.batch x input.seq_len x model.d_model", B * S * d},
-                    {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
-                    {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2}};
-        break;
-      case WorkloadKind::attention:
-        products = {{"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
-                    {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S}};
-        break;
-      case WorkloadKind::matmul_add:
-      case WorkloadKind::linear:
-        products = {{"shape.m x shape.k", M * K}, {"shape.k x shape.n", K * N}, {"shape.m x shape.n", M * N}};
-        break;
-      case WorkloadKind::softmax: products = {{"shape.m x shape.n", M * N}}; break;
-    }
+    // The kind's largest tensors (returned, not assigned: GCC 12 warns on the assignment).
+    const auto largest_tensors = [&]() -> std::vector<SizeProduct> {
+      switch (config.kind) {
+        case WorkloadKind::block:
+        case WorkloadKind::stack:
+          return {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                  {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                  {"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                  {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S},
+                  {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2},
+                  {"model.n_layers x the weights of a layer", L(m.n_layers) * (d * f * 3 + d * (H + 2 * Hkv) * D * 2)}};
+        case WorkloadKind::mlp:
+          return {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                  {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                  {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2}};
+        case WorkloadKind::attention:
+          return {{"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                  {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S}};
+        case WorkloadKind::matmul_add:
+        case WorkloadKind::linear:
+          return {{"shape.m x shape.k", M * K}, {"shape.k x shape.n", K * N}, {"shape.m x shape.n", M * N}};
+        case WorkloadKind::softmax: return {{"shape.m x shape.n", M * N}};
+      }
+      return {};
+    };
+    const std::vector<SizeProduct> products = largest_tensors();
     for (const SizeProduct& product : products) {
       if (product.elements <= kMaxTensorElements) continue;
       const bool dims_from_input = std::string(product.keys).find("input.") != std::string::npos;
@@ -382,11 +382,12 @@ class ConfigParser {
   }
 
   void read_run(const Section& top, WorkloadConfig& config) {
-    Section s(r_, top.value("run"), "run", {"warmup", "iters", "cuda_graph", "allow_tf32"});
+    Section s(r_, top.value("run"), "run", {"warmup", "iters", "cuda_graph", "allow_tf32", "check_finite"});
     config.run.warmup = static_cast<int>(s.get_int("warmup", 3, 0));
     config.run.iters = static_cast<int>(s.get_int("iters", 10, 1));
     config.run.cuda_graph = s.get_bool("cuda_graph", false);
     config.run.allow_tf32 = s.get_bool("allow_tf32", false);
+    config.run.check_finite = s.get_bool("check_finite", false);
   }
 
   void read_profile(const Section& top, WorkloadConfig& config) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -428,6 +429,15 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     out.write(bytes.data(), bytes.size());
   }
   out.commit();
+}
+
+void check_finite(const std::vector<float>& values, const std::string& what) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      throw InputError(what + " holds " + std::to_string(values[i]) + " at index " + std::to_string(i) +
+                       " (the first non-finite value): every output would be NaN");
+    }
+  }
 }
 
 Tensor tensor_from_entry(Context& ctx, const SafetensorsEntry& entry) {

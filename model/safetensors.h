@@ -37,6 +37,10 @@ struct SafetensorsFile {
   std::map<std::string, size_t> index;          // name -> position in tensors (read_safetensors)
 };
 
+// InputError "<what> holds nan at index 12 (the first non-finite value)" when `values` has a
+// NaN or an infinity: a weight or input like that makes every output NaN.
+void check_finite(const std::vector<float>& values, const std::string& what);
+
 // Reads and validates a whole file. Throws Error(invalid_input) naming `path` on any problem.
 SafetensorsFile read_safetensors(const std::string& path);
 

@@ -163,8 +163,10 @@ void load_weights(Context& ctx, const std::vector<WeightSpec>& specs, const Mode
                        " (check d_model, n_heads, n_kv_heads, head_dim, d_ff)");
     }
     Tensor loaded = tensor_from_entry(host, *entry);
+    const std::vector<float> values = to_floats(loaded);
+    check_finite(values, path + ": tensor '" + file_name + "'");
     Tensor t = ctx.empty(spec.shape, dtype);
-    from_floats(t, to_floats(loaded));  // converts the file's dtype to the workload's
+    from_floats(t, values);  // converts the file's dtype to the workload's
     out.add(spec.name, std::move(t));
   }
 }

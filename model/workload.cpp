@@ -24,7 +24,9 @@ void load_input(Tensor& input, const std::string& path) {
                      shape_str(input.shape()) + " (check input.batch, input.seq_len and model.d_model)");
   }
   Context host(Device::cpu());
-  from_floats(input, to_floats(tensor_from_entry(host, *entry)));
+  const std::vector<float> values = to_floats(tensor_from_entry(host, *entry));
+  check_finite(values, path + ": tensor 'input'");
+  from_floats(input, values);
 }
 
 }  // namespace

@@ -224,14 +224,31 @@ std::string render_part(const Rows& all, bool kernels, const std::string& title)
 
 }  // namespace
 
+std::vector<std::string> profile_mismatches(const Profile& before, const Profile& after) {
+  std::vector<std::string> lines;
+  const auto compare = [&](const std::string& a, const std::string& b, const char* what) {
+    if (!a.empty() && !b.empty() && a != b) {
+      lines.push_back(std::string("the profiles measured different ") + what + ": '" + a + "' and '" + b + "'");
+    }
+  };
+  compare(before.workload, after.workload, "workloads");
+  compare(before.device, after.device, "devices");
+  compare(before.dtype, after.dtype, "dtypes");
+  if (before.simulated != after.simulated) {
+    lines.push_back("one profile was measured on the simulated GPU, the other was not: their times do not compare");
+  }
+  return lines;
+}
+
 std::string diff_profiles(const Profile& before, const Profile& after, Format format) {
+  const std::vector<std::string> mismatches = profile_mismatches(before, after);
   const std::vector<DiffRow> kernels = kernel_rows(before, after);
   const std::vector<DiffRow> ops = op_rows(before, after);
   const std::string summary = summary_line(before, after, kernels);
 
   if (format == Format::json) {
     nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary},
-                          {"simulated", before.simulated || after.simulated}};
+                          {"simulated", before.simulated || after.simulated}, {"warnings", mismatches}};
     out["kernels"] = nlohmann::json::array();
     for (const DiffRow& row : kernels) out["kernels"].push_back(row_json(row));
     out["ops"] = nlohmann::json::array();
@@ -242,6 +259,8 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   if (format == Format::csv) return render(table, format);
   std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
                                 after.label.empty() ? "after" : after.label, summary);
+  for (const std::string& line : mismatches) out += "warning: " + line + "\n";
+  if (!mismatches.empty()) out += "\n";
   if (before.simulated || after.simulated) {
     out += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
            "simulator's, not a GPU's\n\n";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "profiler/session.h"
 #include "profiler/table.h"
@@ -10,5 +11,11 @@
 namespace blockscope::profiler {
 
 std::string diff_profiles(const Profile& before, const Profile& after, Format format);
+
+// What the two profiles measured differently — the workload, device, dtype, real or simulated
+// GPU — one line each ("the profiles measured different dtypes: f32 and bf16"); empty when
+// they are comparable. The text and JSON diffs include them; `blockscope diff` says them on
+// stderr whatever the format.
+std::vector<std::string> profile_mismatches(const Profile& before, const Profile& after);
 
 }  // namespace blockscope::profiler

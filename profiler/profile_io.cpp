@@ -133,6 +133,7 @@ json profile_to_json(const Profile& profile) {
           {"device", profile.device},
           {"device_name", profile.device_name},
           {"dtype", profile.dtype},
+          {"workload", profile.workload},
           {"simulated", profile.simulated},
           {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}}},
           {"active_steps", profile.active_steps},
@@ -156,6 +157,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.device_name = top.string("device_name");
   profile.dtype = top.string("dtype");
   profile.simulated = document.contains("simulated") && top.boolean("simulated");
+  profile.workload = document.contains("workload") ? top.string("workload") : "";
   const Reader peaks = top.child("peaks");
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");

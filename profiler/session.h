@@ -30,6 +30,9 @@ struct Profile {
   std::string device;       // "cpu", "cuda:0"
   std::string device_name;  // "NVIDIA H200", "cpu (2 threads, openblas)"
   std::string dtype;
+  // What was measured ("tiny-gpt2: block gpt2 d_model=64 ... f32 on cpu"), set by the caller
+  // (the CLI): diff warns when two profiles measured different workloads.
+  std::string workload;
   // Measured on the simulated GPU (BLOCKSCOPE_CUDA=SIM): device times are the simulator's
   // (kernels run as CPU fibers), never GPU times; tables say so and % of peak is not shown.
   bool simulated = false;

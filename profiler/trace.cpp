@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -40,24 +41,33 @@ json shapes_json(const std::vector<Shape>& shapes) {
 
 }  // namespace
 
-std::string chrome_trace_json(const Profile& profile) {
+// The trace as text, event by event: `sink` gets pieces that concatenate to the JSON document,
+// so a trace of any length is written with the memory of one event (a DOM of 20,000 steps took
+// gigabytes).
+void emit_chrome_trace(const Profile& profile, const std::function<void(const std::string&)>& sink) {
   const int host_pid = static_cast<int>(::getpid());
   const int dev_pid = device_pid(profile, host_pid);
   const bool on_cpu = profile.device == "cpu";
-  json events = json::array();
+  bool first = true;
+  const auto emit = [&](const json& event) {
+    sink(first ? "{\"traceEvents\":[\n" + event.dump() : ",\n" + event.dump());
+    first = false;
+  };
 
-  events.push_back(metadata("process_name", host_pid, -1, "host: " + profile.label));
-  events.push_back(metadata("process_sort_index", host_pid, -1, "0"));
-  events.back()["args"] = {{"sort_index", 0}};
-  events.push_back(metadata("thread_name", host_pid, 0, "ops (CPU)"));
-  events.push_back(metadata("process_name", dev_pid, -1,
+  emit(metadata("process_name", host_pid, -1, "host: " + profile.label));
+  json host_sort = metadata("process_sort_index", host_pid, -1, "0");
+  host_sort["args"] = {{"sort_index", 0}};
+  emit(host_sort);
+  emit(metadata("thread_name", host_pid, 0, "ops (CPU)"));
+  emit(metadata("process_name", dev_pid, -1,
                             on_cpu ? "cpu work items" : profile.device + " (" + profile.device_name + ")"));
-  events.push_back(metadata("process_sort_index", dev_pid, -1, "1"));
-  events.back()["args"] = {{"sort_index", 1}};
+  json device_sort = metadata("process_sort_index", dev_pid, -1, "1");
+  device_sort["args"] = {{"sort_index", 1}};
+  emit(device_sort);
   std::set<int> streams;
   for (const KernelEvent& kernel : profile.kernels) streams.insert(kernel.stream);
   for (int stream : streams) {
-    events.push_back(metadata("thread_name", dev_pid, stream,
+    emit(metadata("thread_name", dev_pid, stream,
                               on_cpu ? "work items" : "stream " + std::to_string(stream)));
   }
 
@@ -72,7 +82,7 @@ std::string chrome_trace_json(const Profile& profile) {
     if (op.flops > 0) args["flops"] = op.flops;
     if (op.bytes > 0) args["bytes"] = op.bytes;
     if (op.bytes_allocated != 0) args["bytes_allocated"] = op.bytes_allocated;
-    events.push_back({{"ph", "X"},
+    emit({{"ph", "X"},
                       {"cat", op.is_region ? "region" : "op"},
                       {"name", op.name},
                       {"pid", host_pid},
@@ -91,7 +101,7 @@ std::string chrome_trace_json(const Profile& profile) {
     if (kernel.op >= 0 && static_cast<size_t>(kernel.op) < profile.ops.size()) {
       launch_args["op"] = profile.ops[kernel.op].scope;
     }
-    events.push_back({{"ph", "X"},
+    emit({{"ph", "X"},
                       {"cat", "launch"},
                       {"name", on_cpu ? "run " + kernel.name : "launch " + kernel.name},
                       {"pid", host_pid},
@@ -110,7 +120,7 @@ std::string chrome_trace_json(const Profile& profile) {
       kernel_args["shared memory"] = kernel.static_smem + kernel.dynamic_smem;
       if (kernel.occupancy > 0) kernel_args["est. achieved occupancy %"] = 100.0 * kernel.occupancy;
     }
-    events.push_back({{"ph", "X"},
+    emit({{"ph", "X"},
                       {"cat", "kernel"},
                       {"name", kernel.name},
                       {"pid", dev_pid},
@@ -118,27 +128,39 @@ std::string chrome_trace_json(const Profile& profile) {
                       {"ts", kernel.device_start_us},
                       {"dur", kernel_duration_us(kernel)},
                       {"args", kernel_args}});
-    events.push_back({{"ph", "s"}, {"cat", "launch"}, {"name", "launch"}, {"id", flow_id},
+    emit({{"ph", "s"}, {"cat", "launch"}, {"name", "launch"}, {"id", flow_id},
                       {"pid", host_pid}, {"tid", 0}, {"ts", kernel.launch_start_us}});
-    events.push_back({{"ph", "f"}, {"cat", "launch"}, {"name", "launch"}, {"id", flow_id}, {"bp", "e"},
+    emit({{"ph", "f"}, {"cat", "launch"}, {"name", "launch"}, {"id", flow_id}, {"bp", "e"},
                       {"pid", dev_pid}, {"tid", kernel.stream}, {"ts", kernel.device_start_us}});
   }
 
-  json trace = {{"traceEvents", events},
-                {"displayTimeUnit", "ms"},
-                {"otherData",
-                 {{"producer", "blockscope"},
-                  {"label", profile.label},
-                  {"device", profile.device},
-                  {"device_name", profile.device_name},
-                  {"dtype", profile.dtype},
-                  {"active_steps", profile.active_steps}}}};
-  return trace.dump();
+  if (first) sink("{\"traceEvents\":[");
+  const json other = {{"producer", "blockscope"},
+                      {"label", profile.label},
+                      {"device", profile.device},
+                      {"device_name", profile.device_name},
+                      {"dtype", profile.dtype},
+                      {"active_steps", profile.active_steps}};
+  sink("\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + other.dump() + "}");
+}
+
+std::string chrome_trace_json(const Profile& profile) {
+  std::string text;
+  emit_chrome_trace(profile, [&](const std::string& piece) { text += piece; });
+  return text;
 }
 
 void write_chrome_trace(const Profile& profile, const std::string& path) {
   OutputFile out(path, "trace");  // a temporary renamed into place: never half a trace
-  out.write(chrome_trace_json(profile));
+  std::string buffer;             // about 1 MiB per write
+  emit_chrome_trace(profile, [&](const std::string& piece) {
+    buffer += piece;
+    if (buffer.size() >= (1u << 20)) {
+      out.write(buffer);
+      buffer.clear();
+    }
+  });
+  out.write(buffer);
   out.commit();
 }
 

@@ -50,6 +50,10 @@ class Context {
   // Debug aid: synchronise and check for errors after every op (CUDA), naming the op.
   bool sync_after_each_op() const { return sync_after_each_op_; }
   void set_sync_after_each_op(bool on) { sync_after_each_op_ = on; }
+  // Diagnosis (run.check_finite): after every op, synchronise and fail naming the op whose
+  // output holds a NaN or an infinity.
+  bool check_finite_after_each_op() const { return check_finite_after_each_op_; }
+  void set_check_finite_after_each_op(bool on) { check_finite_after_each_op_ = on; }
 
  private:
   Device device_;
@@ -57,6 +61,7 @@ class Context {
   profiler::Recorder* recorder_ = nullptr;
   std::vector<std::string> scope_;
   bool sync_after_each_op_ = false;
+  bool check_finite_after_each_op_ = false;
 };
 
 // Cross-context use on one GPU. Each CUDA context has its own stream, and nothing orders two

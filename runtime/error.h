@@ -12,6 +12,7 @@ namespace blockscope {
 enum class ErrorKind {
   invalid_input,  // bad config, bad file, bad shape from the user: exit 2
   runtime,        // a failure while running (CUDA error, out of memory): exit 3
+  interrupted,    // SIGINT / SIGTERM received (runtime/interrupt.h): exit 128 + the signal
 };
 
 class Error : public std::runtime_error {

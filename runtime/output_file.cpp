@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 namespace blockscope {
 
@@ -113,6 +114,12 @@ void OutputFile::write_failed(const std::string& during, int error) {
 
 void OutputFile::write(const void* data, size_t bytes) {
   BS_CHECK(file_ != nullptr && !committed_, "OutputFile::write after commit");
+  try {
+    check_interrupted(("while writing " + path_).c_str());
+  } catch (...) {
+    discard();
+    throw;
+  }
   if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) write_failed("write", errno);
 }
 

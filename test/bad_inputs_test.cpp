@@ -6,12 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model/config.h"
 #include "runtime/error.h"
@@ -239,6 +243,96 @@ TEST(BadInputs, TraceToDevNullKeepsTheDevice) {
   struct stat info;
   ASSERT_EQ(::stat("/dev/null", &info), 0);
   EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null was replaced by a regular file";
+}
+
+// ---- signals --------------------------------------------------------------------------------
+
+// Ctrl-C during a long profile: the command stops after the current step, exits 130, and
+// leaves neither its outputs nor any temporary in the output directory.
+TEST(BadInputs, InterruptStopsBetweenStepsAndLeavesNothing) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1000000}}\n");
+  const fs::path out = dir / "out";
+  fs::create_directories(out);
+  for (const char* signal : {"INT", "TERM"}) {
+    const std::string command = "timeout --foreground --preserve-status -s " + std::string(signal) + " 1.5 '" +
+                                std::string(BLOCKSCOPE_CLI_PATH) + "' profile '" + config + "' --trace '" +
+                                (out / "t.json").string() + "' --save '" + (out / "p.json").string() + "' >/dev/null 2>'" +
+                                (dir / "err.txt").string() + "'";
+    const int status = std::system(command.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), std::string(signal) == "INT" ? 130 : 143) << read(dir / "err.txt");
+    EXPECT_NE(read(dir / "err.txt").find("interrupted by SIG" + std::string(signal)), std::string::npos)
+        << read(dir / "err.txt");
+    EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 0) << "files left in " << out;
+  }
+}
+
+// ---- non-finite values -------------------------------------------------------------------------
+
+// Overwrites `count` elements of tensor `name` in a safetensors file with `bytes` (per element).
+void poison(const std::string& path, const std::string& name, const std::string& element, size_t count) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  uint64_t header_bytes = 0;
+  file.read(reinterpret_cast<char*>(&header_bytes), 8);
+  std::string header(header_bytes, '\0');
+  file.read(header.data(), static_cast<std::streamsize>(header_bytes));
+  const nlohmann::json parsed = nlohmann::json::parse(header);
+  ASSERT_TRUE(parsed.contains(name)) << header;
+  file.seekp(static_cast<std::streamoff>(8 + header_bytes + parsed[name]["data_offsets"][0].get<uint64_t>()));
+  for (size_t i = 0; i < count; ++i) file.write(element.data(), static_cast<std::streamsize>(element.size()));
+}
+
+TEST(BadInputs, NonFiniteWeightsAreRefusedOnLoadNamingTheTensor) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::string dump = (dir / "block.safetensors").string();
+  ASSERT_EQ(run_cli({"run", config, "--dump", dump}).code, 0);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  poison(dump, "model.layers.0.self_attn.k_proj.weight", std::string(reinterpret_cast<const char*>(&nan), 4), 1);
+  const std::string from_file = write(dir / "from_file.yaml", std::string(kTinyBlock) + "weights: {file: " + dump + "}\n");
+  const CliResult run = run_cli({"run", from_file});
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("tensor 'model.layers.0.self_attn.k_proj.weight' holds nan at index 0"), std::string::npos)
+      << run.err;
+}
+
+TEST(BadInputs, CheckFiniteNamesTheFirstOpWithANonFiniteOutput) {
+  const fs::path dir = scratch();
+  const std::string mlp = "workload: mlp\ndtype: f16\nmodel: {d_model: 32, d_ff: 48, gated: false, activation: gelu}\n"
+                          "input: {batch: 1, seq_len: 4}\n";
+  const std::string config = write(dir / "mlp.yaml", mlp + "run: {iters: 1, warmup: 0}\n");
+  const std::string dump = (dir / "mlp.safetensors").string();
+  ASSERT_EQ(run_cli({"run", config, "--dump", dump}).code, 0);
+  // Inputs near the f16 maximum: finite, but the first GEMM's sums overflow to infinity.
+  poison(dump, "input", std::string("\xef\x7b", 2), 4 * 32);
+  const std::string checked =
+      write(dir / "checked.yaml", mlp + "run: {iters: 1, warmup: 0, check_finite: true}\n");
+  const CliResult run = run_cli({"run", checked, "--set", "input.file=" + dump});
+  EXPECT_EQ(run.code, 3) << run.err;
+  EXPECT_NE(run.err.find("run.check_finite: op 'linear'"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("inf"), std::string::npos) << run.err;
+  const std::string block = write(dir / "block.yaml", std::string(kTinyBlock) + "run: {check_finite: true, iters: 1, warmup: 0}\n");
+  const CliResult clean = run_cli({"run", block});
+  EXPECT_EQ(clean.code, 0) << "finite outputs pass the check: " << clean.err;
+}
+
+// ---- profiles that do not compare --------------------------------------------------------------
+
+TEST(BadInputs, DiffOfProfilesOfDifferentWorkloadsWarns) {
+  const fs::path dir = scratch();
+  const std::string block = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1}}\n");
+  const std::string a = (dir / "a.json").string(), b = (dir / "b.json").string();
+  ASSERT_EQ(run_cli({"profile", block, "--save", a}).code, 0);
+  ASSERT_EQ(run_cli({"profile", block, "--save", b, "--dtype", "bf16", "--set", "input.seq_len=4"}).code, 0);
+  const CliResult diff = run_cli({"diff", a, b});
+  EXPECT_EQ(diff.code, 0) << diff.err;
+  EXPECT_NE(diff.err.find("warning: the profiles measured different dtypes: 'f32' and 'bf16'"), std::string::npos)
+      << diff.err;
+  EXPECT_NE(diff.err.find("different workloads"), std::string::npos) << diff.err;
+  EXPECT_NE(diff.out.find("warning: the profiles measured different dtypes"), std::string::npos) << diff.out;
+  const CliResult same = run_cli({"diff", a, a});
+  EXPECT_EQ(same.err.find("warning"), std::string::npos) << same.err;
 }
 
 }  // namespace

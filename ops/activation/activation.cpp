@@ -51,7 +51,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
   BS_CHECK_INPUT(x.is_contiguous() && y.is_contiguous(), "activation (", activation_name(act),
                  "): x ", x.str(), " and y ", y.str(), " must be contiguous");
   run_op(ctx,
-         {activation_name(act), "", profiler::Family::activation, {&x},
+         {activation_name(act), "", profiler::Family::activation, {&x}, {&y},
           flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y})},
          [&] { cpu::activation(ctx, x, y, act); }, [&] { cuda::activation(ctx, x, y, act); });
 }
@@ -73,7 +73,7 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
                  " must have contiguous rows with one row stride (column slices are fine)");
   BS_CHECK_INPUT(y.is_contiguous(), "gated_activation: output y ", y.str(), " must be contiguous");
   run_op(ctx,
-         {"gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up},
+         {"gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up}, {&y},
           (flops_per_element(act) + 1) * static_cast<double>(y.numel()), tensor_bytes({&gate, &up, &y})},
          [&] { cpu::gated_activation(ctx, gate, up, y, act); },
          [&] { cuda::gated_activation(ctx, gate, up, y, act); });

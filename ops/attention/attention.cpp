@@ -102,6 +102,7 @@ void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, 
                         path_name(path),
                         profiler::Family::attention,
                         {&q, &k, &v},
+                        {&out},
                         attention_flops(q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal),
                         tensor_bytes({&q, &k, &v, &out}),  // the least traffic: each read or written once
                         out.numel() == 0};

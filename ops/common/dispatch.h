@@ -26,26 +26,23 @@ inline constexpr bool kCudaBuilt = false;
 #endif
 
 // What the profiler records for one op call. `inputs` are the tensors whose shapes the op
-// table shows (and which must belong to the context, profiler::OpScope).
+// table shows (and which must belong to the context, profiler::OpScope); `outputs` the ones
+// it writes (checked by Context::check_finite_after_each_op).
 struct OpRecord {
   const char* name;
   const char* path;  // implementation path ("fused_softmax"), "" when the op has one
   profiler::Family family;
   std::initializer_list<const Tensor*> inputs;
+  std::initializer_list<const Tensor*> outputs;
   double flops = 0;
   double bytes = 0;
   bool empty = false;  // nothing to compute (a zero-element tensor): recorded, nothing runs
 };
 
-// Debug mode: waits for the op's queued work and names the op when it failed.
-inline void finish_op(Context& ctx, const char* name) {
-  if (!ctx.sync_after_each_op()) return;
-  try {
-    ctx.synchronize();
-  } catch (const Error& error) {
-    throw Error(error.kind(), std::string("op '") + name + "' failed: " + error.what());
-  }
-}
+// After the op: in debug mode (sync_after_each_op) waits for its queued work and names the op
+// when it failed; with check_finite_after_each_op, names the op whose output holds a NaN or an
+// infinity (the first op to write one: inner ops of a composite finish before it).
+void finish_op(Context& ctx, const OpRecord& record);
 
 // on_cpu / on_cuda: callables running the device implementation. In a build without CUDA,
 // on_cuda is never called (the discarded branch below), so it may name ops::cuda functions
@@ -66,7 +63,7 @@ void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cu
                                           " is not built in (this build has no CUDA backend)");
     }
   }
-  finish_op(ctx, record.name);
+  finish_op(ctx, record);
 }
 
 template <class Body>
@@ -76,7 +73,7 @@ void run_composite_op(Context& ctx, const OpRecord& record, Body&& body) {
                             record.bytes);
     if (!record.empty) body();
   }
-  finish_op(ctx, record.name);
+  finish_op(ctx, record);
 }
 
 }  // namespace blockscope::ops

@@ -64,7 +64,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   const RowLayout rows = check_linear(ctx, x, w, bias, y, layout);
   const int64_t out = y.size(-1);
   run_op(ctx,
-         {"linear", path_name(path), profiler::Family::linear, {&x, &w, &bias}, linear_flops(rows.rows, rows.cols, out),
+         {"linear", path_name(path), profiler::Family::linear, {&x, &w, &bias}, {&y}, linear_flops(rows.rows, rows.cols, out),
           tensor_bytes({&x, &w, &bias, &y})},
          [&] { cpu::linear(ctx, x, w, bias, y, path, layout, act); },
          [&] { cuda::linear(ctx, x, w, bias, y, path, layout, act); });

@@ -202,8 +202,6 @@ __global__ void __launch_bounds__(MODE == 0 ? 256 : 1024) rms_norm_kernel(const 
 
 namespace blockscope::ops::cuda {
 
-using cuda::RowLaunch;
-using cuda::RowRegsLaunch;
 
 namespace {
 

@@ -125,8 +125,6 @@ __global__ void __launch_bounds__(MODE == 0 ? 256 : 1024) softmax_causal_scale_k
 
 namespace blockscope::ops::cuda {
 
-using cuda::RowLaunch;
-using cuda::RowRegsLaunch;
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 namespace blockscope::cli {
 
@@ -68,6 +69,7 @@ int check_command(Session& session) {
     double naive_error = 0;
     for (size_t i = 0; i < mixes.size(); ++i) {
       session.set_activity("checking " + paths_str(mixes[i], config.kind) + " on " + device.str());
+      check_interrupted("between path mixes");
       workload.set_paths(mixes[i]);
       Tensor out = workload.output();
       fill_nan(out);  // an element the path forgets to write shows up as NaN

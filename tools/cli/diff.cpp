@@ -12,6 +12,8 @@ int diff_command(Session& session, const std::string& before, const std::string&
   const profiler::Format format = session.format();
   const profiler::Profile a = profiler::load_profile(before);
   const profiler::Profile b = profiler::load_profile(after);
+  // Said on stderr whatever the format (the text and JSON diffs also carry them).
+  for (const std::string& line : profiler::profile_mismatches(a, b)) std::cerr << "blockscope: warning: " << line << "\n";
   std::cout << profiler::diff_profiles(a, b, format) << "\n";
   return 0;
 }

@@ -16,8 +16,10 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 #include "tools/cli/commands.h"
 
 namespace blockscope::cli {
@@ -69,7 +71,8 @@ int run_cli(Session& session, int argc, char** argv) {
       "      --set model.n_kv_heads=2 --set model.d_ff=1024 --set input.seq_len=64\n"
       "  blockscope check configs/blocks/tiny-llama.yaml\n"
       "  blockscope diff before.json after.json\n"
-      "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure.");
+      "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"
+      "130 / 143 interrupted by SIGINT / SIGTERM (stopped between steps; no output kept).");
 
   Options& options = session.options;
   std::string diff_before, diff_after;
@@ -137,10 +140,25 @@ int run_cli(Session& session, int argc, char** argv) {
 int main(int argc, char** argv) {
   namespace bs = blockscope;
   bs::cli::Session session;
+  bs::install_interrupt_handlers();
   try {
     return bs::cli::run_cli(session, argc, argv);
   } catch (const bs::Error& error) {
-    session.remove_outputs();
+    const std::vector<std::string> removed = session.remove_outputs();
+    if (error.kind() == bs::ErrorKind::interrupted) {
+      // Stopped between steps: what the command had finished writing goes too (a command
+      // that did not finish leaves no output), and the temporaries are gone with their writers.
+      std::cerr << "blockscope: " << error.message()
+                << (session.activity().empty() ? "" : " (" + session.activity() + ")") << "; ";
+      if (removed.empty()) {
+        std::cerr << "no output was kept\n";
+      } else {
+        std::cerr << "removed the " << removed.size() << " output(s) already written:";
+        for (const std::string& path : removed) std::cerr << " " << path;
+        std::cerr << "\n";
+      }
+      return 128 + bs::interrupt_signal();
+    }
     if (error.kind() == bs::ErrorKind::invalid_input) {
       std::cerr << "blockscope: error: " << error.message() << "\n";
       return 2;

@@ -44,6 +44,7 @@ int profile_command(Session& session) {
     workload.set_paths(paths);
     try {
       profiles.push_back(profiler::profile_steps(ctx, label, schedule, [&](int) { workload.forward(); }));
+      profiles.back().workload = workload_title(config, ctx);
       profiled.push_back(v);
     } catch (const Error& error) {
       // A compare: variant this device cannot run (its op refuses the inputs before launching

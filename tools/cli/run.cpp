@@ -11,6 +11,7 @@
 #include "profiler/summary.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
 #include "runtime/cuda/cuda_graph.h"
@@ -39,7 +40,10 @@ int run_command(Session& session) {
   for (const auto& [label, paths] : variants) {
     session.set_activity("running " + paths_str(paths, config.kind) + " on " + ctx.device().str());
     workload.set_paths(paths);
-    for (int i = 0; i < config.run.warmup; ++i) workload.forward();
+    for (int i = 0; i < config.run.warmup; ++i) {
+      check_interrupted("during the warm-up");
+      workload.forward();
+    }
     ctx.synchronize();
     // One forward: eager, or (run.cuda_graph on CUDA) one launch of the captured forward.
     std::function<void()> step = [&] { workload.forward(); };
@@ -53,6 +57,7 @@ int run_command(Session& session) {
     // Device-side marks around each forward; resolved after one synchronise at the end.
     std::vector<std::pair<TimeMark, TimeMark>> marks;
     for (int i = 0; i < config.run.iters; ++i) {
+      check_interrupted("between timed forwards");
       const TimeMark start = ctx.backend().mark();
       step();
       marks.emplace_back(start, ctx.backend().mark());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -60,6 +61,7 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
 
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {
   ctx.set_sync_after_each_op(options.sync_each_op);
+  ctx.set_check_finite_after_each_op(config.run.check_finite);
 #ifdef BLOCKSCOPE_WITH_CUDA
   if (ctx.device().is_cuda()) ops::cuda::cublaslt::settings(ctx).allow_tf32 = config.run.allow_tf32;
 #else
@@ -67,9 +69,17 @@ void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) con
 #endif
 }
 
-void Session::remove_outputs() {
-  for (const std::string& path : outputs_) std::remove(path.c_str());
+std::vector<std::string> Session::remove_outputs() {
+  std::vector<std::string> removed;
+  for (const std::string& path : outputs_) {
+    // Only files this command made: never a device such as /dev/null, nor a symlink.
+    std::error_code error;
+    if (std::filesystem::is_regular_file(std::filesystem::symlink_status(path, error)) && std::remove(path.c_str()) == 0) {
+      removed.push_back(path);
+    }
+  }
   outputs_.clear();
+  return removed;
 }
 
 void Session::write_dump(Context& ctx, Workload& workload, const std::string& path) {

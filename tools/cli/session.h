@@ -51,9 +51,10 @@ class Session {
   void set_activity(std::string activity) { activity_ = std::move(activity); }
   const std::string& activity() const { return activity_; }
 
-  // An output file is complete; after a failure, remove_outputs() deletes every one.
+  // An output file is complete; after a failure, remove_outputs() deletes every one and
+  // returns their paths.
   void wrote(const std::string& path) { outputs_.push_back(path); }
-  void remove_outputs();
+  std::vector<std::string> remove_outputs();
 
   // --dump: one forward of the base paths, then input, output and every weight (Hugging Face
   // names) to a .safetensors file.

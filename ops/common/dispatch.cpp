@@ -1,0 +1,30 @@
+#include "ops/common/dispatch.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace blockscope::ops {
+
+void finish_op(Context& ctx, const OpRecord& record) {
+  if (!ctx.sync_after_each_op() && !ctx.check_finite_after_each_op()) return;
+  try {
+    ctx.synchronize();
+  } catch (const Error& error) {
+    throw Error(error.kind(), std::string("op '") + record.name + "' failed: " + error.what());
+  }
+  if (!ctx.check_finite_after_each_op() || record.empty) return;
+  for (const Tensor* output : record.outputs) {
+    if (output == nullptr || !output->defined()) continue;
+    const std::vector<float> values = to_floats(*output);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i])) continue;
+      const std::string where = ctx.scope_path().empty() ? std::string() : " (in " + ctx.scope_path() + ")";
+      throw Error(ErrorKind::runtime, std::string("run.check_finite: op '") + record.name + "'" + where +
+                                          " wrote " + std::to_string(values[i]) + " at element " + std::to_string(i) +
+                                          " of its output " + output->str() + ": the first non-finite value");
+    }
+  }
+}
+
+}  // namespace blockscope::ops

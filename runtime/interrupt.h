@@ -1,0 +1,17 @@
+// Ctrl-C (SIGINT) and SIGTERM: the handler only records the signal; long work polls
+// check_interrupted() between steps (the profiler's schedule, the CLI's timing and check
+// loops, output writers between writes), which throws an Error of kind `interrupted`. The
+// exception unwinds normally — temporaries are removed by their destructors, the CLI removes
+// what the command already wrote — and the CLI exits 128 + the signal (130, 143). A second
+// signal while the first is handled ends the process at once.
+#pragma once
+
+namespace blockscope {
+
+void install_interrupt_handlers();
+// The signal received (SIGINT, SIGTERM), 0 when none.
+int interrupt_signal();
+// Throws Error(ErrorKind::interrupted) naming the signal and `where` when one was received.
+void check_interrupted(const char* where);
+
+}  // namespace blockscope
