@@ -432,17 +432,41 @@ class ConfigParser {
   YAML::Node root_;
 };
 
+// The 1-based line of a document start marker ("---" at the start of a line, alone or followed
+// by a space) that begins a second document, 0 when there is none. A marker before any content
+// only opens the first document.
+int second_document_start(const std::string& text) {
+  bool content = false;
+  int line = 1;
+  for (size_t start = 0; start < text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string row = text.substr(start, end - start);
+    const bool marker = row.rfind("---", 0) == 0 && (row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r');
+    if (marker && content) return line;
+    const size_t first = row.find_first_not_of(" \t\r");
+    if (!marker && first != std::string::npos && row[first] != '#' && row.rfind("%", 0) != 0) content = true;
+    start = end + 1;
+  }
+  return 0;
+}
+
 WorkloadConfig parse_text(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
+  // YAML allows no NUL byte (and yaml-cpp's document loop can spin forever on one).
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw InputError(source + ": byte " + std::to_string(nul) + " is a NUL byte: a config is YAML text");
+  }
+  // One document: a second one would otherwise be dropped without a word.
+  const int second_document_line = second_document_start(text);
+  if (second_document_line > 0) {
+    throw InputError(source + ":" + std::to_string(second_document_line) +
+                     ": a second YAML document starts here; a config is one document (remove the '---' and what "
+                     "follows, or split the file)");
+  }
   YAML::Node root;
   try {
-    // One document: a second one (after "---") would otherwise be dropped without a word.
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      const YAML::Mark mark = documents[1].Mark();
-      throw InputError(source + ":" + std::to_string(mark.line + 1) + ": the config holds " +
-                       std::to_string(documents.size()) + " YAML documents; a config is one (remove the '---' and what follows, or split the file)");
-    }
-    if (!documents.empty()) root = documents.front();
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                      ": YAML syntax error: " + e.msg);
