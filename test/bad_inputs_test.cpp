@@ -238,6 +238,21 @@ TEST(BadInputs, OutputsThatWouldOverwriteAnInputOrEachOtherAreRefusedBeforeAnyWo
   EXPECT_FALSE(fs::exists(dir / "x.json"));
 }
 
+// A full disk (/dev/full: every write fails with ENOSPC) is a runtime failure, exit 3, for
+// every output alike, and the message names the file and the reason.
+TEST(BadInputs, AFullDiskIsExitThreeForEveryOutput) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1}}\n");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"run", config, "--dump", "/dev/full"},
+                                               std::vector<std::string>{"run", config, "--trace", "/dev/full"},
+                                               std::vector<std::string>{"profile", config, "--save", "/dev/full"}}) {
+    const CliResult run = run_cli(args);
+    EXPECT_EQ(run.code, 3) << args[2] << ": " << run.err;
+    EXPECT_NE(run.err.find("'/dev/full'"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("No space left on device"), std::string::npos) << run.err;
+  }
+}
+
 TEST(BadInputs, TraceToDevNullKeepsTheDevice) {
   const fs::path dir = scratch();
   const std::string config = write(dir / "block.yaml", kTinyBlock);
