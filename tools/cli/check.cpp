@@ -12,6 +12,7 @@
 #include "runtime/interrupt.h"
 
 namespace blockscope::cli {
+namespace {
 
 // Every path mix that applies to the workload, the all-naive one first (the first op's path
 // varying fastest), from the path table; MLP paths only where they apply (plain or gated).
@@ -32,6 +33,8 @@ std::vector<PathConfig> path_mixes(const WorkloadConfig& config) {
   }
   return mixes;
 }
+
+}  // namespace
 
 int check_command(Session& session) {
   const Options& options = session.options;
