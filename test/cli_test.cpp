@@ -101,7 +101,8 @@ TEST(Cli, ProfileWithNoArgumentRunsTheDefaultConfig) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("default-tiny-gpt2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("attention"), std::string::npos);
-  EXPECT_NE(r.out.find("== diff:"), std::string::npos) << "the default config compares variants";
+  EXPECT_NE(r.out.find("\ndiff: base "), std::string::npos) << "the default config compares variants";
+  EXPECT_EQ(r.out.find("== diff"), std::string::npos) << "a diff's header is printed once, by the diff itself";
 }
 
 TEST(Cli, EveryShippedConfigRunsOnTheCpu) {

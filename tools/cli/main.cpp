@@ -68,7 +68,7 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope profile                                  # the default tiny GPT-2 block\n"
       "  blockscope profile configs/series/04_attention.yaml --set input.seq_len=256\n"
       "  blockscope run configs/blocks/llama-3-8b.yaml --set model.d_model=512 --set model.n_heads=8 \\\n"
-      "      --set model.n_kv_heads=2 --set model.d_ff=1024 --set input.seq_len=64\n"
+      "      --set model.n_kv_heads=2 --set model.head_dim=64 --set model.d_ff=1024 --set input.seq_len=64\n"
       "  blockscope check configs/blocks/tiny-llama.yaml\n"
       "  blockscope diff before.json after.json\n"
       "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"

@@ -87,7 +87,9 @@ int profile_command(Session& session) {
       std::cout << profiler::kernel_table(p, format) << "\n";
     }
     for (size_t i = 1; i < profiles.size(); ++i) {
-      std::cout << open << "diff: " << profiles[0].label << "  ->  " << profiles[i].label << close << "\n";
+      // The text diff starts with its own "diff: A → B" line; CSV gets it as a comment.
+      if (format == profiler::Format::csv) std::cout << "# diff: " << profiles[0].label << " -> " << profiles[i].label << "\n";
+      else std::cout << "\n";
       std::cout << profiler::diff_profiles(profiles[0], profiles[i], format) << "\n";
     }
   }
