@@ -8,6 +8,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "model/config.h"
@@ -492,6 +493,11 @@ WorkloadConfig load_config_text(const std::string& text, const std::string& sour
 }
 
 WorkloadConfig load_config_file(const std::string& path, const std::vector<std::string>& sets) {
+  if (path == "-") {  // standard input
+    std::stringstream buffer;
+    buffer << std::cin.rdbuf();
+    return parse_text(buffer.str(), "<stdin>", sets);
+  }
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
     throw InputError("config '" + path + "' is a directory (give a .yaml file, e.g. " + path + "/default.yaml)");

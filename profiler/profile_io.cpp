@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "runtime/error.h"
@@ -234,10 +235,14 @@ void save_profile(const Profile& profile, const std::string& path) {
 }
 
 Profile load_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read profile '" + path + "': no such file or not readable");
   std::ostringstream text;
-  text << in.rdbuf();
+  if (path == "-") {  // standard input: `... | blockscope diff - after.json`
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError("cannot read profile '" + path + "': no such file or not readable");
+    text << in.rdbuf();
+  }
   json document;
   try {
     document = json::parse(text.str());

@@ -263,6 +263,30 @@ TEST(BadInputs, TraceToDevNullKeepsTheDevice) {
   EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/null was replaced by a regular file";
 }
 
+// '-' is standard input, for a config and for a saved profile; the first line of an error names it.
+TEST(BadInputs, StandardInputIsAConfigAndAProfile) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1}}\n");
+  const std::string cli = "'" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
+  const std::string profile = (dir / "p.json").string();
+  ASSERT_EQ(std::system((cli + " profile - --save '" + profile + "' < '" + config + "' > /dev/null 2>&1").c_str()), 0);
+  EXPECT_TRUE(fs::exists(profile));
+  const std::string diffed = (dir / "diff.txt").string();
+  ASSERT_EQ(std::system((cli + " diff - '" + profile + "' < '" + profile + "' > '" + diffed + "' 2>&1").c_str()), 0);
+  EXPECT_NE(read(diffed).find("kernels per step"), std::string::npos) << read(diffed);
+  const std::string error = (dir / "err.txt").string();
+  const int status = std::system(("echo 'workload: blok' | " + cli + " run - 2> '" + error + "'").c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_EQ(read(error).rfind("blockscope: error: <stdin>:1:", 0), 0u) << read(error);
+}
+
+// Usage errors carry the same prefix as every other error.
+TEST(BadInputs, UsageErrorsSayBlockscopeError) {
+  const CliResult run = run_cli({"run", "--no-such-flag"});
+  EXPECT_EQ(run.code, 2);
+  EXPECT_EQ(run.err.rfind("blockscope: error: ", 0), 0u) << run.err;
+}
+
 // ---- signals --------------------------------------------------------------------------------
 
 // Ctrl-C during a long profile: the command stops after the current step, exits 130, and

@@ -33,7 +33,7 @@ const CLI::Validator kNonEmpty(
     "NONEMPTY");
 
 void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace) {
-  app->add_option("config", options.config_path, "Workload YAML (default: the config compiled into the binary)")
+  app->add_option("config", options.config_path, "Workload YAML; '-' reads standard input (default: the config compiled into the binary)")
       ->check(kNonEmpty);
   app->add_option("--device", options.device, "auto | cpu | cuda | cuda:N (overrides the config's device)")
       ->check(kNonEmpty);
@@ -109,8 +109,8 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope check configs/blocks/tiny-llama.yaml --dtype bf16");
 
   CLI::App* diff = app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save)");
-  diff->add_option("before", diff_before, "Profile JSON (the baseline)")->required();
-  diff->add_option("after", diff_after, "Profile JSON (the change)")->required();
+  diff->add_option("before", diff_before, "Profile JSON (the baseline); '-' reads standard input")->required();
+  diff->add_option("after", diff_after, "Profile JSON (the change); '-' reads standard input")->required();
   diff->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   diff->footer("Example:\n  blockscope profile a.yaml --save a.json && blockscope profile b.yaml --save b.json\n"
                "  blockscope diff a.json b.json");
@@ -122,8 +122,10 @@ int run_cli(Session& session, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;  // --help / --version print and succeed; any usage error is 2
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help / --version print and succeed
+    // A usage error, said like every other error: exit 2.
+    std::cerr << "blockscope: error: " << error.what() << "\nRun with --help for more information.\n";
+    return 2;
   }
 
   if (run->parsed()) return run_command(session);
