@@ -162,11 +162,9 @@ class ConfigParser {
     const std::vector<SizeProduct> products = largest_tensors();
     for (const SizeProduct& product : products) {
       if (product.elements <= kMaxTensorElements) continue;
-      const bool dims_from_input = std::string(product.keys).find("input.") != std::string::npos;
-      const char* section = dims_from_input ? "input" : is_block_workload(config.kind) || config.kind == WorkloadKind::mlp ||
-                                                                 config.kind == WorkloadKind::attention
-                                                            ? "model"
-                                                            : "shape";
+      // The section of the product's first key ("input.batch x ..." -> input) locates the error.
+      const std::string keys = product.keys;
+      const std::string section = keys.substr(0, keys.find('.'));
       r_.fail(root_[section], section,
               "impossible size: " + std::string(product.keys) + " = " + format_elements(product.elements) +
                   " elements, more than any device holds (at most 2^50 per tensor)");

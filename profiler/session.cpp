@@ -73,7 +73,8 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   const int cold = schedule.keep_cold_step ? 1 : 0;
   const int total = cold + schedule.wait + schedule.warmup + schedule.active;
   for (int index = 0; index < total; ++index) {
-    check_interrupted(("before profiled step " + std::to_string(index)).c_str());
+    // The message is built only once a signal has arrived: this runs every step.
+    if (interrupt_signal() != 0) check_interrupted(("before profiled step " + std::to_string(index)).c_str());
     const bool is_cold = index < cold;
     const bool waiting = !is_cold && index < cold + schedule.wait;
     const bool warming = !is_cold && !waiting && index < cold + schedule.wait + schedule.warmup;

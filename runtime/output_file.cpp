@@ -114,11 +114,9 @@ void OutputFile::write_failed(const std::string& during, int error) {
 
 void OutputFile::write(const void* data, size_t bytes) {
   BS_CHECK(file_ != nullptr && !committed_, "OutputFile::write after commit");
-  try {
-    check_interrupted(("while writing " + path_).c_str());
-  } catch (...) {
+  if (interrupt_signal() != 0) {
     discard();
-    throw;
+    check_interrupted(("while writing " + path_).c_str());
   }
   if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) write_failed("write", errno);
 }
