@@ -52,6 +52,10 @@ class Block {
   // Bytes of the activation buffers this block holds.
   size_t buffer_bytes() const;
 
+  // After forward(): x + the attention sublayer, [T, d] (what the MLP sublayer adds to). Tests
+  // and `check` compare each sublayer through it.
+  const Tensor& residual() const { return residual_; }
+
   // Uses `other`'s activation buffers instead of its own (same model and sizes): the layers
   // of a stack run one after another, so they can share them.
   void share_buffers_from(const Block& other);
@@ -92,6 +96,8 @@ class BlockStack {
   void prepare(Context& ctx, const PathConfig& paths);
   void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths);
   size_t buffer_bytes() const;
+  // After forward(): the last layer's x + attention, [T, d].
+  const Tensor& last_residual() const { return blocks_.back().residual(); }
 
  private:
   std::vector<Block> blocks_;

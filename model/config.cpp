@@ -38,6 +38,7 @@ const char* weight_init_name(WeightInit init) {
   switch (init) {
     case WeightInit::random: return "random";
     case WeightInit::perturbed: return "perturbed";
+    case WeightInit::scaled: return "scaled";
     case WeightInit::file: return "file";
   }
   return "?";

@@ -28,6 +28,9 @@ enum class WeightInit {
   random,     // Hugging Face-like: weights N(0, 0.02), norm weights 1, biases 0
   perturbed,  // as random, but norm weights 1 + N(0, 0.1) and biases N(0, 0.02): every
               // parameter then matters, so an outside check (torch_reference.py) sees misuse
+  scaled,     // as perturbed, but weights N(0, 1/fan_in): each sublayer's output is on the
+              // scale of its input, as in a trained model, so its errors are not hidden under the
+              // residual (tests, `check`)
   file,       // a safetensors file with Hugging Face names
 };
 

@@ -192,8 +192,12 @@ class ConfigParser {
     weights.file = section.get_string("file", "");
     weights.config = section.get_string("config", "");
     const std::string fallback = weights.file.empty() ? "random" : "file";
-    const std::string init = section.get_choice("init", fallback, {"random", "perturbed", "file"}, "weight init");
-    weights.init = init == "file" ? WeightInit::file : init == "perturbed" ? WeightInit::perturbed : WeightInit::random;
+    const std::string init =
+        section.get_choice("init", fallback, {"random", "perturbed", "scaled", "file"}, "weight init");
+    weights.init = init == "file"        ? WeightInit::file
+                   : init == "perturbed" ? WeightInit::perturbed
+                   : init == "scaled"    ? WeightInit::scaled
+                                         : WeightInit::random;
     weights.layer = section.get_int("layer", 0, 0);
     if (weights.init == WeightInit::file && weights.file.empty()) {
       section.fail("file", "init: file needs weights.file (a safetensors file with Hugging Face names)");
@@ -259,7 +263,8 @@ class ConfigParser {
     m.d_model = s.get_int("d_model", 0, 1);
     read_heads(s, m);
     m.n_layers = s.get_int("n_layers", 1, 1);
-    m.norm_eps = s.get_double("norm_eps", 1e-5, true);
+    // Hugging Face's defaults: GPT2Config.layer_norm_epsilon 1e-5, LlamaConfig.rms_norm_eps 1e-6.
+    m.norm_eps = s.get_double("norm_eps", m.family == ModelFamily::llama ? 1e-6 : 1e-5, true);
     m.rope_theta = s.get_double("rope_theta", 10000.0, true);
 
     const std::vector<std::string> knobs = {"norm", "activation", "gated", "bias", "rope", "causal"};

@@ -19,11 +19,14 @@ std::vector<WeightSpec> block_weight_specs(const ModelConfig& m, int64_t layer) 
   const int64_t d = m.d_model, f = m.d_ff;
   const int64_t q_width = m.n_heads * m.head_dim, kv_width = m.n_kv_heads * m.head_dim;
   std::vector<WeightSpec> specs;
+  // GPT-2's Conv1D weights are [in, out], Llama's Linear weights [out, in].
+  const bool in_out = m.family == ModelFamily::gpt2;
   auto normal = [&](const std::string& name, Shape shape, float std = 0.02f) {
-    specs.push_back({p + name, std::move(shape), WeightFill::normal, std});
+    const int64_t fan_in = in_out ? shape[0] : shape[1];
+    specs.push_back({p + name, std::move(shape), WeightFill::normal, std, fan_in});
   };
-  auto ones = [&](const std::string& name, int64_t n) { specs.push_back({p + name, {n}, WeightFill::ones, 0}); };
-  auto zeros = [&](const std::string& name, int64_t n) { specs.push_back({p + name, {n}, WeightFill::zeros, 0}); };
+  auto ones = [&](const std::string& name, int64_t n) { specs.push_back({p + name, {n}, WeightFill::ones, 0, 0}); };
+  auto zeros = [&](const std::string& name, int64_t n) { specs.push_back({p + name, {n}, WeightFill::zeros, 0, 0}); };
 
   if (m.family == ModelFamily::gpt2) {
     // Hugging Face scales the residual projections by 1/sqrt(2 · n_layer) (GPT-2 paper, 2.3).
@@ -98,11 +101,15 @@ size_t WeightSet::bytes() const {
 
 void init_weights(Context& ctx, const std::vector<WeightSpec>& specs, DType dtype, uint64_t seed, WeightInit init,
                   WeightSet& out) {
-  const bool perturbed = init == WeightInit::perturbed;
+  const bool perturbed = init == WeightInit::perturbed || init == WeightInit::scaled;
   for (const WeightSpec& spec : specs) {
     Tensor t;
     switch (spec.fill) {
-      case WeightFill::normal: t = init::normal_tensor(ctx, spec.name, spec.shape, dtype, seed, 0.0f, spec.std); break;
+      case WeightFill::normal: {
+        const float std = init == WeightInit::scaled ? 1.0f / std::sqrt(static_cast<float>(spec.fan_in)) : spec.std;
+        t = init::normal_tensor(ctx, spec.name, spec.shape, dtype, seed, 0.0f, std);
+        break;
+      }
       case WeightFill::ones:
         t = perturbed ? init::normal_tensor(ctx, spec.name, spec.shape, dtype, seed, 1.0f, 0.1f)
                       : init::constant_tensor(ctx, spec.shape, dtype, 1.0f);

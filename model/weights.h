@@ -33,6 +33,7 @@ struct WeightSpec {
   Shape shape;
   WeightFill fill = WeightFill::normal;
   float std = 0.02f;
+  int64_t fan_in = 0;  // normal: the input features of the linear layer (init: scaled)
 };
 
 // "h.3." or "model.layers.3." (custom uses Llama's names).
@@ -56,7 +57,7 @@ class WeightSet {
   std::vector<std::pair<std::string, Tensor>> items_;
 };
 
-// Seeded init of every spec (init random or perturbed), in `dtype` on ctx's device.
+// Seeded init of every spec (init random, perturbed or scaled), in `dtype` on ctx's device.
 void init_weights(Context& ctx, const std::vector<WeightSpec>& specs, DType dtype, uint64_t seed, WeightInit init,
                   WeightSet& out);
 

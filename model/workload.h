@@ -51,6 +51,8 @@ class WorkloadKindRunner {
   // Inputs under their names ("input", or "a"/"b"/"c", "q"/"k"/"v"), then the weights under
   // their Hugging Face names, in a stable order.
   const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
+  // Intermediate results after forward(), under their names (see Workload::intermediates).
+  virtual std::vector<std::pair<std::string, Tensor>> intermediates() const { return {}; }
 
  protected:
   const WorkloadConfig config_;
@@ -82,6 +84,9 @@ class Workload {
   // Inputs under their names ("input", or "a"/"b"/"c", "q"/"k"/"v"), weights under their
   // Hugging Face names, in a stable order. output() is not included.
   const std::vector<std::pair<std::string, Tensor>>& inputs_and_weights() const { return runner_->named(); }
+  // After forward(), the intermediates a sublayer's error is measured on: block and stack
+  // give "residual" (the last layer's x + attention, [B·S, d]); the other kinds none.
+  std::vector<std::pair<std::string, Tensor>> intermediates() const { return runner_->intermediates(); }
   // inputs_and_weights() plus "output": what --dump writes.
   std::vector<std::pair<std::string, Tensor>> dump_tensors() const;
   // safetensors __metadata__: {"blockscope": JSON of the workload's dims and knobs}.

@@ -103,6 +103,9 @@ class BlockRunner final : public WorkloadKindRunner {
 
   void prepare(Context& ctx, const PathConfig& paths) override { stack_->prepare(ctx, paths); }
   void forward(Context& ctx, const PathConfig& paths) override { stack_->forward(ctx, input_, output_, paths); }
+  std::vector<std::pair<std::string, Tensor>> intermediates() const override {
+    return {{"residual", stack_->last_residual()}};
+  }
 
  private:
   WeightSet weights_;

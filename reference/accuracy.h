@@ -15,6 +15,15 @@ namespace blockscope::reference {
 double max_abs_error(const std::vector<float>& actual, const std::vector<double>& reference);
 // max_abs_error / max(max |finite reference|, tiny).
 double max_relative_error(const std::vector<float>& actual, const std::vector<double>& reference);
+// The error of a change, where the change is small next to what it is added to (a block's
+// sublayer next to the residual stream): max |(actual - actual_base) - (reference -
+// reference_base)| / max |reference - reference_base|. NaN on size mismatch or non-finite.
+double max_delta_error(const std::vector<float>& actual, const std::vector<float>& actual_base,
+                       const std::vector<double>& reference, const std::vector<double>& reference_base);
+// The worst row's max_relative_error, rows of `row_length` elements (softmax, attention: a row
+// of small values is measured against its own scale, not the largest row's).
+double max_row_relative_error(const std::vector<float>& actual, const std::vector<double>& reference,
+                              size_t row_length);
 
 // Four units of the storage type's roundoff: covers the final rounding of the output.
 double accuracy_floor(DType dtype);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "reference/attention_reference.h"
+#include "reference/families.h"
 #include "reference/ops_reference.h"
 
 namespace blockscope::reference::blockref {
@@ -54,7 +55,10 @@ RefTensor linear(const RefTensor& x, const RefTensor& w, const RefTensor& bias, 
 
 }  // namespace
 
-RefTensor block_forward(const ModelConfig& m, const Named& w, const RefTensor& x, int64_t layer) {
+RefTensor block_forward(const ModelConfig& config, const Named& w, const RefTensor& x, int64_t layer,
+                        RefTensor* residual_out) {
+  // gpt2 and llama run as Hugging Face defines them, whatever the config's knobs say.
+  const ModelConfig m = with_family_semantics(config);
   const int64_t B = x.shape[0], S = x.shape[1], d = x.shape[2], T = B * S;
   const int64_t H = m.n_heads, Hkv = m.n_kv_heads, D = m.head_dim;
   RefTensor x2d = x;
@@ -104,6 +108,10 @@ RefTensor block_forward(const ModelConfig& m, const Named& w, const RefTensor& x
     out = elementwise_add(residual, mlp);
   }
   out.shape = {B, S, d};
+  if (residual_out != nullptr) {
+    *residual_out = residual;
+    residual_out->shape = {B, S, d};
+  }
   return out;
 }
 

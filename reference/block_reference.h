@@ -15,8 +15,11 @@ namespace blockscope::reference::blockref {
 using Named = std::map<std::string, RefTensor>;
 
 // One layer of `model` (weights under their Hugging Face names, layer index `layer`);
-// x [B, S, d] -> [B, S, d].
-RefTensor block_forward(const ModelConfig& model, const Named& weights, const RefTensor& x, int64_t layer);
+// x [B, S, d] -> [B, S, d]. Families gpt2 and llama take their fixed knobs (norm, activation,
+// MLP, biases, RoPE, causal) from reference/families.h, not from `model`; custom from `model`.
+// `residual`, when given, receives x + attention sublayer [B, S, d] (the MLP's input residual).
+RefTensor block_forward(const ModelConfig& model, const Named& weights, const RefTensor& x, int64_t layer,
+                        RefTensor* residual = nullptr);
 
 // The output of a workload from its named inputs and weights (Workload::inputs_and_weights()).
 RefTensor workload_output(const WorkloadConfig& config, const Named& named);

@@ -16,6 +16,7 @@
 #include "model/safetensors.h"
 #include "model/workload.h"
 #include "reference/block_reference.h"
+#include "reference/families.h"
 #include "test/support/test_support.h"
 
 namespace bs = blockscope;
@@ -26,11 +27,13 @@ using bs::ops::MlpPath;
 
 namespace {
 
-// YAML for a small block of `family` with odd sizes (seq 13, batch 2); `extra` adds model keys.
+// YAML for a small block of `family` with odd sizes (seq 13, batch 2); `model_extra` adds model
+// keys. Weights `scaled` (N(0, 1/fan_in), norm weights and biases perturbed): each sublayer's
+// output is on the scale of its input, so an error in one is not hidden under the residual.
 std::string block_yaml(const std::string& family, uint64_t seed, const std::string& model_extra,
                        const std::string& workload = "block", const std::string& dtype = "f32") {
   return "workload: " + workload + "\ndtype: " + dtype + "\nseed: " + std::to_string(seed % 1000000) +
-         "\nmodel:\n  family: " + family + "\n" + model_extra + "input: {batch: 2, seq_len: 13}\nweights: {init: perturbed}\n";
+         "\nmodel:\n  family: " + family + "\n" + model_extra + "input: {batch: 2, seq_len: 13}\nweights: {init: scaled}\n";
 }
 
 std::vector<bs::PathConfig> every_mix(bool gated) {
@@ -42,19 +45,39 @@ std::vector<bs::PathConfig> every_mix(bool gated) {
   return mixes;
 }
 
-std::vector<double> reference_output(const bs::WorkloadConfig& config, const bs::Workload& workload) {
+ref::blockref::Named reference_inputs(const bs::Workload& workload) {
   ref::blockref::Named named;
   for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = ref::from_tensor(tensor);
-  return ref::blockref::workload_output(config, named).data;
+  return named;
 }
 
-// Runs every path mix and checks each against the reference and the accuracy rule.
-void check_every_mix(const std::string& yaml, double naive_tolerance) {
+std::vector<double> reference_output(const bs::WorkloadConfig& config, const bs::Workload& workload) {
+  return ref::blockref::workload_output(config, reference_inputs(workload)).data;
+}
+
+// Largest relative errors allowed, each measured where it can be seen: the block's output, its
+// change (output - input), and each sublayer's own output (attention: residual - input; MLP:
+// output - residual). docs/TESTING.md lists the errors these came from.
+struct BlockBounds {
+  double output, block_delta, attention, mlp;
+};
+
+// Runs every path mix and checks each against the float64 reference (bounds) and the accuracy
+// rule against the naive mix. `name` labels the measured errors (report_error).
+void check_every_mix(const std::string& yaml, const BlockBounds& bounds, const std::string& name) {
   const bs::WorkloadConfig config = bs::load_config_text(yaml, "block_test");
+  // The oracle computes gpt2 and llama from its own knowledge of the families; the config
+  // must agree with it.
+  for (const std::string& mismatch : ref::family_mismatches(config.model)) ADD_FAILURE() << mismatch;
   bs::Context ctx(bs::Device::cpu());
   const std::vector<bs::PathConfig> mixes = every_mix(config.model.gated);
   bs::Workload workload(ctx, config, mixes);
-  const std::vector<double> expected = reference_output(config, workload);
+  const ref::blockref::Named named = reference_inputs(workload);
+  ref::RefTensor expected_residual;
+  const std::vector<double> expected =
+      ref::blockref::block_forward(config.model, named, named.at("input"), 0, &expected_residual).data;
+  const std::vector<double> expected_input = named.at("input").data;
+  const std::vector<float> input = bs::to_floats(workload.inputs_and_weights().front().second);
   double naive_error = 0;
   for (size_t i = 0; i < mixes.size(); ++i) {
     SCOPED_TRACE(bs::paths_str(mixes[i]));
@@ -63,25 +86,43 @@ void check_every_mix(const std::string& yaml, double naive_tolerance) {
     bs::fill_nan(out);
     workload.forward();
     const std::vector<float> actual = bs::to_floats(workload.output());
+    const auto intermediates = workload.intermediates();
+    ASSERT_EQ(intermediates.size(), 1u);
+    ASSERT_EQ(intermediates[0].first, "residual");
+    const std::vector<float> residual = bs::to_floats(intermediates[0].second);
     ASSERT_EQ(bs::testing::first_nan(actual), -1) << "an output element was not written";
     const double error = bs::testing::max_relative_error(actual, expected);
+    const double block_delta = bs::testing::max_delta_error(actual, input, expected, expected_input);
+    const double attention = bs::testing::max_delta_error(residual, input, expected_residual.data, expected_input);
+    const double mlp = bs::testing::max_delta_error(actual, residual, expected, expected_residual.data);
+    bs::testing::report_error(name + ".output", error);
+    bs::testing::report_error(name + ".block_delta", block_delta);
+    bs::testing::report_error(name + ".attention", attention);
+    bs::testing::report_error(name + ".mlp", mlp);
+    EXPECT_LE(error, bounds.output);
+    EXPECT_LE(block_delta, bounds.block_delta);
+    EXPECT_LE(attention, bounds.attention);
+    EXPECT_LE(mlp, bounds.mlp);
     if (i == 0) {
       naive_error = error;
-      EXPECT_LE(error, naive_tolerance);
     } else {
       EXPECT_TRUE(bs::testing::within_accuracy_rule(error, naive_error, config.dtype))
           << "error " << error << " vs naive " << naive_error;
-      EXPECT_LE(error, naive_tolerance);
     }
   }
 }
+
+// Measured (docs/TESTING.md): f32 at most 7e-7 anywhere, bf16 1.4e-2; about 3x and 2x margin.
+constexpr BlockBounds kF32Bounds{2e-6, 2e-6, 2e-6, 2e-6};
+constexpr BlockBounds kBf16Bounds{3e-2, 3e-2, 3e-2, 3e-2};
 
 }  // namespace
 
 TEST(Block, Gpt2EveryPathMixMatchesTheReference) {
   const uint64_t seed = bs::testing::fresh_seed();
   SCOPED_TRACE(seed);
-  check_every_mix(block_yaml("gpt2", seed, "  d_model: 48\n  n_heads: 3\n  d_ff: 80\n"), 2e-5);
+  check_every_mix(block_yaml("gpt2", seed, "  d_model: 48\n  n_heads: 3\n  d_ff: 80\n  norm_eps: 1.0e-2\n"),
+                  kF32Bounds, "block.gpt2.f32");
 }
 
 TEST(Block, LlamaGqaRopeEveryPathMixMatchesTheReference) {
@@ -89,8 +130,8 @@ TEST(Block, LlamaGqaRopeEveryPathMixMatchesTheReference) {
   SCOPED_TRACE(seed);
   check_every_mix(block_yaml("llama", seed,
                              "  d_model: 64\n  n_heads: 8\n  n_kv_heads: 2\n  d_ff: 96\n  rope_theta: 500000\n"
-                             "  norm_eps: 1.0e-6\n"),
-                  2e-5);
+                             "  norm_eps: 1.0e-2\n"),
+                  kF32Bounds, "block.llama.f32");
 }
 
 TEST(Block, CustomBlocksEveryPathMixMatchTheReference) {
@@ -102,19 +143,21 @@ TEST(Block, CustomBlocksEveryPathMixMatchTheReference) {
                              "  d_model: 40\n  n_heads: 6\n  n_kv_heads: 3\n  head_dim: 8\n  d_ff: 72\n"
                              "  norm: layernorm\n  activation: gelu\n  gated: false\n  bias: true\n  rope: false\n"
                              "  causal: false\n"),
-                  2e-5);
+                  kF32Bounds, "block.custom_plain.f32");
   // RMSNorm, GeGLU gated MLP, RoPE, causal, MHA.
   check_every_mix(block_yaml("custom", seed + 1,
                              "  d_model: 32\n  n_heads: 2\n  d_ff: 48\n  norm: rmsnorm\n  activation: gelu_tanh\n"
                              "  gated: true\n  bias: false\n  rope: true\n  causal: true\n"),
-                  2e-5);
+                  kF32Bounds, "block.custom_gated.f32");
 }
 
 TEST(Block, Bf16FollowsTheAccuracyRule) {
   const uint64_t seed = bs::testing::fresh_seed();
   SCOPED_TRACE(seed);
   check_every_mix(block_yaml("llama", seed, "  d_model: 32\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 48\n", "block", "bf16"),
-                  6e-2);
+                  kBf16Bounds, "block.llama.bf16");
+  check_every_mix(block_yaml("gpt2", seed + 1, "  d_model: 32\n  n_heads: 4\n  d_ff: 48\n", "block", "bf16"),
+                  kBf16Bounds, "block.gpt2.bf16");
 }
 
 TEST(Block, StackOfThreeLayersMatchesTheReference) {
@@ -340,8 +383,14 @@ TEST(Workload, DumpMetadataDescribesTheBlock) {
     EXPECT_TRUE(meta.contains(key)) << key;
   EXPECT_EQ(meta["family"], "llama");
   EXPECT_EQ(meta["n_layers"], 1);  // a block runs one layer
-  EXPECT_EQ(meta["activation"], "silu");
-  EXPECT_EQ(meta["norm"], "rmsnorm");
+  // The knobs a dump records are Hugging Face Llama's (tools/torch_reference.py checks them too).
+  const ref::FamilySemantics& hf = *ref::hf_family(bs::ModelFamily::llama);
+  EXPECT_EQ(meta["activation"], bs::ops::activation_name(hf.activation));
+  EXPECT_EQ(meta["norm"], bs::norm_name(hf.norm));
+  EXPECT_EQ(meta["causal"], hf.causal);
+  EXPECT_EQ(meta["rope"], hf.rope);
+  EXPECT_EQ(meta["gated"], hf.gated);
+  EXPECT_EQ(meta["bias"], hf.bias);
   const auto tensors = workload.dump_tensors();
   EXPECT_EQ(tensors.front().first, "input");
   EXPECT_EQ(tensors.back().first, "output");

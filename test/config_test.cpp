@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "reference/families.h"
 #include "runtime/error.h"
 
 namespace bs = blockscope;
@@ -85,10 +86,40 @@ TEST(Config, EveryShippedConfigLoads) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
     SCOPED_TRACE(path);
-    EXPECT_NO_THROW(bs::load_config_file(path));
+    const bs::WorkloadConfig config = bs::load_config_file(path);
+    EXPECT_FALSE(config.name.empty());
+    for (const std::string& mismatch : bs::reference::family_mismatches(config.model)) ADD_FAILURE() << mismatch;
     ++count;
   }
   EXPECT_GE(count, 11);
+}
+
+// The config code against the oracle's own knowledge of the Hugging Face families
+// (reference/families.h): the fixed knobs and the defaults of eps and theta.
+TEST(Config, FamiliesAreHuggingFaces) {
+  for (const char* family : {"gpt2", "llama"}) {
+    SCOPED_TRACE(family);
+    const std::string extra = std::string(family) == "llama" ? ", n_kv_heads: 2, d_ff: 96" : "";
+    const bs::WorkloadConfig c = bs::load_config_text(std::string("workload: block\nmodel: {family: ") + family +
+                                                          ", d_model: 64, n_heads: 4" + extra +
+                                                          "}\ninput: {batch: 1, seq_len: 4}\n",
+                                                      "t");
+    const bs::reference::FamilySemantics* hf = bs::reference::hf_family(c.model.family);
+    ASSERT_NE(hf, nullptr);
+    const std::vector<std::string> mismatches = bs::reference::family_mismatches(c.model);
+    EXPECT_TRUE(mismatches.empty()) << mismatches.front();
+    EXPECT_DOUBLE_EQ(c.model.norm_eps, hf->default_norm_eps);
+    if (hf->rope) EXPECT_DOUBLE_EQ(c.model.rope_theta, hf->default_rope_theta);
+    EXPECT_TRUE(c.model.causal);
+  }
+  // The check itself sees a wrong knob.
+  bs::WorkloadConfig c = bs::load_default_config();
+  c.model.causal = false;
+  c.model.activation = bs::ops::Activation::relu;
+  const std::vector<std::string> mismatches = bs::reference::family_mismatches(c.model);
+  ASSERT_EQ(mismatches.size(), 2u);
+  EXPECT_EQ(mismatches[0], "activation: the config has relu, Hugging Face gpt2 uses gelu_tanh");
+  EXPECT_EQ(mismatches[1], "causal: the config has false, Hugging Face gpt2 is causal");
 }
 
 TEST(Config, ShippedLlamaConfigHasTheLlama3Shape) {

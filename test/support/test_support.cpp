@@ -1,6 +1,7 @@
 #include "test/support/test_support.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <random>
@@ -43,6 +44,11 @@ int64_t first_nan(const std::vector<float>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     if (std::isnan(values[i])) return static_cast<int64_t>(i);
   return -1;
+}
+
+void report_error(const std::string& what, double value) {
+  static const bool enabled = std::getenv("BLOCKSCOPE_TEST_ERRORS") != nullptr;
+  if (enabled) std::printf("measured-error %s %.3e\n", what.c_str(), value);
 }
 
 std::vector<Device> test_devices() {

@@ -33,10 +33,16 @@ std::vector<double> to_doubles(const Tensor& t);
 // `blockscope check`.
 using reference::accuracy_floor;
 using reference::max_abs_error;
+using reference::max_delta_error;
 using reference::max_relative_error;
+using reference::max_row_relative_error;
 using reference::within_accuracy_rule;
 // Index of the first NaN, or -1.
 int64_t first_nan(const std::vector<float>& values);
+
+// Prints "measured-error <what> <value>" when BLOCKSCOPE_TEST_ERRORS is set: how the bounds in
+// docs/TESTING.md were measured (run a suite many times, take the largest per name).
+void report_error(const std::string& what, double value);
 
 
 // Devices to run a parameterised test on: always cpu; cuda:0 when built with CUDA (the test
