@@ -11,10 +11,16 @@ rope_theta, norm, activation, gated, bias, rope, causal, dtype, batch, seq_len).
 
 This script recomputes the block (or stack of blocks) in float64 from the dumped input and
 weights, exactly as stored, with PyTorch as Hugging Face's GPT2Block / LlamaDecoderLayer do,
-then prints the max relative error of blockscope's output, max|out - ref| / max|ref|.
+then prints two errors, each relative to its reference's largest value: of blockscope's output,
+and of its change, output - input (the sublayers' sum, which the residual stream would hide
+in the first). Both must be within the tolerance.
 
-Exit status: 0 within --tol, 1 above it (or non-finite), 2 bad input (unreadable dump,
-unsupported workload, weights that do not match the metadata).
+For gpt2 and llama the knobs Hugging Face fixes (norm, activation, gated MLP, biases, RoPE,
+causal) are this script's own (HF_FAMILIES), not the dump's: metadata that disagrees fails.
+
+Exit status: 0 within --tol, 1 above it (or non-finite, or a family knob that is not Hugging
+Face's), 2 bad input (unreadable dump, unsupported workload, weights that do not match the
+metadata).
 
 Works with PyTorch 1.13 and 2.x: the file is read with struct + json (no safetensors package),
 attention is written with matmul + softmax (no scaled_dot_product_attention).
@@ -31,8 +37,9 @@ import torch.nn.functional as F
 
 # Default tolerances per dump dtype. Blockscope stores activations in the dump dtype between
 # ops (as PyTorch eager does), so its error against float64 is a few roundings of that dtype.
-# Measured on configs/blocks/tiny-*.yaml (CPU): f32 about 1e-7, f16 about 9e-4, bf16 about 7e-3.
-DEFAULT_TOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 5e-2}
+# Measured on configs/blocks/tiny-*.yaml with weights.init=scaled (CPU), output and output -
+# input alike: f32 at most 3.7e-7, f16 about 9e-4, bf16 5.3e-3; the defaults leave 4-5x.
+DEFAULT_TOL = {"f32": 2e-6, "f16": 4e-3, "bf16": 2e-2}
 
 # safetensors dtype -> (element size, decoder to float64)
 ELEMENT_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
@@ -40,6 +47,32 @@ ELEMENT_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "F64": 8}
 
 class InputProblem(Exception):
     """The dump cannot be checked (exit status 2)."""
+
+
+class FamilyMismatch(Exception):
+    """The dump's metadata disagrees with the Hugging Face family it names (exit status 1)."""
+
+
+# What GPT2Block and LlamaDecoderLayer fix, written here from the Hugging Face modules, not read
+# from the dump (blockscope's reference/families.h says the same, independently).
+HF_FAMILIES = {
+    "gpt2": {"norm": "layernorm", "activation": "gelu_tanh", "gated": False, "bias": True, "rope": False,
+             "causal": True},
+    "llama": {"norm": "rmsnorm", "activation": "silu", "gated": True, "bias": False, "rope": True, "causal": True},
+}
+
+
+def check_family(m):
+    """Raises FamilyMismatch naming every knob of a gpt2 or llama dump that is not Hugging Face's."""
+    fixed = HF_FAMILIES.get(m["family"])
+    if fixed is None:
+        return
+    wrong = [f"{key}: the dump has {m[key]!r}, Hugging Face {m['family']} has {want!r}"
+             for key, want in fixed.items() if m[key] != want]
+    if m["family"] == "gpt2" and m["n_kv_heads"] != m["n_heads"]:
+        wrong.append(f"n_kv_heads: the dump has {m['n_kv_heads']}, Hugging Face gpt2 has n_heads = {m['n_heads']}")
+    if wrong:
+        raise FamilyMismatch("; ".join(wrong))
 
 
 # ---- Reading the dump ---------------------------------------------------------------------
@@ -294,10 +327,14 @@ def main(argv=None):
     try:
         tensors, dtypes, metadata = read_safetensors(args.dump)
         m = model_description(metadata)
+        check_family(m)
         reference = reference_output(m, tensors)
     except InputProblem as problem:
         print(f"torch_reference: {args.dump}: {problem}", file=sys.stderr)
         return 2
+    except FamilyMismatch as mismatch:
+        print(f"FAIL: {args.dump}: {mismatch}")
+        return 1
 
     output = tensors["output"]
     if output.shape != reference.shape:
@@ -315,13 +352,23 @@ def main(argv=None):
     if not finite:
         relative = float("nan")
     worst = tuple(int(i) for i in torch.nonzero(difference == difference.max())[0]) if output.numel() and finite else ()
+    # The change the block makes: the same difference, over the scale of reference - input.
+    delta_scale = (reference - tensors["input"]).abs().max().item()
+    delta_relative = max_abs / delta_scale if delta_scale > 0 else max_abs
+    if not finite:
+        delta_relative = float("nan")
 
     print(f"torch {torch.__version__}: {m['family']} {m['workload']} x{m['n_layers']}, {dtype}, "
           f"batch {m['batch']}, seq {m['seq_len']}, d_model {m['d_model']}, heads {m['n_heads']}/{m['n_kv_heads']}")
     print(f"max relative error {relative:.3e} (max abs {max_abs:.3e}, max |ref| {scale:.3e}, worst at {list(worst)}); "
           f"tolerance {tol:.1e}")
+    print(f"max relative error of output - input {delta_relative:.3e} (max |ref - input| {delta_scale:.3e})")
     if not (relative <= tol):  # also catches NaN
         print("FAIL: blockscope's output differs from the PyTorch float64 reference beyond the tolerance")
+        return 1
+    if not (delta_relative <= tol):
+        print("FAIL: blockscope's change to its input (output - input) differs from the reference's beyond the "
+              "tolerance")
         return 1
     print("OK")
     return 0
