@@ -27,8 +27,8 @@ using reference::RefTensor;
 // Probabilities are at most 1: the f32 exp and sum cost a few f32 ulps, the final store one
 // rounding of the storage type. Errors are per row, relative to the row's largest probability
 // (a row of small probabilities is not measured against another row's scale).
-// Measured: f32 4.0e-7, f16 4.8e-4, bf16 3.8e-3.
-double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 6e-7; }
+// Measured: f32 8.7e-7 (rows of 20000; 4e-7 up to 4097), f16 4.8e-4, bf16 3.8e-3.
+double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 2e-6; }
 
 // The worst row's relative error (rows of n), recorded under "softmax.<dtype>".
 double row_error(const std::vector<float>& got, const std::vector<double>& want, int64_t n, DType dtype) {
