@@ -4,11 +4,11 @@
     tools/mutate.py [--list test/mutations/mutations.json] [--work DIR] [--only TEXT]
                     [--report FILE] [--full]
 
-Copies the working tree (git's tracked and untracked, not ignored, files) to DIR/src, builds
+Mirrors the working tree (git's tracked and untracked, not ignored, files) into DIR/src, builds
 each preset the mutations name once in DIR/build-PRESET and runs its tests unmutated (they must
 pass). Then, one at a time: applies a mutation (its `find` text must occur exactly once in its
 file), rebuilds incrementally, runs ctest (only the suites matching its `tests` regex unless
---full), records which tests failed, and restores the file. The source tree is never touched.
+--full), records which tests failed, and restores the file. The source tree is never touched; DIR is kept, so a second run rebuilds only what changed.
 
 A mutation is caught when at least one test fails; "build broken" means the mutation did not
 compile (fix the list: it tests nothing). Prints a Markdown table (also to --report).
@@ -41,18 +41,34 @@ def run(command, cwd, log):
 
 
 def copy_tree(work):
+    """Mirrors the tree into work/src. Files whose content is unchanged keep their timestamps, the
+    others are written anew (a fresh mtime): a build left with a mutation compiled in (a file
+    restored after the last one) then rebuilds exactly what differs."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=SOURCE, check=True,
                            stdout=subprocess.PIPE).stdout.decode().split("\0")
     src = os.path.join(work, "src")
-    if os.path.exists(src):
-        shutil.rmtree(src)
+    wanted = set()
     for name in filter(None, files):
         path = os.path.join(SOURCE, name)
         if not os.path.isfile(path):
             continue  # deleted but still listed
+        wanted.add(name)
         target = os.path.join(src, name)
+        with open(path, "rb") as f:
+            content = f.read()
+        if os.path.isfile(target):
+            with open(target, "rb") as f:
+                if f.read() == content:
+                    continue
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy2(path, target)
+        with open(target, "wb") as f:
+            f.write(content)
+        shutil.copymode(path, target)
+    for root, _, names in os.walk(src):
+        for name in names:
+            relative = os.path.relpath(os.path.join(root, name), src)
+            if relative not in wanted:
+                os.remove(os.path.join(root, name))
     return src
 
 
@@ -161,6 +177,10 @@ def main(argv=None):
             os.utime(file, (now, now))
         rows.append((m, verdict, failing, time.time() - started))
         print(f"mutate:   {verdict}" + (f" by {len(failing)} tests" if failing else ""), flush=True)
+
+    # Leave every build as the unmutated tree compiles, so the next run starts clean.
+    for build in builds.values():
+        run(["cmake", "--build", build, f"-j{args.jobs}"], src, log)
 
     lines = [f"| mutation | file | preset | verdict | failing tests | s |", "|---|---|---|---|---|---:|"]
     for m, verdict, failing, seconds in rows:
