@@ -110,9 +110,10 @@ struct RunConfig {
 };
 
 struct ProfileConfig {
-  int wait = 1, warmup = 1, active = 3;
+  int wait = 1, warmup = 1, active = 5;
   std::string sort_by = "self_device";  // a profiler::TableOptions key (torch's names accepted)
   int row_limit = 20;
+  bool group_by_shape = false;  // one op-table row per (op, input shapes)
   std::string trace;  // Chrome trace path, empty = none
   bool memory = true;
 };

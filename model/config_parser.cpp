@@ -395,17 +395,19 @@ class ConfigParser {
   }
 
   void read_profile(const Section& top, WorkloadConfig& config) {
-    Section s(r_, top.value("profile"), "profile", {"schedule", "sort_by", "row_limit", "trace", "memory"});
+    Section s(r_, top.value("profile"), "profile", {"schedule", "sort_by", "row_limit", "group_by_shape", "trace", "memory"});
     Section schedule(r_, s.value("schedule"), "profile.schedule", {"wait", "warmup", "active"});
     config.profile.wait = static_cast<int>(schedule.get_int("wait", 1, 0));
     config.profile.warmup = static_cast<int>(schedule.get_int("warmup", 1, 0));
-    config.profile.active = static_cast<int>(schedule.get_int("active", 3, 1));
+    // Five kept steps by default: enough for a median and a spread (tables report both).
+    config.profile.active = static_cast<int>(schedule.get_int("active", 5, 1));
     // The op table's sort keys and their aliases (torch.profiler's names): profiler/table.h.
     const std::map<std::string, std::string>& sort_keys = profiler::sort_key_aliases();
     std::vector<std::string> names;
     for (const auto& entry : sort_keys) names.push_back(entry.first);
     config.profile.sort_by = sort_keys.at(s.get_choice("sort_by", "self_device", names, "sort column"));
     config.profile.row_limit = static_cast<int>(s.get_int("row_limit", 20, 0));
+    config.profile.group_by_shape = s.get_bool("group_by_shape", false);
     config.profile.trace = s.get_string("trace", "");
     config.profile.memory = s.get_bool("memory", true);
   }

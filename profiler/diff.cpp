@@ -13,16 +13,35 @@ namespace blockscope::profiler {
 
 namespace {
 
-// A change smaller than both of these is noise: "same".
+// A change smaller than both of these is "same". A larger one is called faster or slower only
+// when the two sides' per-step times do not overlap (every step of one side is faster than
+// every step of the other); otherwise it is "within noise". The rule needs no model of the
+// noise: for the same work measured twice, n steps a side overlap except with odds
+// 2 / C(2n, n) — 0.8% per row at 5 steps, 1e-5 at 10 (profile.active).
 constexpr double kRelativeThreshold = 0.05;  // 5 %
 constexpr double kAbsoluteThresholdUs = 1.0;  // per step
+
+// True when every sample of one side is below every sample of the other.
+bool outside_noise(const std::vector<double>& a, const std::vector<double>& b) {
+  const Spread sa = spread_of(a), sb = spread_of(b);
+  if (sa.samples < 2 || sb.samples < 2) return true;  // no spread known: the thresholds decide
+  return sa.max < sb.min || sb.max < sa.min;
+}
 
 // Per-step figures of one op (name + path, scope-less) or one kernel name in one profile.
 struct Side {
   double calls_per_step = 0;
   double cpu_us_per_step = 0;
   double device_us_per_step = 0;
+  std::vector<double> cpu_steps, device_steps;  // the time in each kept step
 };
+
+// Position of each kept step number in kept_steps().
+std::map<int, size_t> step_positions(const Profile& profile) {
+  std::map<int, size_t> positions;
+  for (int step : kept_steps(profile)) positions.emplace(step, positions.size());
+  return positions;
+}
 
 struct DiffRow {
   std::string kind;  // "kernel" or "op"
@@ -32,6 +51,8 @@ struct DiffRow {
   std::string status;      // added, removed, count changed, faster, slower, same
   double before_us() const { return use_device ? before.device_us_per_step : before.cpu_us_per_step; }
   double after_us() const { return use_device ? after.device_us_per_step : after.cpu_us_per_step; }
+  const std::vector<double>& before_steps() const { return use_device ? before.device_steps : before.cpu_steps; }
+  const std::vector<double>& after_steps() const { return use_device ? after.device_steps : after.cpu_steps; }
   // Only where the op or kernel ran on both sides: added and removed rows have no ratio.
   double ratio() const {
     return before.calls_per_step > 0 && after.calls_per_step > 0 && before_us() > 0 ? after_us() / before_us() : NAN;
@@ -50,7 +71,8 @@ void classify(DiffRow* row) {
     const double delta = row->after_us() - row->before_us();
     const bool significant = std::fabs(delta) > kAbsoluteThresholdUs &&
                              std::fabs(delta) > kRelativeThreshold * std::max(row->before_us(), row->after_us());
-    row->status = !significant ? "same" : delta < 0 ? "faster" : "slower";
+    const bool noise = !outside_noise(row->before_steps(), row->after_steps());
+    row->status = !significant ? "same" : noise ? "within noise" : delta < 0 ? "faster" : "slower";
   }
 }
 
@@ -61,7 +83,8 @@ int status_rank(const std::string& status) {
   if (status == "count changed") return 2;
   if (status == "slower") return 3;
   if (status == "faster") return 4;
-  return 5;
+  if (status == "within noise") return 5;
+  return 6;
 }
 
 void sort_rows(std::vector<DiffRow>* rows) {
@@ -75,6 +98,7 @@ std::vector<DiffRow> kernel_rows(const Profile& before, const Profile& after) {
   std::map<std::string, DiffRow> rows;
   std::vector<std::string> order;
   const auto add = [&](const Profile& profile, bool is_after) {
+    const std::map<int, size_t> positions = step_positions(profile);
     for (const KernelStats& k : kernel_stats(profile)) {
       auto [it, inserted] = rows.try_emplace(k.name);
       if (inserted) order.push_back(k.name);
@@ -83,6 +107,13 @@ std::vector<DiffRow> kernel_rows(const Profile& before, const Profile& after) {
       Side& side = is_after ? it->second.after : it->second.before;
       side.calls_per_step = k.calls / steps_of(profile);
       side.device_us_per_step = k.total_us / steps_of(profile);
+      side.device_steps.assign(positions.size(), 0.0);
+    }
+    for (const KernelEvent& kernel : profile.kernels) {
+      const auto position = positions.find(kernel.step);
+      if (position == positions.end()) continue;
+      Side& side = is_after ? rows[kernel.name].after : rows[kernel.name].before;
+      side.device_steps[position->second] += kernel_duration_us(kernel);
     }
   };
   add(before, false);
@@ -100,6 +131,7 @@ std::vector<DiffRow> op_rows(const Profile& before, const Profile& after) {
   std::map<std::string, DiffRow> rows;
   std::vector<std::string> order;
   const auto add = [&](const Profile& profile, bool is_after) {
+    const std::map<int, size_t> positions = step_positions(profile);
     for (const OpStats& s : op_stats(profile, false)) {
       const std::string key = op_key(s);
       auto [it, inserted] = rows.try_emplace(key);
@@ -110,6 +142,21 @@ std::vector<DiffRow> op_rows(const Profile& before, const Profile& after) {
       side.calls_per_step = s.calls / steps_of(profile);
       side.cpu_us_per_step = s.cpu_total_us / steps_of(profile);
       side.device_us_per_step = s.device_total_us / steps_of(profile);
+      side.cpu_steps.assign(positions.size(), 0.0);
+      side.device_steps.assign(positions.size(), 0.0);
+    }
+    // Per-step times, summed over the calls in each step the same way op_stats sums them.
+    const EventTimes times = event_times(profile);
+    for (size_t i = 0; i < profile.ops.size(); ++i) {
+      const OpEvent& event = profile.ops[i];
+      const auto position = positions.find(event.step);
+      if (position == positions.end()) continue;
+      OpStats key_of;
+      key_of.name = row_name(event);
+      key_of.path = event.path;
+      Side& side = is_after ? rows[op_key(key_of)].after : rows[op_key(key_of)].before;
+      side.cpu_steps[position->second] += event.cpu_end_us - event.cpu_start_us;
+      side.device_steps[position->second] += times.device_total_us[i];
     }
   };
   add(before, false);
@@ -155,15 +202,32 @@ std::string summary_line(const Profile& before, const Profile& after, const std:
   const double before_time = total_kernel_us(before) / steps_of(before);
   const double after_time = total_kernel_us(after) / steps_of(after);
   line += fmt::format("; device time per step {} → {}", format_time_us(before_time), format_time_us(after_time));
-  if (before_time > 0) line += fmt::format(" ({})", ratio_str(after_time / before_time));
+  const bool noise = !outside_noise(step_times_us(before), step_times_us(after));
+  if (before_time > 0) line += fmt::format(" ({}{})", ratio_str(after_time / before_time), noise ? ", within noise" : "");
   return line;
+}
+
+// "noisy: ..." for each profile whose steps vary by more than kNoisyCv.
+std::vector<std::string> noise_warnings(const Profile& before, const Profile& after) {
+  std::vector<std::string> lines;
+  for (const Profile* p : {&before, &after}) {
+    const Spread s = spread_of(step_times_us(*p));
+    if (s.cv() > kNoisyCv) {
+      lines.push_back(fmt::format("noisy: '{}' varies by CV {:.0f}% between steps (min {}, max {}): changes inside "
+                                  "that spread are called within noise",
+                                  p->label, 100.0 * s.cv(), format_time_us(s.min), format_time_us(s.max)));
+    }
+  }
+  return lines;
 }
 
 nlohmann::json row_json(const DiffRow& row) {
   const auto side = [&](const Side& s) {
     return nlohmann::json{{"calls_per_step", s.calls_per_step},
                           {"cpu_us_per_step", s.cpu_us_per_step},
-                          {"device_us_per_step", s.device_us_per_step}};
+                          {"device_us_per_step", s.device_us_per_step},
+                          {"cpu_us_steps", s.cpu_steps},
+                          {"device_us_steps", s.device_steps}};
   };
   const double ratio = row.ratio();
   return {{"kind", row.kind},
@@ -213,13 +277,13 @@ Rows diff_table(const std::vector<DiffRow>& kernels, const std::vector<DiffRow>&
 }
 
 // The kernel rows, or the op and region rows, titled for the text view.
-std::string render_part(const Rows& all, bool kernels, const std::string& title) {
+std::string render_part(const Rows& all, bool kernels, const std::string& title, const TextLayout& layout) {
   Rows part;
   part.columns = all.columns;
   part.columns[1].title = title;
   for (const Row& row : all.rows)
     if ((row[0] == "kernel") == kernels) part.rows.push_back(row);
-  return render(part, Format::table);
+  return render(part, Format::table, layout);
 }
 
 }  // namespace
@@ -240,7 +304,7 @@ std::vector<std::string> profile_mismatches(const Profile& before, const Profile
   return lines;
 }
 
-std::string diff_profiles(const Profile& before, const Profile& after, Format format) {
+std::string diff_profiles(const Profile& before, const Profile& after, Format format, const TextLayout& layout) {
   const std::vector<std::string> mismatches = profile_mismatches(before, after);
   const std::vector<DiffRow> kernels = kernel_rows(before, after);
   const std::vector<DiffRow> ops = op_rows(before, after);
@@ -260,13 +324,15 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
                                 after.label.empty() ? "after" : after.label, summary);
   for (const std::string& line : mismatches) out += "warning: " + line + "\n";
-  if (!mismatches.empty()) out += "\n";
+  const std::vector<std::string> noisy = noise_warnings(before, after);
+  for (const std::string& line : noisy) out += line + "\n";
+  if (!mismatches.empty() || !noisy.empty()) out += "\n";
   if (before.simulated || after.simulated) {
     out += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
            "simulator's, not a GPU's\n\n";
   }
-  out += render_part(table, true, "Kernel") + "\n";
-  out += render_part(table, false, "Op / region");
+  out += render_part(table, true, "Kernel", layout) + "\n";
+  out += render_part(table, false, "Op / region", layout);
   return out;
 }
 

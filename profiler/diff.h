@@ -10,7 +10,9 @@
 
 namespace blockscope::profiler {
 
-std::string diff_profiles(const Profile& before, const Profile& after, Format format);
+// Status per row: added, removed, count changed, faster, slower, within noise (the change is
+// larger than 5% but the two sides' per-step times overlap), same.
+std::string diff_profiles(const Profile& before, const Profile& after, Format format, const TextLayout& layout = {});
 
 // What the two profiles measured differently — the workload, device, dtype, real or simulated
 // GPU — one line each ("the profiles measured different dtypes: f32 and bf16"); empty when

@@ -136,7 +136,7 @@ json profile_to_json(const Profile& profile) {
           {"dtype", profile.dtype},
           {"workload", profile.workload},
           {"simulated", profile.simulated},
-          {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}}},
+          {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}, {"source", profile.peaks.source}}},
           {"active_steps", profile.active_steps},
           {"ops", ops},
           {"kernels", kernels}};
@@ -162,6 +162,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
   const Reader peaks = top.child("peaks");
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");
+  profile.peaks.source = document["peaks"].is_object() && document["peaks"].contains("source") ? peaks.string("source") : "";
   profile.active_steps = static_cast<int>(top.integer("active_steps"));
   if (profile.active_steps < 0) top.fail("active_steps", "must not be negative");
 

@@ -3,7 +3,13 @@
 #include <fmt/format.h>
 #include <fmt/printf.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+
+#include "runtime/error.h"
 
 namespace blockscope::profiler {
 
@@ -95,7 +101,49 @@ nlohmann::json rows_json(const Rows& rows) {
   return out;
 }
 
-std::string render(const Rows& rows, Format format) {
+size_t terminal_width() {
+  if (const char* columns = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long value = std::strtol(columns, &end, 10);
+    if (end != columns && *end == '\0' && value > 0) return static_cast<size_t>(value);
+  }
+  winsize size{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  return 0;
+}
+
+TextLayout parse_columns(const std::string& list, size_t max_width) {
+  TextLayout layout;
+  layout.max_width = max_width;
+  if (list.empty()) return layout;
+  if (list == "all") {
+    layout.max_width = 0;
+    layout.hide_empty = false;
+    return layout;
+  }
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    layout.columns.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  layout.hide_empty = false;  // what was asked for is shown
+  return layout;
+}
+
+void check_columns(const TextLayout& layout, const std::vector<Column>& known) {
+  std::string valid;
+  for (const Column& column : known)
+    if (column.in_text) valid += (valid.empty() ? "" : ", ") + column.key;
+  for (const std::string& name : layout.columns) {
+    const bool found = std::any_of(known.begin(), known.end(), [&](const Column& c) {
+      return c.in_text && (c.key == name || c.title == name);
+    });
+    if (!found) throw InputError("--columns: unknown column '" + name + "'; columns: " + valid + ", or all");
+  }
+}
+
+std::string render(const Rows& rows, Format format, const TextLayout& layout) {
   switch (format) {
     case Format::json: return rows_json(rows).dump(2) + "\n";
     case Format::csv: {
@@ -111,19 +159,67 @@ std::string render(const Rows& rows, Format format) {
     }
     case Format::table: break;
   }
-  std::vector<Column> shown;
-  for (const Column& column : rows.columns)
-    if (column.in_text) shown.push_back(column);
-  std::vector<std::vector<std::string>> cells;
+  // Every text cell first; then which columns show: asked for, or all that are not empty on
+  // every row, less those dropped (in drop_order) until the table fits.
+  const size_t n = rows.columns.size();
+  std::vector<std::vector<std::string>> all_cells;
   for (const Row& row : rows.rows) {
-    std::vector<std::string> line;
-    for (size_t c = 0; c < rows.columns.size(); ++c) {
+    std::vector<std::string> line(n);
+    for (size_t c = 0; c < n; ++c) {
       const Column& column = rows.columns[c];
-      if (column.in_text) line.push_back(column.text ? column.text(row) : cell_text(row[c], column, false));
+      if (column.in_text) line[c] = column.text ? column.text(row) : cell_text(row[c], column, false);
     }
-    cells.push_back(line);
+    all_cells.push_back(line);
   }
-  return render_text_table(shown, cells);
+  std::vector<bool> show(n);
+  std::vector<size_t> widths(n);
+  for (size_t c = 0; c < n; ++c) {
+    const Column& column = rows.columns[c];
+    bool empty = true;
+    widths[c] = text_width(column.title);
+    for (const auto& line : all_cells) {
+      empty = empty && (line[c].empty() || line[c] == "-");
+      widths[c] = std::max(widths[c], text_width(line[c]));
+    }
+    const bool asked = std::find(layout.columns.begin(), layout.columns.end(), column.key) != layout.columns.end() ||
+                       std::find(layout.columns.begin(), layout.columns.end(), column.title) != layout.columns.end();
+    show[c] = column.in_text && (layout.columns.empty() ? !(layout.hide_empty && empty && !rows.rows.empty()) : asked);
+  }
+  const auto total_width = [&] {
+    size_t width = 0, count = 0;
+    for (size_t c = 0; c < n; ++c)
+      if (show[c]) width += widths[c] + (count++ ? 2 : 0);
+    return width;
+  };
+  std::vector<std::string> dropped;
+  if (layout.max_width > 0 && layout.columns.empty()) {
+    for (const std::string& key : rows.drop_order) {
+      if (total_width() <= layout.max_width) break;
+      for (size_t c = 0; c < n; ++c) {
+        if (show[c] && rows.columns[c].key == key) {
+          show[c] = false;
+          dropped.push_back(rows.columns[c].title);
+        }
+      }
+    }
+  }
+  std::vector<Column> shown;
+  for (size_t c = 0; c < n; ++c)
+    if (show[c]) shown.push_back(rows.columns[c]);
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& line : all_cells) {
+    std::vector<std::string> kept;
+    for (size_t c = 0; c < n; ++c)
+      if (show[c]) kept.push_back(line[c]);
+    cells.push_back(kept);
+  }
+  std::string out = render_text_table(shown, cells);
+  if (!dropped.empty()) {
+    std::string names;
+    for (size_t i = 0; i < dropped.size(); ++i) names += (i ? ", " : "") + dropped[i];
+    out += "(hidden to fit " + std::to_string(layout.max_width) + " columns: " + names + "; --columns all shows them)\n";
+  }
+  return out;
 }
 
 }  // namespace blockscope::profiler

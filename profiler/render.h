@@ -44,10 +44,27 @@ struct Column {
 struct Rows {
   std::vector<Column> columns;
   std::vector<Row> rows;
+  // Column keys the text table drops first, in order, when it is wider than the layout allows.
+  std::vector<std::string> drop_order;
 };
 
-// The rows in `format`; the text table ends with its closing rule, CSV and JSON with "\n".
-std::string render(const Rows& rows, Format format);
+// How the text table is laid out (CSV and JSON always hold every column).
+struct TextLayout {
+  size_t max_width = 0;              // 0: no limit (the CLI sets COLUMNS or the terminal's width)
+  std::vector<std::string> columns;  // keys or titles to show, in table order; empty: all that fit
+  bool hide_empty = true;            // drop columns that are empty ("" or "-") on every row
+};
+// The width to fit: $COLUMNS when set, else the terminal's when stdout is one, else 0 (none).
+size_t terminal_width();
+// "name,path,self_device_us" -> layout.columns; "all" -> every column, unfitted, empties kept.
+TextLayout parse_columns(const std::string& list, size_t max_width);
+// An InputError naming --columns for a name in layout.columns that is none of `known`'s keys
+// or titles.
+void check_columns(const TextLayout& layout, const std::vector<Column>& known);
+
+// The rows in `format`; the text table ends with its closing rule (and, when columns were
+// dropped to fit, a line naming them), CSV and JSON with "\n".
+std::string render(const Rows& rows, Format format, const TextLayout& layout = {});
 // The rows as a JSON array of objects (to embed in a larger document).
 nlohmann::json rows_json(const Rows& rows);
 

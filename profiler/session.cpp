@@ -48,7 +48,7 @@ void keep_events(const Recorder& recorder, Profile* profile) {
 }  // namespace
 
 Profile profile_steps(Context& ctx, const std::string& label, const Schedule& schedule,
-                      const std::function<void(int step)>& step) {
+                      const std::function<void(int step)>& step, const std::function<void(int done, int total)>& on_step) {
   BS_CHECK_INPUT(schedule.wait >= 0 && schedule.warmup >= 0 && schedule.active >= 0,
                  "profile schedule: wait, warmup and active must not be negative (got wait=", schedule.wait,
                  ", warmup=", schedule.warmup, ", active=", schedule.active, ")");
@@ -89,7 +89,11 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
       step(index);
     }
     ctx.set_recorder(nullptr);
-    if (waiting) continue;
+    if (waiting) {
+      ctx.synchronize();
+      if (on_step) on_step(index + 1, total);
+      continue;
+    }
     recorder.resolve();  // synchronises: every device time of this step is known
 #ifdef BLOCKSCOPE_WITH_CUPTI
     cupti_names.attach(recorder);
@@ -99,6 +103,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
       profile.active_steps += 1;
     }
     recorder.clear();
+    if (on_step) on_step(index + 1, total);
   }
 
   // The profiled dtype is the one most ops ran in (regions carry none).
@@ -115,7 +120,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
 
 Peaks device_peaks(Context& ctx, DType dtype) {
   const BackendInfo info = ctx.backend().info(dtype);
-  return Peaks{info.peak_tflops, info.peak_gbps};
+  return Peaks{info.peak_tflops, info.peak_gbps, info.peak_source};
 }
 
 }  // namespace blockscope::profiler

@@ -23,6 +23,7 @@ struct Schedule {
 struct Peaks {
   double tflops = 0;  // dense, in the profiled dtype
   double gbps = 0;    // memory bandwidth, GB/s
+  std::string source;  // where they come from ("nominal: ...", "measured on this machine, cached in ...")
 };
 
 struct Profile {
@@ -45,8 +46,10 @@ struct Profile {
 // Runs step(0), step(1), ... wait + warmup + active times (plus one cold step first when
 // schedule.keep_cold_step), with a RegionScope "step N" around each, and returns the
 // recorded, resolved events of the kept steps.
+// `on_step(done, total)`, when given, is called after each step (progress reports).
 Profile profile_steps(Context& ctx, const std::string& label, const Schedule& schedule,
-                      const std::function<void(int step)>& step);
+                      const std::function<void(int step)>& step,
+                      const std::function<void(int done, int total)>& on_step = nullptr);
 
 Peaks device_peaks(Context& ctx, DType dtype);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -36,6 +37,62 @@ EventTimes event_times(const Profile& profile) {
   // Clock granularity can make a parent a hair shorter than its children: never below zero.
   for (double& t : times.self_cpu_us) t = std::max(0.0, t);
   return times;
+}
+
+Spread spread_of(std::vector<double> samples) {
+  Spread s;
+  s.samples = static_cast<int>(samples.size());
+  if (samples.empty()) return s;
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  s.median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  s.min = samples.front();
+  s.max = samples.back();
+  double sum = 0;
+  for (double v : samples) sum += v;
+  s.mean = sum / static_cast<double>(n);
+  if (n > 1) {
+    double square = 0;
+    for (double v : samples) square += (v - s.mean) * (v - s.mean);
+    s.stddev = std::sqrt(square / static_cast<double>(n - 1));
+  }
+  return s;
+}
+
+namespace {
+bool is_step_region(const OpEvent& event) { return event.is_region && event.parent < 0 && event.name.rfind("step ", 0) == 0; }
+}  // namespace
+
+std::vector<int> kept_steps(const Profile& profile) {
+  std::vector<int> steps;
+  for (const OpEvent& event : profile.ops)
+    if (is_step_region(event)) steps.push_back(event.step);
+  return steps;
+}
+
+std::vector<double> step_times_us(const Profile& profile) {
+  const EventTimes times = event_times(profile);
+  std::vector<double> out;
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    if (!is_step_region(event)) continue;
+    out.push_back(times.device_total_us[i] > 0 ? times.device_total_us[i] : event.cpu_end_us - event.cpu_start_us);
+  }
+  return out;
+}
+
+std::string step_time_lines(const Profile& profile) {
+  const Spread s = spread_of(step_times_us(profile));
+  if (s.samples == 0) return "";
+  std::string out = fmt::format("Step time: median {} (min {}, max {}, CV {:.1f}%) over {} step{}\n",
+                                format_time_us(s.median), format_time_us(s.min), format_time_us(s.max),
+                                100.0 * s.cv(), s.samples, s.samples == 1 ? "" : "s");
+  if (s.cv() > kNoisyCv) {
+    out += fmt::format("noisy: CV {:.0f}% between steps — is the machine busy? try --threads 1, or more steps "
+                       "(profile.active)\n",
+                       100.0 * s.cv());
+  }
+  return out;
 }
 
 std::string row_name(const OpEvent& event) {

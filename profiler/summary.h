@@ -57,6 +57,27 @@ double kernel_duration_us(const KernelEvent& kernel);
 double total_kernel_us(const Profile& profile);
 double total_self_cpu_us(const Profile& profile);
 
+// The spread of per-step samples (times in us): what every reported time comes with.
+struct Spread {
+  int samples = 0;
+  double median = 0, min = 0, max = 0, mean = 0, stddev = 0;
+  // Coefficient of variation, stddev / mean (0 with fewer than two samples).
+  double cv() const { return mean > 0 ? stddev / mean : 0.0; }
+};
+Spread spread_of(std::vector<double> samples);
+// Above this coefficient of variation the steps are called noisy (tables warn, diff says
+// "within noise" unless the change clears the spread).
+constexpr double kNoisyCv = 0.10;
+
+// The step numbers kept in a profile, in order (from the "step N" regions).
+std::vector<int> kept_steps(const Profile& profile);
+// Each kept step's time: its "step N" region's device total, or its CPU total when the step
+// launched no device work. In kept_steps order.
+std::vector<double> step_times_us(const Profile& profile);
+// "Step time: median 1.955ms (min 1.901ms, max 2.300ms, CV 4.3%) over 5 steps", then, when the
+// CV is above kNoisyCv, a "noisy: ..." line. Empty for a profile without step regions.
+std::string step_time_lines(const Profile& profile);
+
 // Times as torch prints them: "812.000us", "1.955ms", "2.301s".
 std::string format_time_us(double us);
 // Bytes with binary units: "12.00 MiB".

@@ -104,7 +104,11 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   std::vector<OpRow> rows;
   for (const OpStats& stats : op_stats(profile, options.group_by_shape)) rows.push_back(derive(stats, profile.peaks));
   sort_rows(&rows, options.sort_by);
-  if (options.row_limit > 0 && rows.size() > static_cast<size_t>(options.row_limit)) rows.resize(options.row_limit);
+  size_t cut_rows = 0;
+  if (options.row_limit > 0 && rows.size() > static_cast<size_t>(options.row_limit)) {
+    cut_rows = rows.size() - static_cast<size_t>(options.row_limit);
+    rows.resize(options.row_limit);
+  }
 
   const double self_cpu_total = total_self_cpu_us(profile);
   const double self_device_total = total_kernel_us(profile);
@@ -116,9 +120,13 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   const auto pct_text = [](size_t c) {
     return [c](const Row& r) { return r[c].is_null() ? std::string("-") : fmt::format("{:.2f}%", r[c].get<double>()); };
   };
-  const auto fixed_text = [](size_t c, const char* format, const char* suffix) {
-    return [c, format, suffix](const Row& r) {
-      return r[c].is_null() ? std::string("-") : fmt::format(fmt::runtime(format), r[c].get<double>()) + suffix;
+  // % of peak: a figure above 100% is marked "!" (the peak is too low for this run; said
+  // under the table), never shown as if it were plausible.
+  const auto peak_text = [](size_t c) {
+    return [c](const Row& r) {
+      if (r[c].is_null()) return std::string("-");
+      const double pct = r[c].get<double>();
+      return fmt::format("{:.1f}%", pct) + (pct > 100.0 ? "!" : "");
     };
   };
   Rows table;
@@ -140,13 +148,18 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
        [](const Row& r) { return cell_or_dash(r[11] > 0, fmt::format("{:.3f}", r[13].get<double>())); }},
       {"gbps", "GB/s", false, "",
        [](const Row& r) { return cell_or_dash(r[12] > 0, fmt::format("{:.1f}", r[14].get<double>())); }},
-      {"pct_peak_flops", "% Peak FLOP/s", false, "", fixed_text(15, "{:.1f}", "%")},
-      {"pct_peak_bandwidth", "% Peak GB/s", false, "", fixed_text(16, "{:.1f}", "%")},
+      {"pct_peak_flops", "% Peak FLOP/s", false, "", peak_text(15)},
+      {"pct_peak_bandwidth", "% Peak GB/s", false, "", peak_text(16)},
       {"bytes_allocated", "Mem Alloc", false, "",
        [](const Row& r) { return cell_or_dash(r[17] != 0, format_bytes(r[17].get<double>())); }},
       {"input_shapes", "Input Shapes", true},
       {"is_region", "", false, "", nullptr, false},
   };
+  check_columns(options.layout, table.columns);
+  // Too wide for the terminal: the shapes first (longest), then the derived rates.
+  table.drop_order = {"input_shapes", "pct_peak_bandwidth", "gbps", "pct_peak_flops", "tflops", "bytes",
+                      "cpu_avg_us", "device_avg_us", "self_cpu_pct", "cpu_total_us", "bytes_allocated", "flops",
+                      "self_device_pct"};
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
     table.rows.push_back({
@@ -185,18 +198,35 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
     out["sort_by"] = options.sort_by;
     out["self_cpu_time_total_us"] = self_cpu_total;
     out["self_device_time_total_us"] = self_device_total;
+    out["peaks"]["source"] = profile.peaks.source;
+    out["rows_cut"] = cut_rows;
+    const std::vector<double> steps = step_times_us(profile);
+    const Spread spread = spread_of(steps);
+    out["step_times_us"] = steps;
+    out["step_time_us"] = {{"median", spread.median}, {"min", spread.min}, {"max", spread.max},
+                           {"mean", spread.mean}, {"stddev", spread.stddev}, {"cv", spread.cv()},
+                           {"noisy", spread.cv() > kNoisyCv}};
     out["rows"] = rows_json(table);
     return out.dump(2) + "\n";
   }
-  if (format == Format::csv) return render(table, format);
-  std::string out = render(table, format);
+  if (format == Format::csv) return render(table, format, options.layout);
+  std::string out = render(table, format, options.layout);
+  if (cut_rows > 0) out += fmt::format("… {} more row{} (--row-limit 0 shows all)\n", cut_rows, cut_rows == 1 ? "" : "s");
   if (profile.simulated) out += kSimulatedNote;
+  const bool over_peak = std::any_of(rows.begin(), rows.end(), [](const OpRow& r) {
+    return r.pct_peak_flops > 100.0 || r.pct_peak_bandwidth > 100.0;
+  });
+  if (over_peak) {
+    out += fmt::format("! above 100% of the peak ({:.3g} TFLOP/s, {:.3g} GB/s: {}): the peak is low for this run\n",
+                       profile.peaks.tflops, profile.peaks.gbps, profile.peaks.source.empty() ? "unknown source" : profile.peaks.source);
+  }
   out += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
   out += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
+  out += step_time_lines(profile);
   return out;
 }
 
-std::string kernel_table(const Profile& profile, Format format) {
+std::string kernel_table(const Profile& profile, Format format, const TextLayout& layout) {
   std::vector<KernelStats> rows = kernel_stats(profile);
   std::stable_sort(rows.begin(), rows.end(), [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
   const double device_total = total_kernel_us(profile);
@@ -230,6 +260,7 @@ std::string kernel_table(const Profile& profile, Format format) {
        [](const Row& r) { return r[10].is_null() ? std::string() : fmt::format("{:.1f}%", 100.0 * r[10].get<double>()); }},
       {"launch_config_varies", "", false, "", nullptr, false},
   };
+  table.drop_order = {"occupancy", "shared_memory", "registers", "block", "grid", "avg_us"};
   for (const KernelStats& k : rows) {
     table.rows.push_back({
         k.name,
@@ -256,7 +287,7 @@ std::string kernel_table(const Profile& profile, Format format) {
     return out.dump(2) + "\n";
   }
   if (format == Format::csv) return render(table, format);
-  std::string out = render(table, format);
+  std::string out = render(table, format, layout);
   if (profile.simulated) out += kSimulatedNote;
   out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, rows.size(),
                      profile.active_steps);

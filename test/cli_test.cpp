@@ -44,14 +44,15 @@ std::string quote(const std::string& arg) {
   return out + "'";
 }
 
-// Runs the binary with `args` (each shell-quoted), capturing stdout, stderr and the exit code.
-Result run_cli(const std::vector<std::string>& args) {
+// Runs the binary with `args` (each shell-quoted), capturing stdout, stderr and the exit code;
+// `env` ("COLUMNS=80 ") goes before the command.
+Result run_cli(const std::vector<std::string>& args, const std::string& env = "") {
   const fs::path dir = temp_dir();
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
   std::string command = quote(BLOCKSCOPE_CLI_PATH);
   for (const std::string& arg : args) command += " " + quote(arg);
   // Tests run many processes at once on small machines: keep each to two threads.
-  command = "OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 " + command + " >" + quote(out.string()) + " 2>" +
+  command = "OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 " + env + command + " >" + quote(out.string()) + " 2>" +
             quote(err.string());
   const int status = std::system(command.c_str());
   Result result;
@@ -103,6 +104,64 @@ TEST(Cli, ProfileWithNoArgumentRunsTheDefaultConfig) {
   EXPECT_NE(r.out.find("attention"), std::string::npos);
   EXPECT_NE(r.out.find("\ndiff: base "), std::string::npos) << "the default config compares variants";
   EXPECT_EQ(r.out.find("== diff"), std::string::npos) << "a diff's header is printed once, by the diff itself";
+}
+
+// The table flags, progress on stderr, tables within COLUMNS, --threads in the header, and
+// peaks measured once per machine: the second run reads the first one's.
+TEST(Cli, ProfileFlagsProgressWidthThreadsAndCachedPeaks) {
+  const fs::path cache = temp_dir() / "peaks.json";
+  fs::remove(cache);
+  const std::string env = "COLUMNS=100 BLOCKSCOPE_PEAK_CACHE=" + quote(cache.string()) + " ";
+  const std::vector<std::string> base = {"profile", source("configs/blocks/tiny-gpt2.yaml"), "--device", "cpu",
+                                         "--set", "compare=[]", "--threads", "1"};
+  std::vector<std::string> args = base;
+  for (const char* extra : {"--sort-by", "calls", "--row-limit", "3", "--group-by-shape"}) args.push_back(extra);
+  Result r = run_cli(args, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Device: cpu (1 thread, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" more rows (--row-limit 0 shows all)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Step time: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("profile: [1/1] base "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" done in "), std::string::npos) << r.err;
+  int rules = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.find_first_not_of("- ") != std::string::npos) continue;  // a table's rule
+    ++rules;
+    EXPECT_LE(line.size(), 100u) << "a table wider than COLUMNS=100:\n" << r.out;
+  }
+  EXPECT_GE(rules, 6) << r.out;
+  EXPECT_TRUE(fs::exists(cache));
+
+  args.push_back("--format");
+  args.push_back("json");
+  r = run_cli(args, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+  const nlohmann::json& ops = out["variants"][0]["ops"];
+  ASSERT_EQ(ops["rows"].size(), 3u);
+  EXPECT_GT(ops["rows_cut"].get<int>(), 0);
+  for (size_t i = 1; i < ops["rows"].size(); ++i) EXPECT_GE(ops["rows"][i - 1]["calls"], ops["rows"][i]["calls"]);
+  EXPECT_EQ(ops["sort_by"], "calls");
+  EXPECT_NE(ops["peaks"]["source"].get<std::string>().find("measured earlier on this machine, cached in " + cache.string()),
+            std::string::npos)
+      << ops["peaks"].dump();
+  const Result again = run_cli(args, env);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(again.out)["variants"][0]["ops"]["peaks"], ops["peaks"]) << "the same peaks every run";
+
+  // --columns picks the op table's columns; an unknown one is a usage error naming the valid ones.
+  args = base;
+  args.push_back("--columns");
+  args.push_back("name,calls");
+  r = run_cli(args, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Name        # of Calls\n"), std::string::npos) << r.out;
+  args.back() = "name,bogus";
+  r = run_cli(args, env);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--columns: unknown column 'bogus'; columns: name, path,"), std::string::npos) << r.err;
 }
 
 TEST(Cli, EveryShippedConfigRunsOnTheCpu) {

@@ -109,7 +109,9 @@ TEST(Config, FamiliesAreHuggingFaces) {
     const std::vector<std::string> mismatches = bs::reference::family_mismatches(c.model);
     EXPECT_TRUE(mismatches.empty()) << mismatches.front();
     EXPECT_DOUBLE_EQ(c.model.norm_eps, hf->default_norm_eps);
-    if (hf->rope) EXPECT_DOUBLE_EQ(c.model.rope_theta, hf->default_rope_theta);
+    if (hf->rope) {
+      EXPECT_DOUBLE_EQ(c.model.rope_theta, hf->default_rope_theta);
+    }
     EXPECT_TRUE(c.model.causal);
   }
   // The check itself sees a wrong knob.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -116,6 +117,64 @@ TEST(Diff, SlowerKernelAndIdenticalProfiles) {
   for (const json& row : same["kernels"]) EXPECT_EQ(row["status"], "same") << row.dump();
   for (const json& row : same["ops"]) EXPECT_EQ(row["status"], "same") << row.dump();
   EXPECT_EQ(same["summary"].get<std::string>().rfind("kernels per step 2 → 2; device time per step", 0), 0u);
+}
+
+// Noise: whenever the two sides' per-step times overlap, a change (even one above 5%) is
+// "within noise", never faster or slower; profiles of the same work on a noisy machine (±40%
+// per step) show it.
+TEST(Diff, AChangeWithinTheNoiseIsNeverFasterOrSlower) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  int within = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    const Profile a = forward_profile("same", {{"linear", "gemm", 100}, {"add", "add_kernel", 40}}, 5, seed + trial, 0.4);
+    const Profile b = forward_profile("same", {{"linear", "gemm", 100}, {"add", "add_kernel", 40}}, 5, seed + 100 + trial, 0.4);
+    const json diff = json::parse(diff_profiles(a, b, Format::json));
+    for (const char* part : {"kernels", "ops"}) {
+      for (const json& row : diff[part]) {
+        const std::string status = row["status"];
+        const std::string measure = row["compared"] == "device" ? "device_us_steps" : "cpu_us_steps";
+        const std::vector<double> before = row["before"][measure], after = row["after"][measure];
+        ASSERT_EQ(before.size(), 5u) << row.dump();
+        ASSERT_EQ(after.size(), 5u) << row.dump();
+        const bool overlap = *std::min_element(before.begin(), before.end()) <= *std::max_element(after.begin(), after.end()) &&
+                             *std::min_element(after.begin(), after.end()) <= *std::max_element(before.begin(), before.end());
+        if (overlap) EXPECT_TRUE(status == "same" || status == "within noise") << row.dump();
+        within += status == "within noise";
+      }
+    }
+  }
+  EXPECT_GT(within, 0) << "±40% steps should differ by more than 5% somewhere in 20 trials";
+  // Steady steps (±1%): a 30% change clears the spread.
+  const Profile a = forward_profile("same", {{"linear", "gemm", 100}}, 5, seed, 0.01);
+  const Profile b = forward_profile("same", {{"linear", "gemm", 130}}, 5, seed + 1, 0.01);
+  EXPECT_EQ(by_name(json::parse(diff_profiles(a, b, Format::json))["kernels"])["gemm"]["status"], "slower");
+  // +20% on steps that vary from 60 to 170 us: 4 standard errors are 88 us, so within noise,
+  // and the text diff says the profiles are noisy.
+  const auto steps_profile = [](const std::vector<double>& times) {
+    testing::ProfileBuilder builder("same");
+    for (size_t step = 0; step < times.size(); ++step) {
+      builder.set_step(static_cast<int>(step));
+      builder.open("step " + std::to_string(step), "", true);
+      builder.open("linear");
+      builder.kernel("gemm", times[step]);
+      builder.close();
+      builder.close();
+    }
+    builder.set_active_steps(static_cast<int>(times.size()));
+    return builder.profile();
+  };
+  const Profile noisy_a = steps_profile({60, 140, 100, 70, 130}), noisy_b = steps_profile({80, 170, 120, 90, 140});
+  const json diff = json::parse(diff_profiles(noisy_a, noisy_b, Format::json));
+  EXPECT_EQ(by_name(diff["kernels"])["gemm"]["status"], "within noise");
+  EXPECT_NE(diff["summary"].get<std::string>().find("within noise"), std::string::npos);
+  const std::string text = diff_profiles(noisy_a, noisy_b, Format::table);
+  EXPECT_NE(text.find("noisy: 'same' varies by CV"), std::string::npos) << text;
+  // The same +20% on steady steps is slower.
+  EXPECT_EQ(by_name(json::parse(diff_profiles(steps_profile({100, 101, 99, 100, 100}),
+                                              steps_profile({120, 121, 119, 120, 120}), Format::json))["kernels"])["gemm"]
+                ["status"],
+            "slower");
 }
 
 }  // namespace

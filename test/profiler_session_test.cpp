@@ -198,7 +198,7 @@ TEST_P(AttentionKernelCounts, SeenThroughProfileStepsAndKernelTable) {
   const json table = json::parse(kernel_table(profile, Format::json));
   EXPECT_DOUBLE_EQ(table["kernels_per_step"].get<double>(), c.kernels_per_forward) << kernel_table(profile, Format::table);
   // One attention op per step, on the requested path, holding every kernel of the step.
-  const json ops_table = json::parse(op_table(profile, TableOptions{"name", 0, false}, Format::json));
+  const json ops_table = json::parse(op_table(profile, TableOptions{"name", 0, false, {}}, Format::json));
   for (const json& row : ops_table["rows"]) {
     if (row["name"] == "attention") {
       EXPECT_EQ(row["calls"], 2);
@@ -268,7 +268,7 @@ TEST(ProfileSteps, BlockOpOrderAndCountsAreTheSameEveryStep) {
   const double per_step = kernels["kernels_per_step"].get<double>();
   EXPECT_EQ(per_step, std::floor(per_step));
   EXPECT_GT(per_step, 5.0);
-  const json ops_table = json::parse(op_table(profile, TableOptions{"name", 0, false}, Format::json));
+  const json ops_table = json::parse(op_table(profile, TableOptions{"name", 0, false, {}}, Format::json));
   for (const json& row : ops_table["rows"]) {
     if (row["name"] == "attention" || row["name"] == "block.0") {
       EXPECT_EQ(row["calls"], 2) << row["name"];

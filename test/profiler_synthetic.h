@@ -114,7 +114,7 @@ inline profiler::Profile random_profile(uint64_t seed, int steps) {
     builder.close();
   }
   builder.set_active_steps(steps);
-  builder.profile().peaks = {1.0, 100.0};
+  builder.profile().peaks = {1.0, 100.0, "test"};
   return builder.profile();
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -92,7 +93,7 @@ Profile known_profile() {
   b.spend(50);
   b.close();                                               // step CPU 193
   b.set_active_steps(1);
-  b.profile().peaks = {2.0, 50.0};
+  b.profile().peaks = {2.0, 50.0, "test"};
   return b.profile();
 }
 
@@ -271,6 +272,116 @@ TEST(KernelTable, LaunchConfigShownWhenKnown) {
   EXPECT_NE(csv.find("softmax_causal_scale_kernel,1,1,42,42,100,\"[1024, 8, 1]\",\"[128, 1, 1]\",40,4096,0.5"),
             std::string::npos)
       << csv;
+}
+
+// The text table fits a width: every line within it, the columns dropped in the table's order
+// named under it; --columns picks columns by key or title; an unknown name is an error naming
+// the valid ones; a column empty on every row is hidden.
+TEST(Tables, FitTheWidthAndChooseColumns) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const Profile profile = testing::random_profile(seed, 3);
+  TableOptions options;
+  options.row_limit = 0;
+  const std::string wide = op_table(profile, options, Format::table);
+  for (const size_t width : {size_t{80}, size_t{120}}) {
+    SCOPED_TRACE(width);
+    options.layout.max_width = width;
+    const std::string text = op_table(profile, options, Format::table);
+    const std::string table = text.substr(0, text.find("(hidden to fit"));
+    size_t start = 0;
+    while (start < table.size()) {
+      const size_t end = table.find('\n', start);
+      const std::string line = table.substr(start, end - start);
+      size_t code_points = 0;
+      for (unsigned char ch : line) code_points += (ch & 0xC0) != 0x80;
+      EXPECT_LE(code_points, width) << line;
+      start = end + 1;
+    }
+    EXPECT_NE(text.find("(hidden to fit " + std::to_string(width) + " columns: Input Shapes"), std::string::npos) << text;
+    EXPECT_NE(text.find("Self Device"), std::string::npos) << "the key columns stay";
+  }
+  EXPECT_EQ(wide.find("(hidden to fit"), std::string::npos);
+
+  options.layout = parse_columns("name,Calls,self_device_us", 0);
+  EXPECT_TRUE(options.layout.columns.size() == 3);
+  options.layout.columns[1] = "# of Calls";  // titles work as well as keys
+  const std::string chosen = op_table(profile, options, Format::table);
+  const std::string header = chosen.substr(chosen.find('\n') + 1, chosen.find('\n', chosen.find('\n') + 1) - chosen.find('\n') - 1);
+  EXPECT_EQ(header.substr(0, 4), "Name");
+  EXPECT_NE(header.find("# of Calls"), std::string::npos) << header;
+  EXPECT_NE(header.find("Self Device"), std::string::npos) << header;
+  EXPECT_EQ(header.find("CPU total"), std::string::npos) << header;
+  options.layout = parse_columns("name,no_such_column", 0);
+  try {
+    op_table(profile, options, Format::table);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_input);
+    EXPECT_NE(std::string(error.what()).find("--columns: unknown column 'no_such_column'; columns: name, path,"),
+              std::string::npos)
+        << error.what();
+  }
+
+  // CPU kernels have no launch configuration: those columns are hidden, unless asked for.
+  ProfileBuilder b("cpu");
+  b.open("step 0", "", true);
+  b.open("add");
+  b.kernel("add_kernel", 10);
+  b.close();
+  b.close();
+  b.set_active_steps(1);
+  const std::string kernels = kernel_table(b.profile(), Format::table);
+  EXPECT_EQ(kernels.find("Grid"), std::string::npos) << kernels;
+  EXPECT_EQ(kernels.find("Occupancy"), std::string::npos) << kernels;
+  TextLayout all = parse_columns("all", 100);
+  EXPECT_NE(kernel_table(b.profile(), Format::table, all).find("Occupancy"), std::string::npos);
+}
+
+// A row limit that cuts rows says how many; % of peak above 100 is marked and explained.
+TEST(OpTable, CutRowsAndImpossiblePeaksAreSaid) {
+  Profile profile = known_profile();
+  TableOptions options;
+  options.row_limit = 1;
+  std::string text = op_table(profile, options, Format::table);
+  EXPECT_NE(text.find("… 2 more rows (--row-limit 0 shows all)"), std::string::npos) << text;
+  EXPECT_EQ(json::parse(op_table(profile, options, Format::json))["rows_cut"], 2);
+  options.row_limit = 0;
+  profile.peaks = {1e-6, 1e-9, "a test peak"};  // far below what the ops reach
+  text = op_table(profile, options, Format::table);
+  EXPECT_NE(text.find("%!"), std::string::npos) << text;
+  EXPECT_NE(text.find("! above 100% of the peak"), std::string::npos) << text;
+  EXPECT_NE(text.find("a test peak"), std::string::npos) << text;
+}
+
+// Every op table reports the steps' spread; a noisy profile says so.
+TEST(OpTable, StepTimesWithTheirSpread) {
+  ProfileBuilder b("steps");
+  const double times[] = {100, 300, 120, 110, 105};
+  for (int step = 0; step < 5; ++step) {
+    b.set_step(step);
+    b.open("step " + std::to_string(step), "", true);
+    b.open("add");
+    b.kernel("add_kernel", times[step]);
+    b.close();
+    b.close();
+  }
+  b.set_active_steps(5);
+  EXPECT_EQ(step_times_us(b.profile()), std::vector<double>(times, times + 5));
+  const Spread s = spread_of(step_times_us(b.profile()));
+  EXPECT_DOUBLE_EQ(s.median, 110);
+  EXPECT_DOUBLE_EQ(s.min, 100);
+  EXPECT_DOUBLE_EQ(s.max, 300);
+  EXPECT_DOUBLE_EQ(s.mean, 147);
+  EXPECT_NEAR(s.stddev, std::sqrt((47.0 * 47 + 153.0 * 153 + 27.0 * 27 + 37.0 * 37 + 42.0 * 42) / 4.0), 1e-9);
+  TableOptions options;
+  const std::string text = op_table(b.profile(), options, Format::table);
+  EXPECT_NE(text.find("Step time: median 110.000us (min 100.000us, max 300.000us, CV "), std::string::npos) << text;
+  EXPECT_NE(text.find("noisy: CV"), std::string::npos) << text;
+  const json table = json::parse(op_table(b.profile(), options, Format::json));
+  EXPECT_EQ(table["step_times_us"].size(), 5u);
+  EXPECT_EQ(table["step_time_us"]["noisy"], true);
+  EXPECT_DOUBLE_EQ(table["step_time_us"]["median"].get<double>(), 110);
 }
 
 TEST(Tables, EmptyProfileRendersInEveryFormat) {

@@ -1,12 +1,17 @@
 // The CPU backend: aligned host memory with statistics, steady-clock timing marks, and the
 // peaks the profiler's % of peak is measured against.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "runtime/context.h"
@@ -39,7 +44,7 @@ double measure_cpu_tflops() {
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
   cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
   double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 5; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     best = std::min(best, seconds_since(start));
@@ -53,7 +58,7 @@ double measure_cpu_gbps() {
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   std::memcpy(dst.data(), src.data(), bytes);  // warm-up: pages faulted in
   double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 5; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     std::memcpy(dst.data(), src.data(), bytes);
     best = std::min(best, seconds_since(start));
@@ -61,27 +66,101 @@ double measure_cpu_gbps() {
   return 2.0 * static_cast<double>(bytes) / best / 1e9;
 }
 
+// "Intel(R) Xeon(R) ... | 2 threads | openblas": what a measured peak depends on.
+std::string machine_key(int threads) {
+  std::string model = "unknown cpu";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library();
+}
+
+// Where measured peaks are kept between runs: BLOCKSCOPE_PEAK_CACHE (a file; "off": none), else
+// $XDG_CACHE_HOME/blockscope/cpu-peaks.json, else ~/.cache/blockscope/cpu-peaks.json.
+std::string peak_cache_path() {
+  if (const char* path = std::getenv("BLOCKSCOPE_PEAK_CACHE")) return std::string(path) == "off" ? "" : path;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/blockscope/cpu-peaks.json";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/blockscope/cpu-peaks.json";
+  return "";
+}
+
+// The cached figures for `key`, or false. A cache that cannot be read is ignored (measured anew).
+bool read_cached_peaks(const std::string& path, const std::string& key, double* tflops, double* gbps) {
+  std::ifstream in(path);
+  if (!in) return false;
+  const nlohmann::json cache = nlohmann::json::parse(in, nullptr, false);
+  if (!cache.is_object() || !cache.contains(key) || !cache[key].is_object()) return false;
+  const nlohmann::json& entry = cache[key];
+  if (!entry.value("tflops", nlohmann::json()).is_number() || !entry.value("gbps", nlohmann::json()).is_number())
+    return false;
+  *tflops = entry["tflops"].get<double>();
+  *gbps = entry["gbps"].get<double>();
+  return *tflops > 0 && *gbps > 0;
+}
+
+// Adds `key` to the cache (temporary file + rename: a concurrent reader sees the old or the new
+// file, never half of one). Failing to write only costs a measurement next time.
+void write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+  nlohmann::json cache = nlohmann::json::object();
+  if (std::ifstream in(path); in) {
+    nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
+    if (old.is_object()) cache = old;
+  }
+  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 sgemm, 64 MiB memcpy"}};
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << cache.dump(2) << "\n";
+    if (!out) {
+      std::filesystem::remove(temporary, error);
+      return;
+    }
+  }
+  std::filesystem::rename(temporary, path, error);
+  if (error) std::filesystem::remove(temporary, error);
+}
+
 BackendInfo cpu_info() {
-  // Measured once per process; the environment overrides either figure (and skips its probe).
+  // Measured once per machine (thread count and GEMM library) and cached, so % of peak is
+  // against the same figure in every run; the environment overrides either figure.
   static std::mutex mutex;
-  static bool measured = false;
+  static std::string measured_key;
   static double measured_tflops = 0, measured_gbps = 0;
+  static std::string measured_source;
   BackendInfo info;
-  info.description = "cpu (" + std::to_string(omp_get_max_threads()) + " threads, " + cpu::gemm_library() + " gemm)";
+  const int threads = omp_get_max_threads();
+  info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
+                     cpu::gemm_library() + " gemm)";
   const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS");
   const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS");
   if (tflops_override <= 0 || gbps_override <= 0) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!measured) {
-      measured_tflops = measure_cpu_tflops();
-      measured_gbps = measure_cpu_gbps();
-      measured = true;
+    const std::string key = machine_key(threads);
+    if (measured_key != key) {
+      const std::string cache = peak_cache_path();
+      if (!cache.empty() && read_cached_peaks(cache, key, &measured_tflops, &measured_gbps)) {
+        measured_source = "measured earlier on this machine, cached in " + cache;
+      } else {
+        measured_tflops = measure_cpu_tflops();
+        measured_gbps = measure_cpu_gbps();
+        if (!cache.empty()) write_cached_peaks(cache, key, measured_tflops, measured_gbps);
+        measured_source = "measured now" + (cache.empty() ? std::string() : ", cached in " + cache);
+      }
+      measured_key = key;
     }
   }
   info.peak_tflops = tflops_override > 0 ? tflops_override : measured_tflops;
   info.peak_gbps = gbps_override > 0 ? gbps_override : measured_gbps;
-  info.peak_source = "measured once per process: 512^3 sgemm and 64 MiB memcpy "
-                     "(BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override)";
+  info.peak_source = tflops_override > 0 && gbps_override > 0
+                         ? std::string("BLOCKSCOPE_CPU_PEAK_TFLOPS and _GBPS")
+                         : "512^3 sgemm and 64 MiB memcpy, " + measured_source +
+                               "; BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override";
   return info;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/cpu/gemm.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -67,6 +69,15 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   sgemm_builtin(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
 }
+
+void set_thread_count(int n) {
+  omp_set_num_threads(n);
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+  openblas_set_num_threads(n);
+#endif
+}
+
+int thread_count() { return omp_get_max_threads(); }
 
 const char* gemm_library() {
 #ifdef BLOCKSCOPE_WITH_OPENBLAS

@@ -14,7 +14,9 @@ int diff_command(Session& session, const std::string& before, const std::string&
   const profiler::Profile b = profiler::load_profile(after);
   // Said on stderr whatever the format (the text and JSON diffs also carry them).
   for (const std::string& line : profiler::profile_mismatches(a, b)) std::cerr << "blockscope: warning: " << line << "\n";
-  std::cout << profiler::diff_profiles(a, b, format) << "\n";
+  profiler::TextLayout layout;
+  layout.max_width = profiler::terminal_width();
+  std::cout << profiler::diff_profiles(a, b, format, layout) << "\n";
   return 0;
 }
 

@@ -57,6 +57,26 @@ void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace
   }
   app->add_flag("--sync-each-op", options.sync_each_op,
                 "Debug: synchronise after every op, so an asynchronous device failure names the op");
+  app->add_option("--threads", options.threads,
+                  "CPU threads for every pool the backend uses (OpenMP and OpenBLAS); default: OMP_NUM_THREADS "
+                  "or all cores")
+      ->check(CLI::Range(1, 1024));
+}
+
+// The op table's flags (the same as the config's profile keys, which they override).
+void add_table_flags(CLI::App* app, Options& options) {
+  app->add_option("--sort-by", options.sort_by,
+                  "Sort the op table by a column key (self_device, device_total, self_cpu, cpu_total, calls, flops, "
+                  "memory, ...; torch's names work too); overrides profile.sort_by")
+      ->check(kNonEmpty);
+  app->add_option("--row-limit", options.row_limit, "Rows of the op table (0: all); overrides profile.row_limit")
+      ->check(CLI::Range(0, 1000000));
+  app->add_flag("--group-by-shape", options.group_by_shape,
+                "One op-table row per (op, input shapes), as torch's group_by_input_shape; or profile.group_by_shape");
+  app->add_option("--columns", options.columns,
+                  "The op table's columns to show, by key or title, comma-separated (name,path,self_device_us,...); "
+                  "'all' shows every column without fitting the terminal")
+      ->check(kNonEmpty);
 }
 
 int run_cli(Session& session, int argc, char** argv) {
@@ -91,6 +111,7 @@ int run_cli(Session& session, int argc, char** argv) {
 
   CLI::App* profile = app.add_subcommand("profile", "Profile each variant: op table, kernel table, diffs to the base");
   add_common(profile, options, true, true);
+  add_table_flags(profile, options);
   profile->footer(
       "Schedule from profile.schedule (wait, warmup, active), like torch.profiler.\n"
       "Examples:\n"

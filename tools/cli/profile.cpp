@@ -2,12 +2,17 @@
 // diff of every variant to the base; traces and saved profiles on request.
 #include "tools/cli/commands.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "profiler/diff.h"
 #include "profiler/profile_io.h"
 #include "profiler/session.h"
+#include "profiler/summary.h"
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
@@ -15,6 +20,50 @@
 namespace blockscope::cli {
 
 using nlohmann::json;
+
+namespace {
+
+// Progress on stderr while the variants run: on a terminal one line redrawn per step, else a
+// line when each variant starts and one when it is done (with its step time), so a long run
+// is never silent and logs stay short.
+class Progress {
+ public:
+  explicit Progress(size_t variants) : variants_(variants), terminal_(isatty(STDERR_FILENO) != 0) {}
+
+  void start(size_t index, const std::string& label) {
+    index_ = index;
+    label_ = label;
+    started_ = std::chrono::steady_clock::now();
+    if (!terminal_) std::cerr << "profile: [" << index + 1 << "/" << variants_ << "] " << label << " ...\n";
+  }
+  void step(int done, int total) const {
+    if (!terminal_) return;
+    const int width = 20, filled = total > 0 ? width * done / total : width;
+    std::cerr << "\r\033[Kprofile: [" << index_ + 1 << "/" << variants_ << "] " << label_ << " ["
+              << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << done << "/" << total
+              << std::flush;
+  }
+  void done(const profiler::Profile& profile) const {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profile));
+    if (terminal_) std::cerr << "\r\033[K";
+    std::cerr << fmt::format("profile: [{}/{}] {} done in {:.1f} s: median {} per step, CV {:.1f}%\n", index_ + 1,
+                             variants_, label_, seconds, profiler::format_time_us(s.median), 100.0 * s.cv());
+  }
+  void clear() const {
+    if (terminal_) std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  size_t variants_;
+  bool terminal_;
+  size_t index_ = 0;
+  std::string label_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace
 
 int profile_command(Session& session) {
   const Options& options = session.options;
@@ -33,20 +82,57 @@ int profile_command(Session& session) {
   profiler::TableOptions table;
   table.sort_by = config.profile.sort_by;
   table.row_limit = config.profile.row_limit;
+  table.group_by_shape = config.profile.group_by_shape;
+  // Text tables fit the terminal ($COLUMNS, or its width when stdout is one); --columns picks
+  // the op table's columns.
+  table.layout = profiler::parse_columns(options.columns, profiler::terminal_width());
+  profiler::TextLayout fitted;  // the kernel table and the diffs: fitted, every column
+  fitted.max_width = table.layout.max_width;
 
   std::vector<std::pair<std::string, PathConfig>> variants{{"base " + paths_str(config.paths, config.kind), config.paths}};
   for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
+
+  if (format == profiler::Format::table) {
+    std::cout << workload_title(config, ctx) << "\n";
+    const profiler::Peaks peaks = profiler::device_peaks(ctx, config.dtype);
+    std::cout << "Device: " << ctx.backend().info(config.dtype).description;
+    if (peaks.tflops > 0) {
+      std::cout << fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
+    }
+    std::cout << fmt::format("\nSchedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
+                             schedule.warmup, schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
+    std::cout.flush();
+  }
+  // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
+  // CSV: section headers as comment lines, so each table stays parseable.
+  const char* open = format == profiler::Format::csv ? "# " : "\n== ";
+  const char* close = format == profiler::Format::csv ? "" : " ==";
+  const auto print_variant = [&](const profiler::Profile& p) {
+    if (format == profiler::Format::json) return;
+    std::cout << open << p.label << close << "\n";
+    std::cout << profiler::op_table(p, table, format) << "\n";
+    std::cout << profiler::kernel_table(p, format, fitted) << "\n";
+    std::cout.flush();
+  };
+
   std::vector<profiler::Profile> profiles;
   std::vector<size_t> profiled;  // index into variants of each profile
+  Progress progress(variants.size());
   for (size_t v = 0; v < variants.size(); ++v) {
     const auto& [label, paths] = variants[v];
     session.set_activity("profiling " + paths_str(paths, config.kind) + " on " + ctx.device().str());
     workload.set_paths(paths);
+    progress.start(v, label);
     try {
-      profiles.push_back(profiler::profile_steps(ctx, label, schedule, [&](int) { workload.forward(); }));
+      profiles.push_back(profiler::profile_steps(
+          ctx, label, schedule, [&](int) { workload.forward(); },
+          [&](int done, int total) { progress.step(done, total); }));
       profiles.back().workload = workload_title(config, ctx);
       profiled.push_back(v);
+      progress.done(profiles.back());
+      print_variant(profiles.back());
     } catch (const Error& error) {
+      progress.clear();
       // A compare: variant this device cannot run (its op refuses the inputs before launching
       // anything: invalid_input) is skipped, said with the reason, and the others still print
       // and save. The base variant, and any runtime failure, stays an error.
@@ -77,20 +163,11 @@ int profile_command(Session& session) {
     }
     std::cout << out.dump(2) << "\n";
   } else {
-    if (format == profiler::Format::table) std::cout << workload_title(config, ctx) << "\n";
-    // CSV: section headers as comment lines, so each table stays parseable.
-    const char* open = format == profiler::Format::csv ? "# " : "\n== ";
-    const char* close = format == profiler::Format::csv ? "" : " ==";
-    for (const profiler::Profile& p : profiles) {
-      std::cout << open << p.label << close << "\n";
-      std::cout << profiler::op_table(p, table, format) << "\n";
-      std::cout << profiler::kernel_table(p, format) << "\n";
-    }
     for (size_t i = 1; i < profiles.size(); ++i) {
       // The text diff starts with its own "diff: A → B" line; CSV gets it as a comment.
       if (format == profiler::Format::csv) std::cout << "# diff: " << profiles[0].label << " -> " << profiles[i].label << "\n";
       else std::cout << "\n";
-      std::cout << profiler::diff_profiles(profiles[0], profiles[i], format) << "\n";
+      std::cout << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
     }
   }
   std::cout.flush();

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/safetensors.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -26,8 +27,13 @@ profiler::Format Session::format() const {
 }
 
 WorkloadConfig Session::load_config() const {
-  WorkloadConfig config = options.config_path.empty() ? load_default_config(options.sets)
-                                                      : load_config_file(options.config_path, options.sets);
+  // The table flags are the profile keys they override, validated the same way.
+  std::vector<std::string> sets = options.sets;
+  if (!options.sort_by.empty()) sets.push_back("profile.sort_by=" + options.sort_by);
+  if (options.row_limit >= 0) sets.push_back("profile.row_limit=" + std::to_string(options.row_limit));
+  if (options.group_by_shape) sets.push_back("profile.group_by_shape=true");
+  WorkloadConfig config = options.config_path.empty() ? load_default_config(sets)
+                                                      : load_config_file(options.config_path, sets);
   if (!options.device.empty()) {
     Device device;
     if (options.device != "auto" && !parse_device(options.device, &device)) {
@@ -60,6 +66,7 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
 }
 
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {
+  if (options.threads > 0) cpu::set_thread_count(options.threads);
   ctx.set_sync_after_each_op(options.sync_each_op);
   ctx.set_check_finite_after_each_op(config.run.check_finite);
 #ifdef BLOCKSCOPE_WITH_CUDA
