@@ -332,15 +332,20 @@ TEST(Cli, ProfileTraceSaveAndDiff) {
   r = run_cli({"diff", a.string(), b.string()});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("softmax"), std::string::npos) << "naive attention's softmax is in the diff: " << r.out;
-  // A profile with variants saves one file per variant.
+  // A profile with variants saves one file per variant, and one trace holding them all.
+  const fs::path all = dir / "all_variants.json";
   r = run_cli({"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--save", (dir / "v.json").string(),
-               "--format", "json"});
+               "--format", "json", "--trace", all.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(out.is_discarded()) << r.out.substr(0, 500);
   EXPECT_EQ(out["variants"].size(), 2u);
   EXPECT_EQ(out["diffs"].size(), 1u);
   EXPECT_TRUE(fs::exists(dir / "v.attention-inplace_mlp-naive.json"));
+  const nlohmann::json variants_trace = nlohmann::json::parse(read_file(all), nullptr, false);
+  ASSERT_FALSE(variants_trace.is_discarded());
+  EXPECT_EQ(variants_trace["otherData"]["variants"].size(), 2u);
+  EXPECT_FALSE(fs::exists(dir / "all_variants.attention-inplace_mlp-naive.json")) << "no trace file per variant";
   // Not a profile: an input error.
   std::ofstream(dir / "junk.json") << "{\"not\": \"a profile\"}";
   r = run_cli({"diff", a.string(), (dir / "junk.json").string()});

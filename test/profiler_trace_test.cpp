@@ -52,6 +52,8 @@ size_t check_trace(const json& trace, const Profile& profile) {
     } else if (ph == "f") {
       EXPECT_EQ(event.value("bp", ""), "e");
       EXPECT_TRUE(flow_ends.emplace(event["id"].get<int>(), &event).second) << "duplicate flow end";
+    } else if (ph == "C") {  // the memory counter: a number per sample
+      EXPECT_TRUE(event["args"]["peak in use"].is_number()) << event.dump();
     } else {
       ADD_FAILURE() << "unexpected phase " << ph;
     }
@@ -166,6 +168,55 @@ TEST(ChromeTrace, CudaProfilesGetAStreamTrack) {
     if (event["ph"] == "M" && event["name"] == "thread_name" && event["args"]["name"] == "stream 7") named = true;
   }
   EXPECT_TRUE(named);
+}
+
+// Every variant of a run in one trace: each its own pair of processes, named with its label and
+// sorted in order, each pair a valid trace on its own (nesting, flows); the memory counter on
+// the host process; otherData lists the variants.
+TEST(ChromeTrace, OneTraceHoldsEveryVariant) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  std::vector<Profile> profiles;
+  for (int v = 0; v < 3; ++v) {
+    profiles.push_back(testing::random_profile(seed + v, 2));
+    profiles.back().label = "variant " + std::to_string(v);
+    for (size_t i = 0; i < profiles.back().ops.size(); ++i) profiles.back().ops[i].peak_bytes = 4096 * (i + 1);
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("blockscope_trace_v_" + std::to_string(seed));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "all.json").string();
+  {
+    TraceWriter writer(path);
+    for (const Profile& p : profiles) writer.add(p);
+    EXPECT_FALSE(std::filesystem::exists(path)) << "in place only when finished";
+    writer.finish();
+  }
+  std::ifstream in(path);
+  const json trace = json::parse(in);
+  ASSERT_EQ(trace["otherData"]["variants"].size(), 3u);
+  EXPECT_EQ(trace["otherData"]["variants"][2]["label"], "variant 2");
+  std::map<int, std::string> process_names;
+  for (const json& event : trace["traceEvents"])
+    if (event["ph"] == "M" && event["name"] == "process_name") process_names[event["pid"].get<int>()] = event["args"]["name"];
+  ASSERT_EQ(process_names.size(), 6u) << "a host and a device process per variant";
+  for (int v = 0; v < 3; ++v) {
+    SCOPED_TRACE(v);
+    // This variant's processes: the two whose names carry its label.
+    std::set<int> pids;
+    for (const auto& [pid, name] : process_names)
+      if (name.find(profiles[v].label) != std::string::npos) pids.insert(pid);
+    ASSERT_EQ(pids.size(), 2u);
+    json part = {{"traceEvents", json::array()}};
+    int counters = 0;
+    for (const json& event : trace["traceEvents"]) {
+      if (!pids.count(event["pid"].get<int>())) continue;
+      part["traceEvents"].push_back(event);
+      counters += event["ph"] == "C";
+    }
+    EXPECT_EQ(counters, static_cast<int>(profiles[v].ops.size()));
+    check_trace(part, profiles[v]);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ChromeTrace, WriteIsAtomicAndErrorsNameThePath) {

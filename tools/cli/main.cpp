@@ -49,7 +49,7 @@ void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace
         ->check(kNonEmpty);
   }
   if (with_trace) {
-    app->add_option("--trace", options.trace, "Write the base variant's Chrome trace JSON (variants: FILE.<variant>.json)")
+    app->add_option("--trace", options.trace, "Write one Chrome trace JSON holding every variant (a process pair each)")
         ->check(kNonEmpty);
     app->add_option("--save", options.save, "Save each profile as JSON for `blockscope diff` (variants: FILE.<variant>.json)")
         ->check(kNonEmpty);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "profiler/diff.h"
@@ -115,6 +116,11 @@ int profile_command(Session& session) {
     std::cout.flush();
   };
 
+  // One trace for every variant, written as each is measured.
+  const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
+  std::unique_ptr<profiler::TraceWriter> trace_writer;
+  if (!trace.empty()) trace_writer = std::make_unique<profiler::TraceWriter>(trace);
+
   std::vector<profiler::Profile> profiles;
   std::vector<size_t> profiled;  // index into variants of each profile
   Progress progress(variants.size());
@@ -131,6 +137,7 @@ int profile_command(Session& session) {
       profiled.push_back(v);
       progress.done(profiles.back());
       print_variant(profiles.back());
+      if (trace_writer) trace_writer->add(profiles.back());
     } catch (const Error& error) {
       progress.clear();
       // A compare: variant this device cannot run (its op refuses the inputs before launching
@@ -172,14 +179,13 @@ int profile_command(Session& session) {
   }
   std::cout.flush();
 
-  const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
+  if (trace_writer) {
+    trace_writer->finish();
+    session.wrote(trace);
+    std::cerr << "wrote trace " << trace << " (" << profiles.size() << " variant" << (profiles.size() == 1 ? "" : "s")
+              << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
   for (size_t i = 0; i < profiles.size(); ++i) {
-    if (!trace.empty()) {
-      const std::string path = i == 0 ? trace : variant_path(trace, variants[profiled[i]].first);
-      profiler::write_chrome_trace(profiles[i], path);
-      session.wrote(path);
-      std::cerr << "wrote trace " << path << " (open in https://ui.perfetto.dev or chrome://tracing)\n";
-    }
     if (!options.save.empty()) {
       const std::string path = i == 0 ? options.save : variant_path(options.save, variants[profiled[i]].first);
       profiler::save_profile(profiles[i], path);
