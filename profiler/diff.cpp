@@ -304,6 +304,10 @@ std::vector<std::string> profile_mismatches(const Profile& before, const Profile
   return lines;
 }
 
+Rows diff_table_rows(const Profile& before, const Profile& after) {
+  return diff_table(kernel_rows(before, after), op_rows(before, after));
+}
+
 std::string diff_profiles(const Profile& before, const Profile& after, Format format, const TextLayout& layout) {
   const std::vector<std::string> mismatches = profile_mismatches(before, after);
   const std::vector<DiffRow> kernels = kernel_rows(before, after);

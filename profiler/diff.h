@@ -13,6 +13,8 @@ namespace blockscope::profiler {
 // Status per row: added, removed, count changed, faster, slower, within noise (the change is
 // larger than 5% but the two sides' per-step times overlap), same.
 std::string diff_profiles(const Profile& before, const Profile& after, Format format, const TextLayout& layout = {});
+// The diff's rows (kernels, then ops and regions; `kind` says which), as CSV prints them.
+Rows diff_table_rows(const Profile& before, const Profile& after);
 
 // What the two profiles measured differently — the workload, device, dtype, real or simulated
 // GPU — one line each ("the profiles measured different dtypes: f32 and bf16"); empty when

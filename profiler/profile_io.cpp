@@ -109,7 +109,8 @@ json profile_to_json(const Profile& profile) {
                    {"flops", op.flops},
                    {"bytes", op.bytes},
                    {"bytes_allocated", op.bytes_allocated},
-                   {"peak_bytes", op.peak_bytes}});
+                   {"peak_bytes", op.peak_bytes},
+                   {"start_bytes", op.start_bytes}});
   }
   json kernels = json::array();
   for (const KernelEvent& kernel : profile.kernels) {
@@ -200,6 +201,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
     op.bytes = r.number("bytes");
     op.bytes_allocated = r.integer("bytes_allocated");
     op.peak_bytes = r.integer("peak_bytes");
+    op.start_bytes = ops[i].contains("start_bytes") ? r.integer("start_bytes") : op.peak_bytes;
     profile.ops.push_back(std::move(op));
   }
 

@@ -1,5 +1,6 @@
 #include "profiler/recorder.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/error.h"
@@ -39,7 +40,14 @@ int Recorder::begin_op(const std::string& name, const std::string& path, bool is
   event.step = step_;
   event.flops = flops;
   event.bytes = bytes;
-  event.bytes_allocated = static_cast<int64_t>(ctx_.backend().memory_stats().total_allocated);
+  // Each op measures its own peak: the backend's peak is reset at its start and put back
+  // (with the op's peak folded in) at its end, so outer ops and the backend's own figure stay
+  // right.
+  const MemoryStats at_start = ctx_.backend().memory_stats();
+  event.bytes_allocated = static_cast<int64_t>(at_start.total_allocated);
+  event.start_bytes = static_cast<int64_t>(at_start.in_use);
+  outer_peaks_.push_back(at_start.peak_in_use);
+  ctx_.backend().reset_peak_memory();
   if (!origin_mark_.valid()) {
     origin_mark_ = ctx_.backend().mark();
     device_origin_us_ = now_us();
@@ -61,6 +69,8 @@ void Recorder::end_op(int index) {
   const MemoryStats stats = ctx_.backend().memory_stats();
   event.bytes_allocated = static_cast<int64_t>(stats.total_allocated) - event.bytes_allocated;
   event.peak_bytes = static_cast<int64_t>(stats.peak_in_use);
+  ctx_.backend().restore_peak_memory(std::max(outer_peaks_.back(), stats.peak_in_use));
+  outer_peaks_.pop_back();
 }
 
 int Recorder::begin_kernel(const std::string& name) {
@@ -117,6 +127,7 @@ void Recorder::clear() {
   ops_.clear();
   kernels_.clear();
   open_.clear();
+  outer_peaks_.clear();
   origin_mark_ = TimeMark{};
   ctx_.backend().release_marks();
 }

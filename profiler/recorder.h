@@ -29,7 +29,8 @@ struct OpEvent {
   double flops = 0;  // from the op's own formula
   double bytes = 0;  // bytes the op must read and write at least
   int64_t bytes_allocated = 0;  // by this op and its children
-  int64_t peak_bytes = 0;       // device peak in use at the end of the op
+  int64_t peak_bytes = 0;       // device memory in use at its highest during the op
+  int64_t start_bytes = 0;      // device memory in use when the op began
 };
 
 struct Dim3 {
@@ -89,6 +90,7 @@ class Recorder {
   std::vector<OpEvent> ops_;
   std::vector<KernelEvent> kernels_;
   std::vector<int> open_;  // stack of open op events
+  std::vector<size_t> outer_peaks_;  // per open op: the backend's peak before it began
   int64_t origin_ns_ = 0;
   TimeMark origin_mark_;
   double device_origin_us_ = 0;

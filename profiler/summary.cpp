@@ -129,6 +129,7 @@ std::vector<OpStats> op_stats(const Profile& profile, bool group_by_shape) {
       row.name = name;
       row.path = event.path;
       row.shapes = shapes;
+      row.shape_list = event.input_shapes;
       row.is_region = event.is_region;
       row.first_event = static_cast<int>(i);
       found = index.emplace(key, rows.size()).first;
@@ -145,10 +146,14 @@ std::vector<OpStats> op_stats(const Profile& profile, bool group_by_shape) {
     row.flops += event.flops;
     row.bytes += event.bytes;
     row.bytes_allocated += event.bytes_allocated;
+    row.peak_extra_bytes = std::max(row.peak_extra_bytes, event.peak_bytes - event.start_bytes);
   }
   // Without grouping, shapes are shown only when every call had the same ones.
   for (size_t r = 0; r < rows.size(); ++r) {
-    if (shapes_differ[r]) rows[r].shapes.clear();
+    if (shapes_differ[r]) {
+      rows[r].shapes.clear();
+      rows[r].shape_list.clear();
+    }
   }
   return rows;
 }

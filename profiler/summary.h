@@ -24,6 +24,10 @@ struct OpStats {
   double device_total_us = 0;  // ... and of those launched by its descendants
   double flops = 0, bytes = 0;  // summed over calls, from the ops' own formulas
   int64_t bytes_allocated = 0;  // summed over calls (includes children's allocations)
+  // The most device memory above what was in use when a call began, over its calls (its
+  // children's included): what the op needed at its peak. A step row's is the step's.
+  int64_t peak_extra_bytes = 0;
+  std::vector<Shape> shape_list;  // the input shapes behind `shapes` (empty when they differ)
   int first_event = 0;          // first call's index in Profile::ops: ties keep first-seen order
 };
 

@@ -64,6 +64,7 @@ const std::vector<std::pair<std::vector<std::string>, RowValue>>& sort_keys() {
       {{"pct_peak"}, [](const OpRow& r) { return std::max(r.pct_peak_flops, r.pct_peak_bandwidth); }},
       {{"memory", "bytes_allocated", "cpu_memory_usage", "device_memory_usage"},
        [](const OpRow& r) { return static_cast<double>(r.stats.bytes_allocated); }},
+      {{"peak_memory"}, [](const OpRow& r) { return static_cast<double>(r.stats.peak_extra_bytes); }},
   };
   return keys;
 }
@@ -88,6 +89,17 @@ void sort_rows(std::vector<OpRow>* rows, const std::string& key) {
 
 std::string cell_or_dash(bool known, const std::string& text) { return known ? text : std::string("-"); }
 
+// [[2, 4], [4]] as the text table prints it.
+std::string shapes_text(const nlohmann::json& shapes) {
+  std::string out = "[";
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    out += i ? ", [" : "[";
+    for (size_t j = 0; j < shapes[i].size(); ++j) out += (j ? ", " : "") + std::to_string(shapes[i][j].get<int64_t>());
+    out += "]";
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 const std::map<std::string, std::string>& sort_key_aliases() {
@@ -100,7 +112,7 @@ const std::map<std::string, std::string>& sort_key_aliases() {
   return aliases;
 }
 
-std::string op_table(const Profile& profile, const TableOptions& options, Format format) {
+Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* cut) {
   std::vector<OpRow> rows;
   for (const OpStats& stats : op_stats(profile, options.group_by_shape)) rows.push_back(derive(stats, profile.peaks));
   sort_rows(&rows, options.sort_by);
@@ -152,7 +164,10 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
       {"pct_peak_bandwidth", "% Peak GB/s", false, "", peak_text(16)},
       {"bytes_allocated", "Mem Alloc", false, "",
        [](const Row& r) { return cell_or_dash(r[17] != 0, format_bytes(r[17].get<double>())); }},
-      {"input_shapes", "Input Shapes", true},
+      {"peak_memory_bytes", "Peak Mem", false, "",
+       [](const Row& r) { return cell_or_dash(r[18] > 0, format_bytes(r[18].get<double>())); }},
+      {"input_shapes", "Input Shapes", true, "",
+       [](const Row& r) { return r[19].is_null() ? std::string() : shapes_text(r[19]); }},
       {"is_region", "", false, "", nullptr, false},
   };
   check_columns(options.layout, table.columns);
@@ -162,6 +177,8 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
                       "self_device_pct"};
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
+    json shapes = json::array();
+    for (const Shape& shape : s.shape_list) shapes.push_back(shape);
     table.rows.push_back({
         s.name,
         s.path,
@@ -181,10 +198,21 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
         row.pct_peak_flops >= 0 ? json(row.pct_peak_flops) : json(),
         row.pct_peak_bandwidth >= 0 ? json(row.pct_peak_bandwidth) : json(),
         s.bytes_allocated,
-        s.shapes,
+        s.peak_extra_bytes,
+        s.shapes.empty() ? json() : shapes,
         s.is_region,
     });
   }
+  if (cut != nullptr) *cut = cut_rows;
+  return table;
+}
+
+std::string op_table(const Profile& profile, const TableOptions& options, Format format) {
+  size_t cut_rows = 0;
+  const Rows table = op_table_rows(profile, options, &cut_rows);
+  const double self_cpu_total = total_self_cpu_us(profile);
+  const double self_device_total = total_kernel_us(profile);
+  using nlohmann::json;
 
   if (format == Format::json) {
     json out;
@@ -213,8 +241,8 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   std::string out = render(table, format, options.layout);
   if (cut_rows > 0) out += fmt::format("… {} more row{} (--row-limit 0 shows all)\n", cut_rows, cut_rows == 1 ? "" : "s");
   if (profile.simulated) out += kSimulatedNote;
-  const bool over_peak = std::any_of(rows.begin(), rows.end(), [](const OpRow& r) {
-    return r.pct_peak_flops > 100.0 || r.pct_peak_bandwidth > 100.0;
+  const bool over_peak = std::any_of(table.rows.begin(), table.rows.end(), [](const Row& r) {
+    return (r[15].is_number() && r[15].get<double>() > 100.0) || (r[16].is_number() && r[16].get<double>() > 100.0);
   });
   if (over_peak) {
     out += fmt::format("! above 100% of the peak ({:.3g} TFLOP/s, {:.3g} GB/s: {}): the peak is low for this run\n",
@@ -226,12 +254,11 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   return out;
 }
 
-std::string kernel_table(const Profile& profile, Format format, const TextLayout& layout) {
+Rows kernel_table_rows(const Profile& profile) {
   std::vector<KernelStats> rows = kernel_stats(profile);
   std::stable_sort(rows.begin(), rows.end(), [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
   const double device_total = total_kernel_us(profile);
   const double steps = std::max(1, profile.active_steps);
-  const double kernels_per_step = static_cast<double>(profile.kernels.size()) / steps;
 
   using nlohmann::json;
   Rows table;
@@ -277,6 +304,15 @@ std::string kernel_table(const Profile& profile, Format format, const TextLayout
         k.launch_config_varies,
     });
   }
+  return table;
+}
+
+std::string kernel_table(const Profile& profile, Format format, const TextLayout& layout) {
+  const Rows table = kernel_table_rows(profile);
+  const double device_total = total_kernel_us(profile);
+  const double steps = std::max(1, profile.active_steps);
+  const double kernels_per_step = static_cast<double>(profile.kernels.size()) / steps;
+  using nlohmann::json;
   if (format == Format::json) {
     json out = {{"label", profile.label},
                 {"device", profile.device},
@@ -289,12 +325,38 @@ std::string kernel_table(const Profile& profile, Format format, const TextLayout
   if (format == Format::csv) return render(table, format);
   std::string out = render(table, format, layout);
   if (profile.simulated) out += kSimulatedNote;
-  out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, rows.size(),
+  out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, table.rows.size(),
                      profile.active_steps);
   out += fmt::format("Device time total: {} ({} per step)\n", format_time_us(device_total),
                      format_time_us(device_total / steps));
-  if (std::any_of(rows.begin(), rows.end(), [](const KernelStats& k) { return k.launch_config_varies; })) {
+  if (std::any_of(table.rows.begin(), table.rows.end(), [](const Row& r) { return r[11].get<bool>(); })) {
     out += "* launch configuration differs between calls; the first call's is shown\n";
+  }
+  return out;
+}
+
+Rows step_table_rows(const Profile& profile) {
+  Rows table;
+  table.columns = {{"step", "Step"}, {"time_us", "Time"}, {"device_us", "Device"}, {"cpu_us", "CPU"}};
+  const EventTimes times = event_times(profile);
+  const std::vector<double> step_times = step_times_us(profile);
+  size_t n = 0;
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    if (!event.is_region || event.parent >= 0 || event.name.rfind("step ", 0) != 0) continue;
+    table.rows.push_back({event.step, step_times[n++], times.device_total_us[i], event.cpu_end_us - event.cpu_start_us});
+  }
+  return table;
+}
+
+Rows with_variant_column(const Rows& rows, const std::string& variant) {
+  Rows out;
+  out.columns.push_back(Column("variant", "Variant", true));
+  for (const Column& column : rows.columns) out.columns.push_back(column);
+  for (const Row& row : rows.rows) {
+    Row line{variant};
+    line.insert(line.end(), row.begin(), row.end());
+    out.rows.push_back(line);
   }
   return out;
 }

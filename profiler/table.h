@@ -22,9 +22,20 @@ struct TableOptions {
 // torch.profiler's spellings (self_cuda_time_total, cpu_time_total, ...) and "gpu" words.
 const std::map<std::string, std::string>& sort_key_aliases();
 
-// Op table with a footer: "Self CPU time total" and "Self device time total".
+// The op table's rows (sorted, limited; `cut` gets the number of rows the limit dropped).
+Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* cut = nullptr);
+// Op table with a footer: "Self CPU time total", "Self device time total" and the step time.
 std::string op_table(const Profile& profile, const TableOptions& options, Format format);
+// The kernel table's rows, by total time.
+Rows kernel_table_rows(const Profile& profile);
 // Kernel table: kernels per step (forward), total/avg time, grid, block, registers, smem, occupancy.
 std::string kernel_table(const Profile& profile, Format format, const TextLayout& layout = {});
+
+// One row per kept step: step, time_us (device time, or CPU time without device work),
+// device_us, cpu_us.
+Rows step_table_rows(const Profile& profile);
+// `rows` with a first column "variant" holding `variant` on every row: tables of several
+// profiles concatenate into one tidy table.
+Rows with_variant_column(const Rows& rows, const std::string& variant);
 
 }  // namespace blockscope::profiler

@@ -56,6 +56,9 @@ class Backend {
   virtual void deallocate(void* ptr, size_t bytes) = 0;
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory() = 0;
+  // Sets the peak to max(peak, in use): puts back an outer peak after measuring an inner one
+  // with reset_peak_memory() (the profiler's per-op peaks nest this way).
+  virtual void restore_peak_memory(size_t peak) = 0;
   // Bytes the device can still give (for the up-front memory estimate).
   virtual size_t memory_available() const = 0;
 

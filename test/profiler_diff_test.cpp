@@ -139,7 +139,9 @@ TEST(Diff, AChangeWithinTheNoiseIsNeverFasterOrSlower) {
         ASSERT_EQ(after.size(), 5u) << row.dump();
         const bool overlap = *std::min_element(before.begin(), before.end()) <= *std::max_element(after.begin(), after.end()) &&
                              *std::min_element(after.begin(), after.end()) <= *std::max_element(before.begin(), before.end());
-        if (overlap) EXPECT_TRUE(status == "same" || status == "within noise") << row.dump();
+        if (overlap) {
+          EXPECT_TRUE(status == "same" || status == "within noise") << row.dump();
+        }
         within += status == "within noise";
       }
     }

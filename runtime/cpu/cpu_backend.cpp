@@ -199,6 +199,10 @@ class CpuBackend final : public Backend {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.peak_in_use = stats_.in_use;
   }
+  void restore_peak_memory(size_t peak) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_in_use = std::max(peak, stats_.in_use);
+  }
   size_t memory_available() const override;
 
   void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }

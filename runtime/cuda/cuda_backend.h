@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -32,6 +33,7 @@ class CudaBackend final : public Backend {
   void deallocate(void* ptr, size_t bytes) override;
   MemoryStats memory_stats() const override { return stats_; }
   void reset_peak_memory() override { stats_.peak_in_use = stats_.in_use; }
+  void restore_peak_memory(size_t peak) override { stats_.peak_in_use = std::max(peak, stats_.in_use); }
   size_t memory_available() const override;
 
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;

@@ -77,6 +77,10 @@ void add_table_flags(CLI::App* app, Options& options) {
                   "The op table's columns to show, by key or title, comma-separated (name,path,self_device_us,...); "
                   "'all' shows every column without fitting the terminal")
       ->check(kNonEmpty);
+  app->add_option("--table", options.table,
+                  "With --format csv: the one tidy table to print, every variant's rows with a variant column: "
+                  "ops | kernels | steps | diffs")
+      ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs"}));
 }
 
 int run_cli(Session& session, int argc, char** argv) {

@@ -109,7 +109,7 @@ int profile_command(Session& session) {
   const char* open = format == profiler::Format::csv ? "# " : "\n== ";
   const char* close = format == profiler::Format::csv ? "" : " ==";
   const auto print_variant = [&](const profiler::Profile& p) {
-    if (format == profiler::Format::json) return;
+    if (format != profiler::Format::table) return;  // CSV: one tidy table at the end
     std::cout << open << p.label << close << "\n";
     std::cout << profiler::op_table(p, table, format) << "\n";
     std::cout << profiler::kernel_table(p, format, fitted) << "\n";
@@ -158,6 +158,11 @@ int profile_command(Session& session) {
     };
     json out;
     out["workload"] = workload_title(config, ctx);
+    out["device"] = ctx.device().str();
+    out["device_name"] = ctx.backend().info(config.dtype).description;
+    out["dtype"] = dtype_name(config.dtype);
+    out["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
+                       {"cold_step", schedule.keep_cold_step}};
     for (const profiler::Profile& p : profiles) {
       out["variants"].push_back({{"label", p.label},
                                  {"ops", parsed(profiler::op_table(p, table, format))},
@@ -169,12 +174,29 @@ int profile_command(Session& session) {
                               {"diff", parsed(profiler::diff_profiles(profiles[0], profiles[i], format))}});
     }
     std::cout << out.dump(2) << "\n";
+  } else if (format == profiler::Format::csv) {
+    // One tidy table (--table): every variant's rows, a variant column first, one header.
+    profiler::Rows all;
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const profiler::Profile& p = profiles[i];
+      profiler::Rows part;
+      if (options.table == "ops") part = profiler::op_table_rows(p, table);
+      else if (options.table == "kernels") part = profiler::kernel_table_rows(p);
+      else if (options.table == "steps") part = profiler::step_table_rows(p);
+      else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
+      else continue;
+      part = profiler::with_variant_column(part, p.label);
+      if (all.columns.empty()) all.columns = part.columns;
+      all.rows.insert(all.rows.end(), part.rows.begin(), part.rows.end());
+    }
+    if (all.columns.empty()) {  // diffs of a run without compare: the header alone
+      all = profiler::with_variant_column(profiler::diff_table_rows(profiles[0], profiles[0]), "");
+      all.rows.clear();
+    }
+    std::cout << profiler::render(all, format);
   } else {
     for (size_t i = 1; i < profiles.size(); ++i) {
-      // The text diff starts with its own "diff: A → B" line; CSV gets it as a comment.
-      if (format == profiler::Format::csv) std::cout << "# diff: " << profiles[0].label << " -> " << profiles[i].label << "\n";
-      else std::cout << "\n";
-      std::cout << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
+      std::cout << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
     }
   }
   std::cout.flush();
