@@ -59,7 +59,9 @@ struct DiffRow {
   }
 };
 
-std::string op_key(const OpStats& stats) { return stats.path.empty() ? stats.name : stats.name + " (" + stats.path + ")"; }
+// "softmax", or "linear (epilogue)" when the op has a path.
+std::string op_key(const std::string& name, const std::string& path) { return path.empty() ? name : name + " (" + path + ")"; }
+std::string op_key(const OpStats& stats) { return op_key(stats.name, stats.path); }
 
 double steps_of(const Profile& profile) { return std::max(1, profile.active_steps); }
 
@@ -151,10 +153,8 @@ std::vector<DiffRow> op_rows(const Profile& before, const Profile& after) {
       const OpEvent& event = profile.ops[i];
       const auto position = positions.find(event.step);
       if (position == positions.end()) continue;
-      OpStats key_of;
-      key_of.name = row_name(event);
-      key_of.path = event.path;
-      Side& side = is_after ? rows[op_key(key_of)].after : rows[op_key(key_of)].before;
+      DiffRow& row = rows[op_key(row_name(event), event.path)];
+      Side& side = is_after ? row.after : row.before;
       side.cpu_steps[position->second] += event.cpu_end_us - event.cpu_start_us;
       side.device_steps[position->second] += times.device_total_us[i];
     }

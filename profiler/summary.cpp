@@ -59,9 +59,7 @@ Spread spread_of(std::vector<double> samples) {
   return s;
 }
 
-namespace {
 bool is_step_region(const OpEvent& event) { return event.is_region && event.parent < 0 && event.name.rfind("step ", 0) == 0; }
-}  // namespace
 
 std::vector<int> kept_steps(const Profile& profile) {
   std::vector<int> steps;

@@ -73,6 +73,8 @@ Spread spread_of(std::vector<double> samples);
 // "within noise" unless the change clears the spread).
 constexpr double kNoisyCv = 0.10;
 
+// A "step N" region (profile_steps puts one around each step, at the top level).
+bool is_step_region(const OpEvent& event);
 // The step numbers kept in a profile, in order (from the "step N" regions).
 std::vector<int> kept_steps(const Profile& profile);
 // Each kept step's time: its "step N" region's device total, or its CPU total when the step

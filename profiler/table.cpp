@@ -89,17 +89,6 @@ void sort_rows(std::vector<OpRow>* rows, const std::string& key) {
 
 std::string cell_or_dash(bool known, const std::string& text) { return known ? text : std::string("-"); }
 
-// [[2, 4], [4]] as the text table prints it.
-std::string shapes_text(const nlohmann::json& shapes) {
-  std::string out = "[";
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    out += i ? ", [" : "[";
-    for (size_t j = 0; j < shapes[i].size(); ++j) out += (j ? ", " : "") + std::to_string(shapes[i][j].get<int64_t>());
-    out += "]";
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 const std::map<std::string, std::string>& sort_key_aliases() {
@@ -167,7 +156,7 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
       {"peak_memory_bytes", "Peak Mem", false, "",
        [](const Row& r) { return cell_or_dash(r[18] > 0, format_bytes(r[18].get<double>())); }},
       {"input_shapes", "Input Shapes", true, "",
-       [](const Row& r) { return r[19].is_null() ? std::string() : shapes_text(r[19]); }},
+       [](const Row& r) { return r[19].is_null() ? std::string() : shapes_str(r[19].get<std::vector<Shape>>()); }},
       {"is_region", "", false, "", nullptr, false},
   };
   check_columns(options.layout, table.columns);
@@ -177,8 +166,6 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
                       "self_device_pct"};
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
-    json shapes = json::array();
-    for (const Shape& shape : s.shape_list) shapes.push_back(shape);
     table.rows.push_back({
         s.name,
         s.path,
@@ -199,7 +186,7 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
         row.pct_peak_bandwidth >= 0 ? json(row.pct_peak_bandwidth) : json(),
         s.bytes_allocated,
         s.peak_extra_bytes,
-        s.shapes.empty() ? json() : shapes,
+        s.shapes.empty() ? json() : json(s.shape_list),
         s.is_region,
     });
   }
@@ -343,7 +330,7 @@ Rows step_table_rows(const Profile& profile) {
   size_t n = 0;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
     const OpEvent& event = profile.ops[i];
-    if (!event.is_region || event.parent >= 0 || event.name.rfind("step ", 0) != 0) continue;
+    if (!is_step_region(event)) continue;
     table.rows.push_back({event.step, step_times[n++], times.device_total_us[i], event.cpu_end_us - event.cpu_start_us});
   }
   return table;

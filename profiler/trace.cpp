@@ -157,6 +157,28 @@ json profile_summary(const Profile& profile) {
           {"active_steps", profile.active_steps}};
 }
 
+// The document's text in order: each added profile's events (the first one opening the event
+// list), then the end. `events` counts what was written so far; `profiles` lists the added ones.
+void append_profile(const Profile& profile, std::vector<json>& profiles, size_t& events,
+                    const std::function<void(const std::string&)>& sink) {
+  const int variant = static_cast<int>(profiles.size());
+  profiles.push_back(profile_summary(profile));
+  emit_profile_events(profile, variant, [&](const json& event) {
+    sink(events == 0 ? "{\"traceEvents\":[\n" + event.dump() : ",\n" + event.dump());
+    ++events;
+  });
+}
+
+// otherData: the first profile's fields (what a one-profile trace always had), and every
+// variant in order.
+std::string document_end(const std::vector<json>& profiles, size_t events) {
+  json other = profiles.empty() ? json::object() : profiles.front();
+  other["producer"] = "blockscope";
+  other["variants"] = profiles;
+  return std::string(events == 0 ? "{\"traceEvents\":[" : "") + "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" +
+         other.dump() + "}";
+}
+
 }  // namespace
 
 TraceWriter::TraceWriter(const std::string& path) : out_(path, "trace") {}
@@ -172,22 +194,11 @@ void TraceWriter::write(const std::string& piece) {
 }
 
 void TraceWriter::add(const Profile& profile) {
-  const int variant = static_cast<int>(profiles_.size());
-  profiles_.push_back(profile_summary(profile));
-  emit_profile_events(profile, variant, [&](const json& event) {
-    write(events_ == 0 ? "{\"traceEvents\":[\n" + event.dump() : ",\n" + event.dump());
-    ++events_;
-  });
+  append_profile(profile, profiles_, events_, [&](const std::string& piece) { write(piece); });
 }
 
 void TraceWriter::finish() {
-  if (events_ == 0) write("{\"traceEvents\":[");
-  // otherData: the first profile's fields (what a one-profile trace always had), and every
-  // variant in order.
-  json other = profiles_.empty() ? json::object() : profiles_.front();
-  other["producer"] = "blockscope";
-  other["variants"] = profiles_;
-  write("\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + other.dump() + "}");
+  write(document_end(profiles_, events_));
   out_.write(buffer_);
   buffer_.clear();
   out_.commit();
@@ -195,16 +206,10 @@ void TraceWriter::finish() {
 
 std::string chrome_trace_json(const Profile& profile) {
   std::string text;
-  bool first = true;
-  emit_profile_events(profile, 0, [&](const json& event) {
-    text += first ? "{\"traceEvents\":[\n" + event.dump() : ",\n" + event.dump();
-    first = false;
-  });
-  if (first) text += "{\"traceEvents\":[";
-  json other = profile_summary(profile);
-  other["producer"] = "blockscope";
-  other["variants"] = json::array({profile_summary(profile)});
-  return text + "\n],\"displayTimeUnit\":\"ms\",\"otherData\":" + other.dump() + "}";
+  std::vector<json> profiles;
+  size_t events = 0;
+  append_profile(profile, profiles, events, [&](const std::string& piece) { text += piece; });
+  return text + document_end(profiles, events);
 }
 
 void write_chrome_trace(const Profile& profile, const std::string& path) {

@@ -77,8 +77,6 @@ void set_thread_count(int n) {
 #endif
 }
 
-int thread_count() { return omp_get_max_threads(); }
-
 const char* gemm_library() {
 #ifdef BLOCKSCOPE_WITH_OPENBLAS
   return "openblas";

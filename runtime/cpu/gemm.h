@@ -22,7 +22,5 @@ const char* gemm_library();
 // Sets every CPU thread pool the backend uses to n threads: OpenMP's (the ops' loops, the
 // built-in GEMM) and OpenBLAS's own pool, which omp_set_num_threads does not reach.
 void set_thread_count(int n);
-// The OpenMP team size the ops use (what set_thread_count set, else OMP_NUM_THREADS or cores).
-int thread_count();
 
 }  // namespace blockscope::cpu

@@ -66,10 +66,8 @@ int run_command(Session& session) {
     std::vector<double> times;
     for (const auto& [start, end] : marks) times.push_back(ctx.backend().elapsed_ms(start, end));
     ctx.backend().release_marks();
-    double sum = 0;
-    for (double t : times) sum += t;
-    rows.push_back({label, paths_str(paths, config.kind), median(times), *std::min_element(times.begin(), times.end()),
-                    *std::max_element(times.begin(), times.end()), sum / static_cast<double>(times.size())});
+    const profiler::Spread spread = profiler::spread_of(times);
+    rows.push_back({label, paths_str(paths, config.kind), spread.median, spread.min, spread.max, spread.mean});
   }
 
   const double flops = workload.flops_per_forward();

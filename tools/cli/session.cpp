@@ -145,10 +145,4 @@ std::string variant_path(const std::string& path, const std::string& label) {
   return stem + "." + file_safe(label) + ext;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 }  // namespace blockscope::cli

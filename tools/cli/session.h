@@ -79,6 +79,5 @@ std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
 std::string workload_title(const WorkloadConfig& config, const Context& ctx);
 // FILE.json -> FILE.<label>.json for a variant's output file (the base keeps FILE).
 std::string variant_path(const std::string& path, const std::string& label);
-double median(std::vector<double> values);
 
 }  // namespace blockscope::cli
