@@ -210,6 +210,12 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
   ops::add(ctx, x2d, proj_, residual_);
 }
 
+std::vector<std::pair<std::string, Tensor>> Block::op_tensors() const {
+  return {{"attention.q", q_},          {"attention.k", k_},       {"attention.v", v_},
+          {"attention.out", attn_out_}, {"out_proj.input", merged_}, {"out_proj.out", proj_},
+          {"mlp.input", normed_},       {"mlp.out", mlp_out_}};
+}
+
 void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
   norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
   ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,11 @@ class Block {
   // After forward(): x + the attention sublayer, [T, d] (what the MLP sublayer adds to). Tests
   // and `check` compare each sublayer through it.
   const Tensor& residual() const { return residual_; }
+  // After forward(): what the path ops read and wrote, by name: "attention.q", "attention.k",
+  // "attention.v" [B, H(kv), S, D] and "attention.out" [B, H, S, D]; "out_proj.input"
+  // [B, S, H·D] and "out_proj.out" [T, d] (the attention's output projection, a linear);
+  // "mlp.input" and "mlp.out" [T, d]. `check` measures each op on its own inputs with them.
+  std::vector<std::pair<std::string, Tensor>> op_tensors() const;
 
   // Uses `other`'s activation buffers instead of its own (same model and sizes): the layers
   // of a stack run one after another, so they can share them.
@@ -98,6 +104,12 @@ class BlockStack {
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].
   const Tensor& last_residual() const { return blocks_.back().residual(); }
+  std::vector<std::pair<std::string, Tensor>> last_op_tensors() const { return blocks_.back().op_tensors(); }
+  // After forward(x, ...): the last layer's input, [B, S, d] (x itself for one layer; layer i
+  // writes ping_ when i is even, pong_ when odd).
+  const Tensor& last_input(const Tensor& x) const {
+    return blocks_.size() == 1 ? x : (blocks_.size() % 2 == 0 ? ping_ : pong_);
+  }
 
  private:
   std::vector<Block> blocks_;

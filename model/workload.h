@@ -85,7 +85,8 @@ class Workload {
   // Hugging Face names, in a stable order. output() is not included.
   const std::vector<std::pair<std::string, Tensor>>& inputs_and_weights() const { return runner_->named(); }
   // After forward(), the intermediates a sublayer's error is measured on: block and stack
-  // give "residual" (the last layer's x + attention, [B·S, d]); the other kinds none.
+  // give "layer_input" (the last layer's x, [B, S, d]), "residual" (its x + attention,
+  // [B·S, d]) and its path ops' inputs and outputs (Block::op_tensors); the other kinds none.
   std::vector<std::pair<std::string, Tensor>> intermediates() const { return runner_->intermediates(); }
   // inputs_and_weights() plus "output": what --dump writes.
   std::vector<std::pair<std::string, Tensor>> dump_tensors() const;

@@ -104,7 +104,10 @@ class BlockRunner final : public WorkloadKindRunner {
   void prepare(Context& ctx, const PathConfig& paths) override { stack_->prepare(ctx, paths); }
   void forward(Context& ctx, const PathConfig& paths) override { stack_->forward(ctx, input_, output_, paths); }
   std::vector<std::pair<std::string, Tensor>> intermediates() const override {
-    return {{"residual", stack_->last_residual()}};
+    std::vector<std::pair<std::string, Tensor>> out = {{"layer_input", stack_->last_input(input_)},
+                                                       {"residual", stack_->last_residual()}};
+    for (auto& item : stack_->last_op_tensors()) out.push_back(std::move(item));
+    return out;
   }
 
  private:

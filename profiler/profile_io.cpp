@@ -110,6 +110,7 @@ json profile_to_json(const Profile& profile) {
                    {"bytes", op.bytes},
                    {"bytes_allocated", op.bytes_allocated},
                    {"peak_bytes", op.peak_bytes},
+                   {"self_peak_bytes", op.self_peak_bytes},
                    {"start_bytes", op.start_bytes}});
   }
   json kernels = json::array();
@@ -202,6 +203,8 @@ Profile profile_from_json(const json& document, const std::string& source) {
     op.bytes_allocated = r.integer("bytes_allocated");
     op.peak_bytes = r.integer("peak_bytes");
     op.start_bytes = ops[i].contains("start_bytes") ? r.integer("start_bytes") : op.peak_bytes;
+    // Profiles saved before self peaks were recorded: none (the column shows "-").
+    op.self_peak_bytes = ops[i].contains("self_peak_bytes") ? r.integer("self_peak_bytes") : op.start_bytes;
     profile.ops.push_back(std::move(op));
   }
 

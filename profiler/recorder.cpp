@@ -40,14 +40,17 @@ int Recorder::begin_op(const std::string& name, const std::string& path, bool is
   event.step = step_;
   event.flops = flops;
   event.bytes = bytes;
-  // Each op measures its own peak: the backend's peak is reset at its start and put back
-  // (with the op's peak folded in) at its end, so outer ops and the backend's own figure stay
-  // right.
   const MemoryStats at_start = ctx_.backend().memory_stats();
   event.bytes_allocated = static_cast<int64_t>(at_start.total_allocated);
   event.start_bytes = static_cast<int64_t>(at_start.in_use);
-  outer_peaks_.push_back(at_start.peak_in_use);
-  ctx_.backend().reset_peak_memory();
+  event.self_peak_bytes = event.start_bytes;
+  if (open_.empty()) {
+    peak_before_ops_ = at_start.peak_in_use;
+    ctx_.backend().reset_peak_memory();
+  } else {
+    fold_peak();
+  }
+  open_peaks_.push_back(at_start.in_use);
   if (!origin_mark_.valid()) {
     origin_mark_ = ctx_.backend().mark();
     device_origin_us_ = now_us();
@@ -62,15 +65,25 @@ int Recorder::begin_op(const std::string& name, const std::string& path, bool is
 void Recorder::end_op(int index) {
   if (index < 0) return;
   BS_CHECK(!open_.empty() && open_.back() == index, "profiler scopes closed out of order");
-  open_.pop_back();
   OpEvent& event = ops_[index];
   event.device_end = ctx_.backend().mark();
   event.cpu_end_us = now_us();
   const MemoryStats stats = ctx_.backend().memory_stats();
   event.bytes_allocated = static_cast<int64_t>(stats.total_allocated) - event.bytes_allocated;
-  event.peak_bytes = static_cast<int64_t>(stats.peak_in_use);
-  ctx_.backend().restore_peak_memory(std::max(outer_peaks_.back(), stats.peak_in_use));
-  outer_peaks_.pop_back();
+  fold_peak();  // the last stretch, still this op's own time
+  open_.pop_back();
+  event.peak_bytes = static_cast<int64_t>(open_peaks_.back());
+  open_peaks_.pop_back();
+  // The outermost op's end puts the backend's own peak figure back, with every op's folded in.
+  if (open_.empty()) ctx_.backend().restore_peak_memory(std::max(peak_before_ops_, static_cast<size_t>(event.peak_bytes)));
+}
+
+void Recorder::fold_peak() {
+  const size_t peak = ctx_.backend().memory_stats().peak_in_use;
+  for (size_t& open_peak : open_peaks_) open_peak = std::max(open_peak, peak);
+  OpEvent& innermost = ops_[open_.back()];
+  innermost.self_peak_bytes = std::max(innermost.self_peak_bytes, static_cast<int64_t>(peak));
+  ctx_.backend().reset_peak_memory();
 }
 
 int Recorder::begin_kernel(const std::string& name) {
@@ -127,7 +140,7 @@ void Recorder::clear() {
   ops_.clear();
   kernels_.clear();
   open_.clear();
-  outer_peaks_.clear();
+  open_peaks_.clear();
   origin_mark_ = TimeMark{};
   ctx_.backend().release_marks();
 }

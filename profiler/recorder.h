@@ -30,6 +30,7 @@ struct OpEvent {
   double bytes = 0;  // bytes the op must read and write at least
   int64_t bytes_allocated = 0;  // by this op and its children
   int64_t peak_bytes = 0;       // device memory in use at its highest during the op
+  int64_t self_peak_bytes = 0;  // ... while none of its children ran (what the op itself held)
   int64_t start_bytes = 0;      // device memory in use when the op began
 };
 
@@ -90,7 +91,11 @@ class Recorder {
   std::vector<OpEvent> ops_;
   std::vector<KernelEvent> kernels_;
   std::vector<int> open_;  // stack of open op events
-  std::vector<size_t> outer_peaks_;  // per open op: the backend's peak before it began
+  // Memory peaks: the backend's peak is reset at every op boundary (begin or end), so each
+  // reading covers a stretch of one op's own time, its innermost open op's.
+  std::vector<size_t> open_peaks_;  // per open op: its peak so far, children's included
+  size_t peak_before_ops_ = 0;      // the backend's peak before the outermost op began
+  void fold_peak();                 // credits the stretch since the last boundary, then resets
   int64_t origin_ns_ = 0;
   TimeMark origin_mark_;
   double device_origin_us_ = 0;

@@ -90,6 +90,16 @@ std::string step_time_lines(const Profile& profile) {
                        "(profile.active)\n",
                        100.0 * s.cv());
   }
+  int64_t above_start = 0, in_use = 0;
+  for (const OpEvent& event : profile.ops) {
+    if (!is_step_region(event)) continue;
+    above_start = std::max(above_start, event.peak_bytes - event.start_bytes);
+    in_use = std::max(in_use, event.peak_bytes);
+  }
+  if (in_use > 0) {
+    out += fmt::format("Step memory: peak {} above the step's start, {} in use at most\n",
+                       format_bytes(static_cast<double>(above_start)), format_bytes(static_cast<double>(in_use)));
+  }
   return out;
 }
 
@@ -145,6 +155,7 @@ std::vector<OpStats> op_stats(const Profile& profile, bool group_by_shape) {
     row.bytes += event.bytes;
     row.bytes_allocated += event.bytes_allocated;
     row.peak_extra_bytes = std::max(row.peak_extra_bytes, event.peak_bytes - event.start_bytes);
+    row.self_peak_extra_bytes = std::max(row.self_peak_extra_bytes, event.self_peak_bytes - event.start_bytes);
   }
   // Without grouping, shapes are shown only when every call had the same ones.
   for (size_t r = 0; r < rows.size(); ++r) {

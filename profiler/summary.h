@@ -27,6 +27,9 @@ struct OpStats {
   // The most device memory above what was in use when a call began, over its calls (its
   // children's included): what the op needed at its peak. A step row's is the step's.
   int64_t peak_extra_bytes = 0;
+  // The same while none of its children ran: what the op itself held at its highest (a
+  // buffer it allocated, children's outputs it kept), as torch.profiler's "self" columns.
+  int64_t self_peak_extra_bytes = 0;
   std::vector<Shape> shape_list;  // the input shapes behind `shapes` (empty when they differ)
   int first_event = 0;          // first call's index in Profile::ops: ties keep first-seen order
 };

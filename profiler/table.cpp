@@ -65,6 +65,7 @@ const std::vector<std::pair<std::vector<std::string>, RowValue>>& sort_keys() {
       {{"memory", "bytes_allocated", "cpu_memory_usage", "device_memory_usage"},
        [](const OpRow& r) { return static_cast<double>(r.stats.bytes_allocated); }},
       {{"peak_memory"}, [](const OpRow& r) { return static_cast<double>(r.stats.peak_extra_bytes); }},
+      {{"self_peak_memory"}, [](const OpRow& r) { return static_cast<double>(r.stats.self_peak_extra_bytes); }},
   };
   return keys;
 }
@@ -155,14 +156,16 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
        [](const Row& r) { return cell_or_dash(r[17] != 0, format_bytes(r[17].get<double>())); }},
       {"peak_memory_bytes", "Peak Mem", false, "",
        [](const Row& r) { return cell_or_dash(r[18] > 0, format_bytes(r[18].get<double>())); }},
+      {"self_peak_memory_bytes", "Self Peak Mem", false, "",
+       [](const Row& r) { return cell_or_dash(r[19] > 0, format_bytes(r[19].get<double>())); }},
       {"input_shapes", "Input Shapes", true, "",
-       [](const Row& r) { return r[19].is_null() ? std::string() : shapes_str(r[19].get<std::vector<Shape>>()); }},
+       [](const Row& r) { return r[20].is_null() ? std::string() : shapes_str(r[20].get<std::vector<Shape>>()); }},
       {"is_region", "", false, "", nullptr, false},
   };
   check_columns(options.layout, table.columns);
   // Too wide for the terminal: the shapes first (longest), then the derived rates.
   table.drop_order = {"input_shapes", "pct_peak_bandwidth", "gbps", "pct_peak_flops", "tflops", "bytes",
-                      "cpu_avg_us", "device_avg_us", "self_cpu_pct", "cpu_total_us", "bytes_allocated", "flops",
+                      "cpu_avg_us", "device_avg_us", "self_cpu_pct", "cpu_total_us", "bytes_allocated", "self_peak_memory_bytes", "flops",
                       "self_device_pct"};
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
@@ -186,6 +189,7 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
         row.pct_peak_bandwidth >= 0 ? json(row.pct_peak_bandwidth) : json(),
         s.bytes_allocated,
         s.peak_extra_bytes,
+        s.self_peak_extra_bytes,
         s.shapes.empty() ? json() : json(s.shape_list),
         s.is_region,
     });
@@ -324,14 +328,21 @@ std::string kernel_table(const Profile& profile, Format format, const TextLayout
 
 Rows step_table_rows(const Profile& profile) {
   Rows table;
-  table.columns = {{"step", "Step"}, {"time_us", "Time"}, {"device_us", "Device"}, {"cpu_us", "CPU"}};
+  // Memory: the step's peak above what was in use when it began, and the peak in use.
+  table.columns = {{"step", "Step"},
+                   {"time_us", "Time"},
+                   {"device_us", "Device"},
+                   {"cpu_us", "CPU"},
+                   {"peak_memory_bytes", "Peak Mem", false, "", [](const Row& r) { return format_bytes(r[4].get<double>()); }},
+                   {"peak_in_use_bytes", "Peak In Use", false, "", [](const Row& r) { return format_bytes(r[5].get<double>()); }}};
   const EventTimes times = event_times(profile);
   const std::vector<double> step_times = step_times_us(profile);
   size_t n = 0;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
     const OpEvent& event = profile.ops[i];
     if (!is_step_region(event)) continue;
-    table.rows.push_back({event.step, step_times[n++], times.device_total_us[i], event.cpu_end_us - event.cpu_start_us});
+    table.rows.push_back({event.step, step_times[n++], times.device_total_us[i], event.cpu_end_us - event.cpu_start_us,
+                          event.peak_bytes - event.start_bytes, event.peak_bytes});
   }
   return table;
 }

@@ -53,6 +53,32 @@ RefTensor linear(const RefTensor& x, const RefTensor& w, const RefTensor& bias, 
   return reference::linear(x, w, present(bias), w_out_in);
 }
 
+// Layer `layer`'s weight-name prefix ("h.0.", "model.layers.0.").
+std::string layer_prefix(const ModelConfig& m, int64_t layer) {
+  return (m.family == ModelFamily::gpt2 ? "h." : "model.layers.") + std::to_string(layer) + ".";
+}
+
+// The attention output projection on merged heads [T, H·D] -> [T, d] (before the residual).
+RefTensor out_proj(const ModelConfig& m, const Named& w, const std::string& p, const RefTensor& merged) {
+  if (m.family == ModelFamily::gpt2) {
+    return linear(merged, need(w, p + "attn.c_proj.weight"), need(w, p + "attn.c_proj.bias"), false);
+  }
+  return linear(merged, need(w, p + "self_attn.o_proj.weight"), optional(w, p + "self_attn.o_proj.bias"), true);
+}
+
+// The MLP on the normed residual [T, d] -> [T, d] (before the residual).
+RefTensor mlp_of(const ModelConfig& m, const Named& w, const std::string& p, const RefTensor& h2) {
+  if (m.family == ModelFamily::gpt2) {
+    return mlp_plain(h2, need(w, p + "mlp.c_fc.weight"), &need(w, p + "mlp.c_fc.bias"), need(w, p + "mlp.c_proj.weight"),
+                     &need(w, p + "mlp.c_proj.bias"), ops::Activation::gelu_tanh, false);
+  }
+  return m.gated ? mlp_gated(h2, need(w, p + "mlp.gate_proj.weight"), need(w, p + "mlp.up_proj.weight"),
+                             need(w, p + "mlp.down_proj.weight"), m.activation, true)
+                 : mlp_plain(h2, need(w, p + "mlp.up_proj.weight"), present(optional(w, p + "mlp.up_proj.bias")),
+                             need(w, p + "mlp.down_proj.weight"), present(optional(w, p + "mlp.down_proj.bias")),
+                             m.activation, true);
+}
+
 }  // namespace
 
 RefTensor block_forward(const ModelConfig& config, const Named& w, const RefTensor& x, int64_t layer,
@@ -66,19 +92,17 @@ RefTensor block_forward(const ModelConfig& config, const Named& w, const RefTens
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   RefTensor residual, out;
   if (m.family == ModelFamily::gpt2) {
-    const std::string p = "h." + std::to_string(layer) + ".";
+    const std::string p = layer_prefix(m, layer);
     const RefTensor h = reference::layer_norm(x2d, need(w, p + "ln_1.weight"), &need(w, p + "ln_1.bias"), m.norm_eps);
     const RefTensor qkv = linear(h, need(w, p + "attn.c_attn.weight"), need(w, p + "attn.c_attn.bias"), false);
     const RefTensor q = split_heads(qkv, B, S, H, D, 0), k = split_heads(qkv, B, S, H, D, d),
                     v = split_heads(qkv, B, S, H, D, 2 * d);
     const RefTensor att = reference::attention(q, k, v, true, scale);
-    residual = elementwise_add(x2d, linear(merge_heads(att), need(w, p + "attn.c_proj.weight"), need(w, p + "attn.c_proj.bias"), false));
+    residual = elementwise_add(x2d, out_proj(m, w, p, merge_heads(att)));
     const RefTensor h2 = reference::layer_norm(residual, need(w, p + "ln_2.weight"), &need(w, p + "ln_2.bias"), m.norm_eps);
-    out = elementwise_add(residual, mlp_plain(h2, need(w, p + "mlp.c_fc.weight"), &need(w, p + "mlp.c_fc.bias"),
-                                              need(w, p + "mlp.c_proj.weight"), &need(w, p + "mlp.c_proj.bias"),
-                                              ops::Activation::gelu_tanh, false));
+    out = elementwise_add(residual, mlp_of(m, w, p, h2));
   } else {
-    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    const std::string p = layer_prefix(m, layer);
     auto norm = [&](const RefTensor& in, const std::string& name) {
       return m.norm == NormKind::layernorm
                  ? reference::layer_norm(in, need(w, p + name + ".weight"), present(optional(w, p + name + ".bias")),
@@ -97,15 +121,9 @@ RefTensor block_forward(const ModelConfig& config, const Named& w, const RefTens
       k = reference::rope(k, m.rope_theta, 0);
     }
     const RefTensor att = reference::attention(q, k, v, m.causal, scale);
-    residual = elementwise_add(x2d, proj(merge_heads(att), "self_attn.o_proj"));
+    residual = elementwise_add(x2d, out_proj(m, w, p, merge_heads(att)));
     const RefTensor h2 = norm(residual, "post_attention_layernorm");
-    const RefTensor mlp =
-        m.gated ? mlp_gated(h2, need(w, p + "mlp.gate_proj.weight"), need(w, p + "mlp.up_proj.weight"),
-                            need(w, p + "mlp.down_proj.weight"), m.activation, true)
-                : mlp_plain(h2, need(w, p + "mlp.up_proj.weight"), present(optional(w, p + "mlp.up_proj.bias")),
-                            need(w, p + "mlp.down_proj.weight"), present(optional(w, p + "mlp.down_proj.bias")),
-                            m.activation, true);
-    out = elementwise_add(residual, mlp);
+    out = elementwise_add(residual, mlp_of(m, w, p, h2));
   }
   out.shape = {B, S, d};
   if (residual_out != nullptr) {
@@ -141,4 +159,36 @@ RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
   throw std::runtime_error("block reference: unknown workload");
 }
 
+LastLayer last_layer(const WorkloadConfig& config, const Named& named) {
+  if (!is_block_workload(config.kind)) {
+    throw std::runtime_error("block reference: last_layer is for block and stack workloads");
+  }
+  const int64_t layers = config.kind == WorkloadKind::block ? 1 : config.model.n_layers;
+  LastLayer out;
+  out.output = need(named, "input");
+  for (int64_t i = 0; i < layers; ++i) {
+    out.input = out.output;
+    out.output = block_forward(config.model, named, out.input, i, &out.residual);
+  }
+  return out;
+}
+
+Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs) {
+  if (!is_block_workload(config.kind)) {
+    throw std::runtime_error("block reference: last_layer_ops is for block and stack workloads");
+  }
+  const ModelConfig m = with_family_semantics(config.model);
+  const std::string p = layer_prefix(m, config.kind == WorkloadKind::block ? 0 : m.n_layers - 1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));
+  RefTensor merged = need(op_inputs, "out_proj.input");
+  merged.shape = {merged.numel() / (m.n_heads * m.head_dim), m.n_heads * m.head_dim};
+  RefTensor mlp_input = need(op_inputs, "mlp.input");
+  mlp_input.shape = {mlp_input.numel() / m.d_model, m.d_model};
+  return {
+      {"attention.out", reference::attention(need(op_inputs, "attention.q"), need(op_inputs, "attention.k"),
+                                             need(op_inputs, "attention.v"), m.causal, scale)},
+      {"out_proj.out", out_proj(m, named, p, merged)},
+      {"mlp.out", mlp_of(m, named, p, mlp_input)},
+  };
+}
 }  // namespace blockscope::reference::blockref

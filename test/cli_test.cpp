@@ -352,6 +352,38 @@ TEST(Cli, ProfileTraceSaveAndDiff) {
   EXPECT_EQ(r.code, 2) << r.err;
 }
 
+// check's rows on a block: the attention op is measured on the q, k, v the run gave it, which
+// the linear path changes and the MLP path does not, so rows that differ in their MLP path
+// alone measure the same attention error. Every error is non-zero (a path exact in f32 is a
+// sign the reference was computed from the path's own output) and within its bound.
+void expect_sublayer_errors_follow_their_paths(const nlohmann::json& results) {
+  std::map<std::string, double> attention_by_key;
+  for (const nlohmann::json& row : results) {
+    SCOPED_TRACE(row.dump());
+    const std::pair<const char*, const char*> measures[] = {
+        {"max_rel_error", "bound"},
+        {"attention_max_rel_error", "attention_bound"},
+        {"linear_max_rel_error", "linear_bound"},
+        {"mlp_max_rel_error", "mlp_bound"}};
+    for (const auto& [error, bound] : measures) {
+      ASSERT_TRUE(row[error].is_number()) << error;
+      EXPECT_GT(row[error].get<double>(), 0.0) << error;
+      EXPECT_LE(row[error].get<double>(), row[bound].get<double>()) << error;
+    }
+    // The row's paths without its MLP path ("attention=flash,linear=epilogue,mlp=fused").
+    std::string key = row["device"].get<std::string>();
+    std::stringstream paths(row["paths"].get<std::string>());
+    for (std::string token; std::getline(paths, token, ',');) {
+      if (token.rfind("mlp=", 0) != 0) key += " " + token;
+    }
+    const double attention = row["attention_max_rel_error"];
+    const auto [it, inserted] = attention_by_key.emplace(key, attention);
+    if (!inserted) {
+      EXPECT_EQ(it->second, attention) << "same attention and linear paths: " << key;
+    }
+  }
+}
+
 TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
   for (const char* config : {"configs/blocks/tiny-gpt2.yaml", "configs/blocks/tiny-llama.yaml", "configs/blocks/tiny-custom.yaml"}) {
     SCOPED_TRACE(config);
@@ -365,6 +397,19 @@ TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
     const size_t devices =
         1 + (blockscope::cuda_available() ? static_cast<size_t>(blockscope::cuda_device_count()) : 0);
     EXPECT_EQ(out["results"].size(), 24u * devices);
+    EXPECT_EQ(out["measures"], (nlohmann::json{"output", "attention", "linear", "mlp"}));
+    expect_sublayer_errors_follow_their_paths(out["results"]);
+  }
+  // Stacks are compared at their last layer's sublayers: its input is the previous layer's
+  // output (ping or pong buffer by parity), so both parities are checked.
+  for (const char* layers : {"2", "3"}) {
+    SCOPED_TRACE(std::string("layers ") + layers);
+    const Result r = run_cli({"check", source("configs/blocks/tiny-gpt2.yaml"), "--set", "workload=stack", "--set",
+                              std::string("model.n_layers=") + layers, "--format", "json"});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(out.is_discarded()) << r.out;
+    expect_sublayer_errors_follow_their_paths(out["results"]);
   }
   const Result modules = run_cli({"check", source("configs/series/04_attention.yaml"), "--set", "input.seq_len=20",
                                   "--dtype", "f32"});

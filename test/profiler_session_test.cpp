@@ -116,6 +116,56 @@ TEST(ProfileSteps, RestoresThePreviousRecorderWhenAStepThrows) {
   ctx.set_recorder(nullptr);
 }
 
+// Peaks per op, total and self, with sizes known exactly: an outer region holds 1 MiB, a child
+// allocates and frees 3 MiB, then the outer region allocates 0.5 MiB more. Total = what was in
+// use at its highest above the start; self = the same while no child ran.
+TEST(Recorder, PeakMemoryPerOpTotalAndSelf) {
+  Context ctx(Device::cpu());
+  Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  const int64_t mib = 1 << 20;
+  const size_t base = ctx.backend().memory_stats().in_use;
+  {
+    RegionScope outer(ctx, "outer");
+    Tensor held = ctx.empty({mib / 4}, DType::f32);  // 1 MiB
+    {
+      RegionScope child(ctx, "child");
+      Tensor scratch = ctx.empty({3 * mib / 4}, DType::f32);  // 3 MiB, freed at the child's end
+    }
+    Tensor more = ctx.empty({mib / 8}, DType::f32);  // 0.5 MiB
+  }
+  {
+    RegionScope after(ctx, "after");  // allocates nothing
+  }
+  ctx.set_recorder(nullptr);
+  ASSERT_EQ(recorder.ops().size(), 3u);
+  const OpEvent& outer = recorder.ops()[0];
+  const OpEvent& child = recorder.ops()[1];
+  const OpEvent& after = recorder.ops()[2];
+  EXPECT_EQ(outer.start_bytes, static_cast<int64_t>(base));
+  EXPECT_EQ(outer.peak_bytes - outer.start_bytes, 4 * mib) << "1 MiB held + the child's 3 MiB";
+  EXPECT_EQ(outer.self_peak_bytes - outer.start_bytes, 3 * mib / 2) << "1 + 0.5 MiB, outside the child";
+  EXPECT_EQ(child.peak_bytes - child.start_bytes, 3 * mib);
+  EXPECT_EQ(child.self_peak_bytes - child.start_bytes, 3 * mib);
+  EXPECT_EQ(child.start_bytes - outer.start_bytes, mib);
+  EXPECT_EQ(after.peak_bytes, after.start_bytes);
+  EXPECT_EQ(after.self_peak_bytes, after.start_bytes);
+  // The backend's own peak keeps every op's folded in.
+  EXPECT_GE(ctx.backend().memory_stats().peak_in_use, base + 4 * mib);
+  // The op table: the outer region's Peak Mem 4 MiB, Self Peak Mem 1.5 MiB.
+  Profile profile;
+  profile.ops = recorder.ops();
+  const Rows table = op_table_rows(profile, TableOptions{});
+  bool found = false;
+  for (const Row& row : table.rows) {
+    if (row[0] != "outer") continue;
+    found = true;
+    EXPECT_EQ(row[18], 4 * mib);
+    EXPECT_EQ(row[19], 3 * mib / 2);
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(ProfileSteps, RejectsSchedulesThatKeepNothing) {
   Context ctx(Device::cpu());
   const auto nothing = [](int) {};

@@ -109,44 +109,6 @@ TEST_P(RopeTest, UnitVectorsRotateByTheRightAngle) {
   }
 }
 
-// Both backends rotate with the same cos/sin table (ops/rope/rope_table.h) and round the same
-// products: the CUDA result is the CPU's, bit for bit — packed and element paths (D 64, 128,
-// odd small D, a strided D axis), offsets past 2^16 (windowed tables) and fresh inputs.
-TEST_P(RopeTest, CudaIsBitIdenticalToCpu) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  if (device().is_cpu()) GTEST_SKIP() << "compares a CUDA device with the CPU";
-  Context ctx(device());
-  Context cpu(Device::cpu());
-  const std::vector<Shape> shapes = {{1, 1, 1, 2}, {2, 3, 7, 6}, {1, 7, 37, 64}, {1, 2, 1000, 128}, {3, 1, 5, 16}};
-  for (const Shape& shape : shapes) {
-    for (int64_t offset : {int64_t{0}, int64_t{4093}, int64_t{70001}}) {
-      const uint64_t seed = testing::fresh_seed();
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " x " << shape_str(shape) << " offset " << offset);
-      const Tensor x = testing::random_tensor(ctx, shape, dtype(), seed);
-      Tensor y = testing::poisoned_tensor(ctx, shape, dtype());
-      ops::rope(ctx, x, y, 10000.0f, offset);
-      Tensor yc = testing::poisoned_tensor(cpu, shape, dtype());
-      ops::rope(cpu, cpu.copy_from(x), yc, 10000.0f, offset);
-      EXPECT_EQ(to_floats(y), to_floats(yc));
-      // A view whose D axis has stride 2 (element path), and a permuted one ([B, S, H, D] memory).
-      Tensor wide = testing::random_tensor(ctx, {shape[0], shape[1], shape[2], shape[3], 2}, dtype(), seed + 1);
-      Tensor ys = testing::poisoned_tensor(ctx, shape, dtype());
-      ops::rope(ctx, wide.select(4, 1), ys, 500000.0f, offset);
-      Tensor ysc = testing::poisoned_tensor(cpu, shape, dtype());
-      ops::rope(cpu, cpu.copy_from(wide).select(4, 1), ysc, 500000.0f, offset);
-      EXPECT_EQ(to_floats(ys), to_floats(ysc));
-      Tensor bshd = testing::random_tensor(ctx, {shape[0], shape[2], shape[1], shape[3]}, dtype(), seed + 2);
-      Tensor yp = testing::poisoned_tensor(ctx, shape, dtype());
-      ops::rope(ctx, bshd.permute({0, 2, 1, 3}), yp, 10000.0f, offset);
-      Tensor ypc = testing::poisoned_tensor(cpu, shape, dtype());
-      ops::rope(cpu, cpu.copy_from(bshd).permute({0, 2, 1, 3}), ypc, 10000.0f, offset);
-      ys = yp;
-      ysc = ypc;
-      EXPECT_EQ(to_floats(ys), to_floats(ysc));
-    }
-  }
-}
-
 TEST_P(RopeTest, KernelName) {
   BS_SKIP_IF_UNAVAILABLE(device());
   Context ctx(device());
@@ -205,6 +167,43 @@ TEST_P(CudaOps, RopeStridedViewAndInPlace) {
     ops::rope(dev.cpu, q, q, 500000.0f, 3);  // in place on the view
     ops::rope(dev.gpu, q_gpu, q_gpu, 500000.0f, 3);
     expect_cuda_matches_cpu(qkv_gpu, qkv, cuda_tolerance(dtype(), 2.0), "rope in place D " + std::to_string(head_dim));
+  }
+}
+
+// Both backends rotate with the same cos/sin table (ops/rope/rope_table.h) and round the same
+// products: the CUDA result is the CPU's, bit for bit — packed and element paths (D 64, 128,
+// odd small D, a strided D axis), offsets past 2^16 (windowed tables) and fresh inputs.
+TEST_P(CudaOps, RopeIsBitIdenticalToCpu) {
+  Devices dev;
+  Context& ctx = dev.gpu;
+  Context& cpu = dev.cpu;
+  const std::vector<Shape> shapes = {{1, 1, 1, 2}, {2, 3, 7, 6}, {1, 7, 37, 64}, {1, 2, 1000, 128}, {3, 1, 5, 16}};
+  for (const Shape& shape : shapes) {
+    for (int64_t offset : {int64_t{0}, int64_t{4093}, int64_t{70001}}) {
+      const uint64_t seed = testing::fresh_seed();
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " x " << shape_str(shape) << " offset " << offset);
+      const Tensor x = testing::random_tensor(ctx, shape, dtype(), seed);
+      Tensor y = testing::poisoned_tensor(ctx, shape, dtype());
+      ops::rope(ctx, x, y, 10000.0f, offset);
+      Tensor yc = testing::poisoned_tensor(cpu, shape, dtype());
+      ops::rope(cpu, cpu.copy_from(x), yc, 10000.0f, offset);
+      EXPECT_EQ(to_floats(y), to_floats(yc));
+      // A view whose D axis has stride 2 (element path), and a permuted one ([B, S, H, D] memory).
+      Tensor wide = testing::random_tensor(ctx, {shape[0], shape[1], shape[2], shape[3], 2}, dtype(), seed + 1);
+      Tensor ys = testing::poisoned_tensor(ctx, shape, dtype());
+      ops::rope(ctx, wide.select(4, 1), ys, 500000.0f, offset);
+      Tensor ysc = testing::poisoned_tensor(cpu, shape, dtype());
+      ops::rope(cpu, cpu.copy_from(wide).select(4, 1), ysc, 500000.0f, offset);
+      EXPECT_EQ(to_floats(ys), to_floats(ysc));
+      Tensor bshd = testing::random_tensor(ctx, {shape[0], shape[2], shape[1], shape[3]}, dtype(), seed + 2);
+      Tensor yp = testing::poisoned_tensor(ctx, shape, dtype());
+      ops::rope(ctx, bshd.permute({0, 2, 1, 3}), yp, 10000.0f, offset);
+      Tensor ypc = testing::poisoned_tensor(cpu, shape, dtype());
+      ops::rope(cpu, cpu.copy_from(bshd).permute({0, 2, 1, 3}), ypc, 10000.0f, offset);
+      ys = yp;
+      ysc = ypc;
+      EXPECT_EQ(to_floats(ys), to_floats(ysc));
+    }
   }
 }
 
