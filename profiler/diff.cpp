@@ -325,16 +325,18 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   }
   const Rows table = diff_table(kernels, ops);
   if (format == Format::csv) return render(table, format);
-  std::string out = fmt::format("diff: {} → {}\n{}\n\n", before.label.empty() ? "before" : before.label,
-                                after.label.empty() ? "after" : after.label, summary);
-  for (const std::string& line : mismatches) out += "warning: " + line + "\n";
-  const std::vector<std::string> noisy = noise_warnings(before, after);
-  for (const std::string& line : noisy) out += line + "\n";
-  if (!mismatches.empty() || !noisy.empty()) out += "\n";
+  // The lines above the tables, wrapped to the tables' width.
+  std::string head = fmt::format("diff: {} → {}\n{}\n", before.label.empty() ? "before" : before.label,
+                                 after.label.empty() ? "after" : after.label, summary);
+  std::string notes;
+  for (const std::string& line : mismatches) notes += "warning: " + line + "\n";
+  for (const std::string& line : noise_warnings(before, after)) notes += line + "\n";
   if (before.simulated || after.simulated) {
-    out += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
-           "simulator's, not a GPU's\n\n";
+    notes += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
+             "simulator's, not a GPU's\n";
   }
+  std::string out = wrap_text(head, layout.max_width) + "\n";
+  if (!notes.empty()) out += wrap_text(notes, layout.max_width) + "\n";
   out += render_part(table, true, "Kernel", layout) + "\n";
   out += render_part(table, false, "Op / region", layout);
   return out;

@@ -101,6 +101,37 @@ nlohmann::json rows_json(const Rows& rows) {
   return out;
 }
 
+std::string wrap_line(const std::string& text, size_t width) {
+  if (width == 0) return text + "\n";
+  std::string out, line;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && text_width(line) + 1 + text_width(word) > width) {
+      out += line + "\n";
+      line = "  " + word;
+    } else {
+      line += (line.empty() ? "" : " ") + word;
+    }
+    start = end + 1;
+  }
+  return out + line + "\n";
+}
+
+std::string wrap_text(const std::string& text, size_t width) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += wrap_line(text.substr(start, end - start), width);
+    start = end + 1;
+  }
+  return out;
+}
+
 size_t terminal_width() {
   if (const char* columns = std::getenv("COLUMNS")) {
     char* end = nullptr;
@@ -217,7 +248,9 @@ std::string render(const Rows& rows, Format format, const TextLayout& layout) {
   if (!dropped.empty()) {
     std::string names;
     for (size_t i = 0; i < dropped.size(); ++i) names += (i ? ", " : "") + dropped[i];
-    out += "(hidden to fit " + std::to_string(layout.max_width) + " columns: " + names + "; --columns all shows them)\n";
+    out += wrap_line("(hidden to fit " + std::to_string(layout.max_width) + " columns: " + names +
+                         "; --columns all shows them)",
+                     layout.max_width);
   }
   return out;
 }

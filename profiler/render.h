@@ -56,6 +56,12 @@ struct TextLayout {
 };
 // The width to fit: $COLUMNS when set, else the terminal's when stdout is one, else 0 (none).
 size_t terminal_width();
+// `text` (one line, no newline) broken at spaces into lines of at most `width` code points
+// (a longer word stays whole), continuation lines indented by two spaces; each line ends in a
+// newline. Width 0: the text as one line.
+std::string wrap_line(const std::string& text, size_t width);
+// Every line of `text` (newline-terminated lines) through wrap_line.
+std::string wrap_text(const std::string& text, size_t width);
 // "name,path,self_device_us" -> layout.columns; "all" -> every column, unfitted, empties kept.
 TextLayout parse_columns(const std::string& list, size_t max_width);
 // An InputError naming --columns for a name in layout.columns that is none of `known`'s keys

@@ -225,24 +225,26 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
     out["step_time_us"] = {{"median", spread.median}, {"min", spread.min}, {"max", spread.max},
                            {"mean", spread.mean}, {"stddev", spread.stddev}, {"cv", spread.cv()},
                            {"noisy", spread.cv() > kNoisyCv}};
+    out["steps"] = rows_json(step_table_rows(profile));  // per step: times and memory peaks
     out["rows"] = rows_json(table);
     return out.dump(2) + "\n";
   }
   if (format == Format::csv) return render(table, format, options.layout);
-  std::string out = render(table, format, options.layout);
-  if (cut_rows > 0) out += fmt::format("… {} more row{} (--row-limit 0 shows all)\n", cut_rows, cut_rows == 1 ? "" : "s");
-  if (profile.simulated) out += kSimulatedNote;
+  std::string notes;  // under the table, wrapped to its width
+  if (cut_rows > 0) notes += fmt::format("… {} more row{} (--row-limit 0 shows all)\n", cut_rows, cut_rows == 1 ? "" : "s");
+  if (profile.simulated) notes += kSimulatedNote;
   const bool over_peak = std::any_of(table.rows.begin(), table.rows.end(), [](const Row& r) {
     return (r[15].is_number() && r[15].get<double>() > 100.0) || (r[16].is_number() && r[16].get<double>() > 100.0);
   });
   if (over_peak) {
-    out += fmt::format("! above 100% of the peak ({:.3g} TFLOP/s, {:.3g} GB/s: {}): the peak is low for this run\n",
-                       profile.peaks.tflops, profile.peaks.gbps, profile.peaks.source.empty() ? "unknown source" : profile.peaks.source);
+    notes += fmt::format("! above 100% of the peak ({:.3g} TFLOP/s, {:.3g} GB/s: {}): the peak is low for this run\n",
+                         profile.peaks.tflops, profile.peaks.gbps,
+                         profile.peaks.source.empty() ? "unknown source" : profile.peaks.source);
   }
-  out += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
-  out += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
-  out += step_time_lines(profile);
-  return out;
+  notes += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
+  notes += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
+  notes += step_time_lines(profile);
+  return render(table, format, options.layout) + wrap_text(notes, options.layout.max_width);
 }
 
 Rows kernel_table_rows(const Profile& profile) {
@@ -314,16 +316,16 @@ std::string kernel_table(const Profile& profile, Format format, const TextLayout
     return out.dump(2) + "\n";
   }
   if (format == Format::csv) return render(table, format);
-  std::string out = render(table, format, layout);
-  if (profile.simulated) out += kSimulatedNote;
-  out += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, table.rows.size(),
-                     profile.active_steps);
-  out += fmt::format("Device time total: {} ({} per step)\n", format_time_us(device_total),
-                     format_time_us(device_total / steps));
+  std::string notes;  // under the table, wrapped to its width
+  if (profile.simulated) notes += kSimulatedNote;
+  notes += fmt::format("Kernels per step: {:g} ({} distinct) over {} step(s)\n", kernels_per_step, table.rows.size(),
+                       profile.active_steps);
+  notes += fmt::format("Device time total: {} ({} per step)\n", format_time_us(device_total),
+                       format_time_us(device_total / steps));
   if (std::any_of(table.rows.begin(), table.rows.end(), [](const Row& r) { return r[11].get<bool>(); })) {
-    out += "* launch configuration differs between calls; the first call's is shown\n";
+    notes += "* launch configuration differs between calls; the first call's is shown\n";
   }
-  return out;
+  return render(table, format, layout) + wrap_text(notes, layout.max_width);
 }
 
 Rows step_table_rows(const Profile& profile) {

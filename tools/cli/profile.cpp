@@ -96,11 +96,12 @@ int profile_command(Session& session) {
   if (format == profiler::Format::table) {
     std::cout << workload_title(config, ctx) << "\n";
     const profiler::Peaks peaks = profiler::device_peaks(ctx, config.dtype);
-    std::cout << "Device: " << ctx.backend().info(config.dtype).description;
+    std::string device = "Device: " + ctx.backend().info(config.dtype).description;
     if (peaks.tflops > 0) {
-      std::cout << fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
+      device += fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
     }
-    std::cout << fmt::format("\nSchedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
+    std::cout << profiler::wrap_line(device, profiler::terminal_width());
+    std::cout << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
                              schedule.warmup, schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
     std::cout.flush();
   }
