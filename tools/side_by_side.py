@@ -73,6 +73,28 @@ def load_torch(paths, stat, clock):
     return rows, contexts
 
 
+def thread_mismatches(ours_ctx, torch_ctx):
+    """Why these runs cannot be compared on CPU rows: thread counts that differ, or a PyTorch
+    run whose pools were not pinned (torch_peer.py before thread_pools was recorded)."""
+    ours = {str(c.get("cpu_threads")) for c in ours_ctx if c.get("cpu_threads") is not None}
+    problems = []
+    if len(ours) > 1:
+        problems.append(f"the blockscope runs used different thread counts: {sorted(ours)}")
+    for c in torch_ctx:
+        if str(c.get("device", "cpu")).startswith("cuda"):
+            continue  # GPU rows: the host threads only launch
+        pools = c.get("thread_pools")
+        if not pools:
+            problems.append("a torch_peer.py run without thread_pools in its context (its OpenBLAS pool was "
+                            "not pinned): run torch_peer.py again")
+            continue
+        counts = {"intra-op": pools.get("intra_op"), "OpenBLAS": pools.get("openblas_threads")}
+        for name, count in counts.items():
+            if count is not None and ours and {str(count)} != ours:
+                problems.append(f"PyTorch's {name} pool ran {count} thread(s), blockscope {', '.join(sorted(ours))}")
+    return problems
+
+
 def describe(key):
     try:
         workload, variant, dtype, shape = parse_key(key)
@@ -159,8 +181,13 @@ def markdown(rows, ours_ctx, torch_ctx, stat, clock):
                      + f"; host {c.get('host_name', '?')}, {c.get('num_cpus', '?')} CPUs, run {c.get('date', '?')}")
     if torch_ctx:
         c = torch_ctx[0]
+        pools = c.get("thread_pools") or {}
+        env = pools.get("env") or {}
         lines.append(f"PyTorch {c.get('torch', '?')} on {c.get('device_name', c.get('device', '?'))}, "
-                     f"{c.get('threads', '?')} threads, timer {c.get('timer', '?')}, {stat} per iteration")
+                     f"{c.get('threads', '?')} threads (OpenBLAS {pools.get('openblas_threads', '?')} threads, "
+                     f"kernels {pools.get('openblas_core', '?')}; OPENBLAS_CORETYPE={env.get('OPENBLAS_CORETYPE')}, "
+                     f"OPENBLAS_L2_SIZE={env.get('OPENBLAS_L2_SIZE')}), timer {c.get('timer', '?')}, "
+                     f"{stat} per iteration")
     lines.append(f"Clock compared: {'CPU time of the timing thread' if clock == 'cpu' else 'wall / CUDA-event time'}.")
     lines.append("")
     lines.append("| workload | path | dtype | shape | device | blockscope ms | kernels | PyTorch ms | PyTorch kernels "
@@ -237,6 +264,10 @@ def main(argv=None):
 
     ours, ours_ctx = load_blockscope(args.blockscope)
     peers, torch_ctx = load_torch(args.torch, args.torch_stat, args.clock)
+    problems = thread_mismatches(ours_ctx, torch_ctx)
+    if problems:
+        sys.exit("side_by_side: refusing to compare: " + "; ".join(problems) +
+                 " (torch_peer.py --threads N pins every pool; blockscope: OMP_NUM_THREADS / --threads)")
     rows = build_rows(ours, peers, args.clock)
     print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat, args.clock))
     if args.png:

@@ -20,7 +20,9 @@ Output schema ("blockscope.torch_peer/1"):
 {
   "schema": "blockscope.torch_peer/1",
   "context": {"torch": "2.11.0", "python": "3.11.2", "device": "cpu" | "cuda:0",
-              "device_name": "...", "threads": 2, "timer": "wall" | "cuda_events",
+              "device_name": "...", "threads": 1, "timer": "wall" | "cuda_events",
+              "thread_pools": {"pinned": 1, "intra_op": 1, "inter_op": .., "openblas_threads": 1,
+                               "openblas_core": "SkylakeX", "openblas_config": "..", "env": {..}},
               "cuda": "12.8" | null, "cudnn": 90100 | null, "date": "2026-...Z"},
   "results": [{
     "key": "attention/naive/f32/B=1,H=2,S=64,D=32,causal=1",   # blockscope's workload key
@@ -43,12 +45,22 @@ benchmark's label; tools/side_by_side.py matches the two on (key, device).
 
 Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch).
 
+Threads: every pool PyTorch's CPU work can use is pinned to one count before torch is
+imported -- intra-op (torch.set_num_threads), OpenMP (OMP_NUM_THREADS), and the BLAS library's
+own pool (OPENBLAS_NUM_THREADS, MKL_NUM_THREADS): Debian's PyTorch runs f32 GEMMs on OpenBLAS,
+whose pool ignores torch.set_num_threads. The count is --threads, else the cpu_threads of the
+blockscope JSON given with --from-json, else 1. The context records what each pool ended up
+with ("thread_pools", read back from the libraries), the OPENBLAS_* settings of the
+environment and the OpenBLAS kernel set in use ("openblas_core"); side_by_side.py refuses to
+compare runs whose thread counts differ.
+
 Like with like: causal masks are bottom-right aligned as blockscope's (SDPA's is_causal is
 top-left when Sq != Sk, so such shapes get an explicit attn_mask), and a fully masked row is
 zeros as in blockscope (torch.softmax gives NaN): see causal_mask() and masked_softmax().
 """
 
 import argparse
+import ctypes
 import datetime
 import json
 import math
@@ -57,6 +69,34 @@ import platform
 import statistics
 import sys
 import time
+
+
+def thread_count_to_pin(argv):
+    """--threads N, else blockscope's cpu_threads from the --from-json files, else 1."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--threads", type=int, default=0)
+    early.add_argument("--from-json", nargs="+", default=[])
+    known, _ = early.parse_known_args(argv)
+    if known.threads > 0:
+        return known.threads
+    counts = set()
+    for path in known.from_json:
+        try:
+            with open(path) as handle:
+                counts.add(int(json.load(handle).get("context", {}).get("cpu_threads", 0)))
+        except (OSError, ValueError, TypeError):
+            pass  # the full parse reports unreadable files
+    counts.discard(0)
+    if len(counts) > 1:
+        sys.exit(f"torch_peer: the --from-json files ran with different thread counts {sorted(counts)}; "
+                 "run them separately or pass --threads")
+    return counts.pop() if counts else 1
+
+
+# Before torch is imported: OpenMP and OpenBLAS read these once, when they load.
+PINNED_THREADS = thread_count_to_pin(sys.argv[1:])
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[variable] = str(PINNED_THREADS)
 
 try:
     import torch
@@ -432,12 +472,51 @@ def count_cuda_kernels(step):
     return count
 
 
+def loaded_openblas():
+    """The OpenBLAS library this process loaded (through torch), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "libopenblas" in line and line.split()[-1].startswith("/")}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            return ctypes.CDLL(path)
+        except OSError:
+            continue
+    return None
+
+
+def thread_pools():
+    """What each pool PyTorch may use is set to, read back from the libraries."""
+    pools = {"pinned": PINNED_THREADS, "intra_op": torch.get_num_threads(),
+             "inter_op": torch.get_num_interop_threads(),
+             "env": {name: os.environ.get(name) for name in
+                     ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                      "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+             "openblas_threads": None, "openblas_core": None, "openblas_config": None}
+    openblas = loaded_openblas()
+    if openblas is not None:
+        if hasattr(openblas, "openblas_get_num_threads"):
+            pools["openblas_threads"] = int(openblas.openblas_get_num_threads())
+        for key, symbol in (("openblas_core", "openblas_get_corename"), ("openblas_config", "openblas_get_config")):
+            if hasattr(openblas, symbol):
+                getattr(openblas, symbol).restype = ctypes.c_char_p
+                pools[key] = getattr(openblas, symbol)().decode(errors="replace")
+    return pools
+
+
 def run_all(args):
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit("torch_peer: --device cuda asked for, but torch.cuda.is_available() is False")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(PINNED_THREADS)
+    pools = thread_pools()
+    if pools["openblas_threads"] not in (None, PINNED_THREADS):
+        sys.exit(f"torch_peer: OpenBLAS runs {pools['openblas_threads']} threads although "
+                 f"OPENBLAS_NUM_THREADS={PINNED_THREADS} was set before torch loaded")
+    print(f"torch_peer: {PINNED_THREADS} thread(s) in every pool (intra-op {pools['intra_op']}, OpenBLAS "
+          f"{pools['openblas_threads']}, core {pools['openblas_core']})", file=sys.stderr)
     if args.from_json:
         workloads = [w for path in args.from_json for w in workloads_from_json(path, device)]
     else:
@@ -478,7 +557,8 @@ def run_all(args):
 
 def context(device):
     ctx = {"torch": torch.__version__, "python": platform.python_version(), "device": device_name_of(device),
-           "threads": torch.get_num_threads(), "timer": "cuda_events" if device.type == "cuda" else "wall",
+           "threads": torch.get_num_threads(), "thread_pools": thread_pools(),
+           "timer": "cuda_events" if device.type == "cuda" else "wall",
            "cuda": torch.version.cuda, "cudnn": None, "machine": platform.machine(),
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if device.type == "cuda":
@@ -502,7 +582,9 @@ def main(argv=None):
     parser.add_argument("--min-time", type=float, default=0.2, help="seconds of timed iterations per row")
     parser.add_argument("--min-iters", type=int, default=5)
     parser.add_argument("--max-iters", type=int, default=1000)
-    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave it)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="threads for every pool (intra-op, OpenMP, OpenBLAS/MKL); 0: blockscope's "
+                             "cpu_threads from --from-json, else 1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
     parser.add_argument("--count-kernels", action="store_true",
