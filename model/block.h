@@ -53,8 +53,8 @@ class Block {
   // Bytes of the activation buffers this block holds.
   size_t buffer_bytes() const;
 
-  // After forward(): x + the attention sublayer, [T, d] (what the MLP sublayer adds to). Tests
-  // and `check` compare each sublayer through it.
+  // After forward(): x + the attention sublayer, [T, d] (what the MLP sublayer adds to). The
+  // block tests measure each sublayer through it.
   const Tensor& residual() const { return residual_; }
   // After forward(): what the path ops read and wrote, by name: "attention.q", "attention.k",
   // "attention.v" [B, H(kv), S, D] and "attention.out" [B, H, S, D]; "out_proj.input"

@@ -159,20 +159,6 @@ RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
   throw std::runtime_error("block reference: unknown workload");
 }
 
-LastLayer last_layer(const WorkloadConfig& config, const Named& named) {
-  if (!is_block_workload(config.kind)) {
-    throw std::runtime_error("block reference: last_layer is for block and stack workloads");
-  }
-  const int64_t layers = config.kind == WorkloadKind::block ? 1 : config.model.n_layers;
-  LastLayer out;
-  out.output = need(named, "input");
-  for (int64_t i = 0; i < layers; ++i) {
-    out.input = out.output;
-    out.output = block_forward(config.model, named, out.input, i, &out.residual);
-  }
-  return out;
-}
-
 Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs) {
   if (!is_block_workload(config.kind)) {
     throw std::runtime_error("block reference: last_layer_ops is for block and stack workloads");
@@ -191,4 +177,5 @@ Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Nam
       {"mlp.out", mlp_of(m, named, p, mlp_input)},
   };
 }
+
 }  // namespace blockscope::reference::blockref

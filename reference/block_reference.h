@@ -24,13 +24,6 @@ RefTensor block_forward(const ModelConfig& model, const Named& weights, const Re
 // The output of a workload from its named inputs and weights (Workload::inputs_and_weights()).
 RefTensor workload_output(const WorkloadConfig& config, const Named& named);
 
-// Block and stack workloads: the last layer's input, its x + attention and the output (what
-// Workload::intermediates() and output() hold after a forward).
-struct LastLayer {
-  RefTensor input, residual, output;
-};
-LastLayer last_layer(const WorkloadConfig& config, const Named& named);
-
 // Block and stack workloads: the last layer's path ops recomputed in float64 from the inputs
 // the run gave them (`op_inputs`, from Workload::intermediates(): "attention.q/k/v",
 // "out_proj.input", "mlp.input"), so an op's error is its own rounding, not that of the ops
