@@ -4,10 +4,20 @@
 //
 // Shapes: the series' squares 64 and 4096 and the MLP's 8192 x 3072 x 768 on CUDA; small
 // squares on CPU; tiny ones with --smoke.
+//
+// In oneDNN builds, on CPU, also oneDNN's own matmul primitive on the linear shapes, outside
+// blockscope (workload "onednn_matmul", as benchdnn would time it): variant plain_weights
+// passes W [n, k] as stored, blocked_weights passes W reordered once into the layout oneDNN
+// picks for it (format_tag::any). The first is what blockscope's epilogue path runs; the pair
+// says what reordering weights at load would buy.
 #include <vector>
 
 #include "bench/support/bench_support.h"
 #include "ops/linear/linear.h"
+
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 namespace blockscope::bench {
 namespace {
@@ -38,6 +48,59 @@ void register_gemm(const char* workload, ops::WeightLayout layout, Device device
   });
 }
 
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+// Y [m, n] = X [m, k] · Wᵀ + bias, W stored [n, k]: one oneDNN matmul primitive, created once.
+void register_onednn_matmul(Device device, DType dtype, const GemmShape& s, bool blocked_weights) {
+  using dnnl::memory;
+  Case c;
+  c.key = workload_key("onednn_matmul", blocked_weights ? "blocked_weights" : "plain_weights", dtype,
+                       {{"M", s.m}, {"N", s.n}, {"K", s.k}});
+  c.device = device;
+  c.dtype = dtype;
+  c.flops = ops::linear_flops(s.m, s.k, s.n);
+  c.bytes = static_cast<double>(dtype_size(dtype)) * static_cast<double>(s.m * s.k + s.k * s.n + s.n + s.m * s.n);
+  register_case(c, [=](Context& ctx) {
+    struct State {
+      dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+      dnnl::stream stream{engine};
+      dnnl::matmul matmul;
+      memory x, w, bias, y;
+      Tensor tensors[4];
+    };
+    auto st = std::make_shared<State>();
+    st->tensors[0] = random_tensor(ctx, {s.m, s.k}, dtype, 1);
+    st->tensors[1] = random_tensor(ctx, {s.n, s.k}, dtype, 2);
+    st->tensors[2] = random_tensor(ctx, {s.n}, dtype, 3);
+    st->tensors[3] = ctx.empty({s.m, s.n}, dtype);
+    const memory::data_type dt = dtype == DType::bf16 ? memory::data_type::bf16
+                                 : dtype == DType::f16 ? memory::data_type::f16
+                                                       : memory::data_type::f32;
+    using tag = memory::format_tag;
+    const memory::desc x_md({s.m, s.k}, dt, tag::ab), y_md({s.m, s.n}, dt, tag::ab), bias_md({1, s.n}, dt, tag::ab);
+    const memory::desc w_plain({s.k, s.n}, dt, tag::ba);  // [n, k] as stored, read as [k, n]
+    const memory::desc w_md = blocked_weights ? memory::desc({s.k, s.n}, dt, tag::any) : w_plain;
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(x_md, w_md, bias_md, y_md), st->engine);
+    st->matmul = dnnl::matmul(pd);
+    st->x = memory(x_md, st->engine, st->tensors[0].data());
+    st->bias = memory(bias_md, st->engine, st->tensors[2].data());
+    st->y = memory(y_md, st->engine, st->tensors[3].data());
+    memory w_stored(w_plain, st->engine, st->tensors[1].data());
+    if (blocked_weights) {
+      st->w = memory(pd.weights_desc(), st->engine);  // oneDNN-owned, reordered once here
+      dnnl::reorder(w_stored, st->w).execute(st->stream, w_stored, st->w);
+      st->stream.wait();
+    } else {
+      st->w = w_stored;
+    }
+    return [st]() {
+      st->matmul.execute(st->stream, {{DNNL_ARG_SRC, st->x}, {DNNL_ARG_WEIGHTS, st->w}, {DNNL_ARG_BIAS, st->bias},
+                                      {DNNL_ARG_DST, st->y}});
+      st->stream.wait();
+    };
+  });
+}
+#endif
+
 void register_all() {
   const bool smoke = options().smoke;
   for (const Device& device : devices()) {
@@ -61,6 +124,11 @@ void register_all() {
         for (ops::LinearPath path : kPaths) register_gemm("matmul_add", ops::WeightLayout::in_out, device, dtype, s, path);
       for (const GemmShape& s : linears)
         for (ops::LinearPath path : kPaths) register_gemm("linear", ops::WeightLayout::out_in, device, dtype, s, path);
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+      if (device.is_cpu() && dtype != DType::f16)
+        for (const GemmShape& s : linears)
+          for (bool blocked : {false, true}) register_onednn_matmul(device, dtype, s, blocked);
+#endif
     }
   }
 }

@@ -1,7 +1,9 @@
 // Core types: dtype conversions, tensor views, allocator statistics, the CPU GEMM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -215,6 +217,165 @@ TEST(Gemm, BlasAndBuiltinMatchFloat64WithTransposes) {
       cpu::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, poisoned.data(), n);
       EXPECT_EQ(testing::first_nan(poisoned), -1);
     }
+  }
+}
+
+// Stores `values` in `dtype` (bytes, for fused_matmul) and returns the stored values as doubles.
+std::vector<double> store_as(DType dtype, const std::vector<float>& values, std::vector<char>* bytes) {
+  bytes->assign(values.size() * dtype_size(dtype), 0);
+  std::vector<double> stored(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    void* ptr = bytes->data() + i * dtype_size(dtype);
+    store_from_float(dtype, ptr, values[i]);
+    stored[i] = load_as_float(dtype, ptr);
+  }
+  return stored;
+}
+
+double gelu_tanh_f64(double x) {
+  const double pi = 3.14159265358979323846;
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+}
+
+// fused_matmul against float64, on strided, transposed, batched operands with each epilogue:
+// where it runs (oneDNN builds: f32 always, bf16 on CPUs with AVX512_BF16) it must be exact to
+// the f32 accumulation plus one rounding into C; where it does not, it must say so (false) and
+// leave C alone.
+TEST(Gemm, FusedMatmulMatchesFloat64OnEveryEpilogue) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const bool onednn = std::string(cpu::gemm_library()) == "onednn";
+  struct Case {
+    DType in, out;
+    bool ta, tb, bias, gelu;
+    float alpha, beta;
+  };
+  const Case cases[] = {
+      {DType::f32, DType::f32, false, true, true, true, 1.0f, 0.0f},   // linear, epilogue
+      {DType::f32, DType::f32, true, false, false, false, 0.5f, 0.0f}, // scaled QKᵀ
+      {DType::f32, DType::f32, false, false, false, false, 1.0f, 1.0f}, // addmm (beta = 1)
+      {DType::bf16, DType::bf16, false, true, true, true, 1.0f, 0.0f},
+      {DType::bf16, DType::bf16, false, false, true, false, 1.0f, 0.5f},
+      {DType::bf16, DType::f32, true, true, false, true, 0.25f, 0.0f},
+      {DType::f16, DType::f16, false, true, true, false, 1.0f, 0.0f},
+  };
+  const int64_t batch = 3, m = 37, n = 53, k = 301, pad = 5;
+  int index = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("case " + std::to_string(index++) + " " + dtype_name(c.in) + "->" + dtype_name(c.out));
+    // A stored [m, k] (or [k, m]) with leading dimension + pad, batches a further pad apart.
+    const int64_t a_rows = c.ta ? k : m, a_cols = c.ta ? m : k, lda = a_cols + pad, a_bs = a_rows * lda + pad;
+    const int64_t b_rows = c.tb ? n : k, b_cols = c.tb ? k : n, ldb = b_cols + pad, b_bs = b_rows * ldb + pad;
+    const int64_t ldc = n + pad, c_bs = m * ldc + pad;
+    std::vector<char> a_bytes, b_bytes, c_bytes, bias_bytes;
+    const std::vector<double> a = store_as(c.in, testing::random_floats(batch * a_bs, seed + 1), &a_bytes);
+    const std::vector<double> b = store_as(c.in, testing::random_floats(batch * b_bs, seed + 2), &b_bytes);
+    const std::vector<double> bias = store_as(c.in, testing::random_floats(n, seed + 3), &bias_bytes);
+    std::vector<float> c0_values = testing::random_floats(batch * c_bs, seed + 4);
+    if (c.beta == 0.0f) std::fill(c0_values.begin(), c0_values.end(), std::nanf(""));  // must not be read
+    const std::vector<double> c0 = store_as(c.out, c0_values, &c_bytes);
+    const std::vector<char> c_before = c_bytes;
+
+    cpu::Matmul mm;
+    mm.batch = batch, mm.m = m, mm.n = n, mm.k = k;
+    mm.a = {a_bytes.data(), c.in, lda, a_bs, c.ta};
+    mm.b = {b_bytes.data(), c.in, ldb, b_bs, c.tb};
+    mm.c = c_bytes.data(), mm.c_dtype = c.out, mm.ldc = ldc, mm.c_batch_stride = c_bs;
+    mm.alpha = c.alpha, mm.beta = c.beta, mm.gelu_tanh = c.gelu;
+    if (c.bias) mm.bias = bias_bytes.data(), mm.bias_dtype = c.in;
+
+    const bool ran = cpu::fused_matmul(mm);
+    const bool must_run = onednn && (c.in == DType::f32 || (c.in == DType::bf16 && __builtin_cpu_supports("avx512bf16")));
+    if (must_run) {
+      ASSERT_TRUE(ran) << "oneDNN has no kernel for this case on this CPU";
+    }
+    if (!onednn) {
+      ASSERT_FALSE(ran) << "only oneDNN builds run fused_matmul";
+    }
+    if (!ran) {
+      EXPECT_EQ(c_bytes, c_before) << "fused_matmul said it did nothing but wrote C";
+      EXPECT_STREQ(cpu::matmul_implementation(mm), "");
+      continue;
+    }
+    EXPECT_STRNE(cpu::matmul_implementation(mm), "");
+    double worst = 0.0;
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0.0, magnitude = 0.0;
+          for (int64_t p = 0; p < k; ++p) {
+            const double av = a[bi * a_bs + (c.ta ? p * lda + i : i * lda + p)];
+            const double bv = b[bi * b_bs + (c.tb ? j * ldb + p : p * ldb + j)];
+            acc += av * bv;
+            magnitude += std::abs(av * bv);
+          }
+          const int64_t at = bi * c_bs + i * ldc + j;
+          double want = c.alpha * acc + (c.bias ? bias[j] : 0.0) + (c.beta != 0.0f ? c.beta * c0[at] : 0.0);
+          if (c.gelu) want = gelu_tanh_f64(want);
+          const double got = load_as_float(c.out, c_bytes.data() + at * dtype_size(c.out));
+          // f32 accumulation over k terms, then one rounding into C's dtype.
+          const double allowed = dtype_epsilon(c.out) * std::abs(want) + 4e-6 * (magnitude + 1.0);
+          ASSERT_FALSE(std::isnan(got)) << "NaN at batch " << bi << " [" << i << ", " << j << "]";
+          worst = std::max(worst, std::abs(got - want) / allowed);
+        }
+    EXPECT_LE(worst, 1.0) << "worst error / allowed " << worst << " (" << cpu::matmul_implementation(mm) << ")";
+    // The padding between rows and batches is C's too: untouched.
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = n; j < ldc && bi * c_bs + i * ldc + j < batch * c_bs; ++j) {
+          const int64_t at = bi * c_bs + i * ldc + j;
+          ASSERT_EQ(std::memcmp(c_bytes.data() + at * dtype_size(c.out), c_before.data() + at * dtype_size(c.out),
+                                dtype_size(c.out)),
+                    0)
+              << "wrote padding at batch " << bi << " row " << i << " col " << j;
+        }
+  }
+}
+
+TEST(Gemm, FusedMatmulCachesOnePrimitivePerShape) {
+  std::vector<float> a(8 * 16, 0.5f), b(16 * 4, 0.25f), c(8 * 4, 0.0f);
+  cpu::Matmul mm;
+  mm.m = 8, mm.n = 4, mm.k = 16;
+  mm.a = {a.data(), DType::f32, 16, 0, false};
+  mm.b = {b.data(), DType::f32, 4, 0, false};
+  mm.c = c.data(), mm.ldc = 4;
+  const cpu::MatmulCacheStats before = cpu::matmul_cache_stats();
+  const bool ran = cpu::fused_matmul(mm);
+  const cpu::MatmulCacheStats first = cpu::matmul_cache_stats();
+  ASSERT_EQ(ran, cpu::fused_matmul(mm));
+  const cpu::MatmulCacheStats second = cpu::matmul_cache_stats();
+  if (std::string(cpu::gemm_library()) != "onednn") {
+    EXPECT_FALSE(ran);
+    EXPECT_EQ(second.primitives + second.misses + second.hits, 0);
+    return;
+  }
+  ASSERT_TRUE(ran);
+  EXPECT_FLOAT_EQ(c[0], 16 * 0.5f * 0.25f);
+  EXPECT_EQ(first.misses, before.misses + 1);
+  EXPECT_EQ(first.primitives, before.primitives + 1);
+  EXPECT_EQ(second.hits, first.hits + 1);  // the same shape again: no new primitive
+  EXPECT_EQ(second.primitives, first.primitives);
+  mm.gelu_tanh = true;  // another epilogue is another primitive
+  ASSERT_TRUE(cpu::fused_matmul(mm));
+  EXPECT_EQ(cpu::matmul_cache_stats().primitives, second.primitives + 1);
+}
+
+TEST(Gemm, FusedMatmulRefusesAScaledBias) {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 0.0f), bias(2, 1.0f);
+  cpu::Matmul mm;
+  mm.m = 2, mm.n = 2, mm.k = 2;
+  mm.a = {a.data(), DType::f32, 2, 0, false};
+  mm.b = {b.data(), DType::f32, 2, 0, false};
+  mm.c = c.data(), mm.ldc = 2, mm.alpha = 0.5f, mm.bias = bias.data();
+  if (std::string(cpu::gemm_library()) != "onednn") {
+    EXPECT_FALSE(cpu::fused_matmul(mm));
+    return;
+  }
+  try {
+    cpu::fused_matmul(mm);
+    FAIL() << "alpha with a bias was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("alpha"), std::string::npos) << error.what();
   }
 }
 

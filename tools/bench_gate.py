@@ -48,6 +48,7 @@ SHAPE_ORDER = {
     "layer_norm": ["R", "N"],
     "rms_norm": ["R", "N"],
     "attention": ["B", "H", "S", "D", "causal"],
+    "onednn_matmul": ["M", "N", "K"],
 }
 
 
@@ -80,7 +81,7 @@ def formulas(workload, dtype, s):
     the scale), LayerNorm 7, RMSNorm 4; bytes = every input read once + every output written
     once, in the storage dtype."""
     e = DTYPE_SIZE[dtype]
-    if workload in ("matmul_add", "linear"):
+    if workload in ("matmul_add", "linear", "onednn_matmul"):
         m, n, k = s["M"], s["N"], s["K"]
         return 2.0 * m * n * k, float(e * (m * k + k * n + n + m * n))
     if workload == "mlp_gelu":  # fc [F, D] + bias [F], proj [D, F] + bias [D]
@@ -111,6 +112,10 @@ def formulas(workload, dtype, s):
 # The block suite's labels ("block/<paths>/<dtype>/<config>,B=..,S=.."): gated on their
 # counters only.
 BLOCK_WORKLOADS = {"block", "stack"}
+
+# Libraries timed outside blockscope for comparison (bench/linear_bench.cpp's oneDNN matmul):
+# no op runs, so only the suite's own rate counters are gated.
+LIBRARY_WORKLOADS = {"onednn_matmul"}
 
 # Which op of the path table a workload runs, and for MLPs which kind it is.
 PATH_WORKLOADS = {
@@ -192,14 +197,15 @@ def gate_benchmarks(benchmarks, source):
         except ValueError as error:
             failures.append(f"{where}: cannot parse its label: {error}")
             continue
-        want = expected_kernels(workload, variant, shape)
-        got = bench.get("kernels_per_iter")
+        flops, nbytes = formulas(workload, dtype, shape)
+        library = workload in LIBRARY_WORKLOADS
+        want = 0 if library else expected_kernels(workload, variant, shape)
+        got = bench.get("kernels_per_iter", 0 if library else None)
         if want is None:
             failures.append(f"{where}: no kernel count known for {workload} path {variant}")
         elif got != want:
             failures.append(f"{where}: {got} kernels per iteration, the path table (blockscope info) says {want}")
-        flops, nbytes = formulas(workload, dtype, shape)
-        for counter, expected in (("op_flops", flops), ("op_bytes", nbytes)):
+        for counter, expected in (() if library else (("op_flops", flops), ("op_bytes", nbytes))):
             value = bench.get(counter)
             if value is None:
                 failures.append(f"{where}: counter {counter} missing")
@@ -359,6 +365,16 @@ def self_test():
         "block without counters": lambda b: b.append({"name": "block/x/f32/tiny,B=1,S=2/cpu", "run_type": "iteration",
                                                       "label": "block/x/f32/tiny,B=1,S=2"}),
     }
+    # A library row (oneDNN's own matmul): gated on its FLOP rate only.
+    seconds = 2e-3
+    library_row = {"name": "onednn_matmul/plain_weights/bf16/M=8,N=4,K=2/cpu/real_time", "run_type": "iteration",
+                   "label": "onednn_matmul/plain_weights/bf16/M=8,N=4,K=2", "real_time": seconds * 1e3,
+                   "time_unit": "ms", "FLOPs": 2.0 * 8 * 4 * 2 / seconds,
+                   "bytes_per_second": 2.0 * (8 * 2 + 2 * 4 + 4 + 8 * 4) / seconds}
+    if gate_benchmarks(good + [library_row], "synthetic"):
+        problems.append(f"a correct library row failed the gate: {gate_benchmarks(good + [library_row], 'synthetic')}")
+    doctored["library FLOP rate"] = lambda b: b.append(dict(library_row, FLOPs=library_row["FLOPs"] * 2))
+    doctored["library rate counter"] = lambda b: b.append({k: v for k, v in library_row.items() if k != "FLOPs"})
     for what, change in doctored.items():
         run = copy.deepcopy(good)
         change(run)
@@ -366,7 +382,7 @@ def self_test():
             problems.append(f"a run with a wrong {what} passed the gate")
     if not gate_benchmarks([], "empty"):
         problems.append("an empty run passed the gate")
-    checks = len(doctored) + 2
+    checks = len(doctored) + 3
     checks += _self_test_bench_compare(good, problems)
     for problem in problems:
         print(f"bench_gate self-test: FAIL: {problem}")

@@ -72,7 +72,7 @@ prepare() {
   set -e
   local build="$ROOT/build/device" jobs="${JOBS:-2}"
   cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBLOCKSCOPE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_OPENBLAS=OFF -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_CPU_GEMM=BUILTIN -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON
   cmake --build "$build" -j "$jobs"
 
   local kit="$build/kit"

@@ -8,7 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
-  libopenblas-dev libboost-context-dev
+  libdnnl-dev libopenblas-dev libboost-context-dev
   clang libclang-rt-14-dev libomp-dev
   python3 python3-numpy python3-matplotlib python3-torch
 )

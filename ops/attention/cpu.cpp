@@ -3,9 +3,9 @@
 // O(tile · D + tile²). No [Sq, Sk] score matrix exists anywhere, which is the point of the path.
 //
 // Per (query tile, key tile) pair: S = scale · Q Kᵀ ([Br, Bc]) and O += P V ([Br, D]) are two
-// small cpu::sgemm calls (OpenBLAS's AVX kernels where built with it), and the online softmax
+// small cpu::sgemm calls (oneDNN's or OpenBLAS's kernels where built with one), and the online softmax
 // between them runs on the vectorised row kernels of cpu_math.h (AVX2 clone where available).
-// Without OpenBLAS, the two products are cpu_math's vectorised tile kernels instead.
+// With the built-in GEMM, the two products are cpu_math's vectorised tile kernels instead.
 #include <omp.h>
 
 #include <algorithm>
@@ -33,30 +33,47 @@ int64_t key_tile(int64_t d) {
   return std::clamp<int64_t>(fits / 8 * 8, 8, kKeyTile);
 }
 
-// One thread's tile buffers, carved out of a single f32 scratch allocation.
+// One thread's tile buffers, carved out of a single f32 scratch allocation. The output and
+// row-sum accumulators are float64: the tile products are f32 GEMMs, but adding Sk / Bc tile
+// results (and rescaling them at each new max) in f32 would cost a rounding per key tile, and
+// on long rows that makes flash several times less accurate than one blocked GEMM over all
+// keys. Doubles cost O(Br · D) per tile pair next to the tiles' O(Br · Bc · D).
 struct TileBuffers {
-  float* q;  // [Br, D]   query rows (f32)
-  float* k;  // [Bc, D]   key rows
-  float* k_t;  // [D, Bc] keys transposed (the tile kernels' layout, without BLAS)
-  float* v;  // [Bc, D]
-  float* s;  // [Br, Bc]  scores of the tile pair, then their probabilities (row stride kKeyTile)
-  float* o;  // [Br, D]   unnormalised output accumulator
-  float* m;  // [Br]      running row max of the scaled scores
-  float* l;  // [Br]      running row sum of exp(score - m)
+  double* acc;  // [Br, D]  unnormalised output accumulator
+  double* l;    // [Br]     running row sum of exp(score - m)
+  float* q;     // [Br, D]  query rows (f32)
+  float* k;     // [Bc, D]  key rows
+  float* k_t;   // [D, Bc]  keys transposed (the tile kernels' layout, without BLAS)
+  float* v;     // [Bc, D]
+  float* s;     // [Br, Bc] scores of the tile pair, then their probabilities (row stride kKeyTile)
+  float* o;     // [Br, D]  this tile pair's P · V, then the normalised output
+  float* m;     // [Br]     running row max of the scaled scores
 
-  static int64_t floats(int64_t d) { return 2 * kQueryTile * d + 3 * kKeyTile * d + kQueryTile * kKeyTile + 2 * kQueryTile; }
+  // In floats; the doubles come first, so they are as aligned as the scratch itself.
+  static int64_t floats(int64_t d) {
+    return 2 * (kQueryTile * d + kQueryTile) + 2 * kQueryTile * d + 3 * kKeyTile * d + kQueryTile * kKeyTile + kQueryTile;
+  }
 
   TileBuffers(float* base, int64_t d) {
-    q = base;
+    acc = reinterpret_cast<double*>(base);
+    l = acc + kQueryTile * d;
+    q = reinterpret_cast<float*>(l + kQueryTile);
     k = q + kQueryTile * d;
     k_t = k + kKeyTile * d;
     v = k_t + kKeyTile * d;
     s = v + kKeyTile * d;
     o = s + kQueryTile * kKeyTile;
     m = o + kQueryTile * d;
-    l = m + kQueryTile;
   }
 };
+
+// acc[i] += x[i] and acc[i] *= factor, for the float64 accumulators (restrict: vectorised).
+void add_to(double* __restrict acc, const float* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += static_cast<double>(x[i]);
+}
+void scale_f64(double* __restrict acc, int64_t n, double factor) {
+  for (int64_t i = 0; i < n; ++i) acc[i] *= factor;
+}
 
 struct Geometry {
   int64_t heads, kv_heads, sq, sk, d;
@@ -89,9 +106,9 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
   const bool direct = dtype == DType::f32 && g.q_ld == d && g.k_ld == d && g.v_ld == d;
   const float* q = direct ? static_cast<const float*>(q_head) + i0 * d : t.q;
   if (!direct) load_rows(dtype, q_head, g.q_ld, i0, rows, d, t.q);
-  std::fill(t.o, t.o + rows * d, 0.0f);
+  std::fill(t.acc, t.acc + rows * d, 0.0);
   std::fill(t.m, t.m + rows, minus_inf);
-  std::fill(t.l, t.l + rows, 0.0f);
+  std::fill(t.l, t.l + rows, 0.0);
 
   // Keys past the last visible one of the tile's last query never contribute.
   const int64_t key_end = g.causal ? std::clamp<int64_t>(i1 - 1 + offset + 1, 0, g.sk) : g.sk;
@@ -125,22 +142,27 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
       const float correction = std::exp(t.m[r] - new_max);  // exp(-inf) = 0 on the first tile
       if (correction != 1.0f) {
         t.l[r] *= correction;
-        scale_row(t.o + r * d, d, correction);
+        scale_f64(t.acc + r * d, d, correction);
       }
       t.l[r] += exp_shifted_sum(s_row, limit, new_max);  // s_row becomes the probabilities
       t.m[r] = new_max;
     }
 
-    // O += P · V.
+    // O = P · V for this tile pair (rows with no visible key have P = 0), added to acc.
     if (blas) {
-      blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, v, d, 1.0f, t.o, d);
+      blockscope::cpu::sgemm(false, false, rows, d, cols, 1.0f, t.s, kKeyTile, v, d, 0.0f, t.o, d);
     } else {
+      std::fill(t.o, t.o + rows * d, 0.0f);
       tile_accumulate(t.s, kKeyTile, v, rows, cols, d, t.o);
     }
+    add_to(t.acc, t.o, rows * d);
   }
 
   // Normalise. A row that saw no key (causal with Sq > Sk) has l = 0 and is defined as zeros.
-  for (int64_t r = 0; r < rows; ++r) scale_row(t.o + r * d, d, t.l[r] > 0.0f ? 1.0f / t.l[r] : 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double inv = t.l[r] > 0.0 ? 1.0 / t.l[r] : 0.0;
+    for (int64_t c = 0; c < d; ++c) t.o[r * d + c] = static_cast<float>(t.acc[r * d + c] * inv);
+  }
   store_rows(dtype, t.o, out_head, g.o_ld, i0, rows, d);
 }
 
@@ -165,9 +187,10 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   Tensor scratch = ctx.empty({threads, per_thread}, DType::f32);  // O(threads · tile · D), never O(S²)
   float* scratch_base = scratch.data_as<float>();
 
-  // With OpenBLAS the tile products are its GEMMs; the built-in sgemm (allocating, untuned) is
-  // slower on 64×64 tiles than the vectorised tile kernels of cpu_math.h, so those run instead.
-  const bool blas = std::strcmp(blockscope::cpu::gemm_library(), "openblas") == 0;
+  // With a GEMM library (oneDNN's dnnl_sgemm, OpenBLAS) the tile products are its GEMMs; the
+  // built-in sgemm (allocating, untuned) is slower on 64×64 tiles than the vectorised tile
+  // kernels of cpu_math.h, so those run instead.
+  const bool blas = std::strcmp(blockscope::cpu::gemm_library(), "builtin") != 0;
   const void* q_data = q.data();
   const void* k_data = k.data();
   const void* v_data = v.data();

@@ -1,4 +1,5 @@
-// CPU batched matmul: one f32 GEMM per kv batch entry, with GQA folded into the rows of A.
+// CPU batched matmul, GQA folded into the rows of A: one strided-batched oneDNN matmul in the
+// tensors' own dtype (cpu::fused_matmul); without it, one f32 GEMM per kv batch entry.
 #include <algorithm>
 
 #include "ops/linear/backends.h"
@@ -39,6 +40,20 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   const int64_t a_block = rows * k, b_block = k * n, c_block = rows * n;
   const int64_t ldb = trans_b ? k : n;
   const int64_t batch_b = c.numel() / c_block;  // c is not empty (the public op returns early)
+
+  blockscope::cpu::Matmul mm;
+  mm.batch = batch_b;
+  mm.m = rows;
+  mm.n = n;
+  mm.k = k;
+  mm.a = {a.data(), dtype, k, a_block, false};
+  mm.b = {b.data(), dtype, ldb, b_block, trans_b};
+  mm.c = c.data();
+  mm.c_dtype = dtype;
+  mm.ldc = n;
+  mm.c_batch_stride = c_block;
+  mm.alpha = alpha;
+  if (k > 0 && blockscope::cpu::fused_matmul(mm)) return;
 
   if (dtype == DType::f32) {
     const float* a_data = a.data_as<const float>();

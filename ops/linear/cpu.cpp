@@ -1,12 +1,15 @@
-// CPU linear: GEMM through cpu::sgemm in f32, with the same kernel structure as the CUDA
+// CPU linear: GEMMs through cpu::fused_matmul or cpu::sgemm, with the same kernel structure as the CUDA
 // paths so the profiler's kernel table tells the same story:
 //   naive     "gemm" (result rounded to the tensor dtype), "bias_add_kernel", "gelu_tanh_kernel"
 //   epilogue  one of "gemm_bias_gelu", "gemm_bias", "gemm_gelu", "gemm" (bias and GELU applied
 //             in f32 before the single rounding)
 //   addmm     "bias_broadcast_copy_kernel" (bias into every row of y), "gemm" with beta = 1,
 //             then "gelu_tanh_kernel"
-// Half-precision operands are widened to f32 scratch (allocated through ctx so the allocator
-// statistics see it); f32 operands are used in place.
+// With oneDNN each "gemm*" kernel is one matmul primitive on the operands' own dtypes, the bias,
+// GELU and beta fused into it (cpu::fused_matmul). Without it -- or for a dtype oneDNN cannot
+// run natively on this CPU -- half-precision operands are widened to f32 scratch (allocated
+// through ctx so the allocator statistics see it), f32 operands are used in place, and the
+// epilogue is a pass over the f32 result before its single rounding.
 #include <algorithm>
 #include <cstring>
 
@@ -80,6 +83,31 @@ void gemm(Context& ctx, const Tensor& x, const RowLayout& xrows, const Tensor& w
                          wf.ld, beta, c.data, c.ld);
 }
 
+// y [rows, out] (contiguous) = act(x · op(w) + bias + beta · y) as one oneDNN matmul, in the
+// operands' own dtypes; false (nothing done) where fused_matmul cannot run it. bias may be
+// undefined.
+bool fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, WeightLayout layout, int64_t out,
+                const Tensor& bias, bool gelu, float beta, Tensor& y) {
+  if (xrows.rows == 0 || xrows.cols == 0 || out == 0) return false;
+  blockscope::cpu::Matmul mm;
+  mm.m = xrows.rows;
+  mm.n = out;
+  mm.k = xrows.cols;
+  mm.a = {x.data(), x.dtype(), xrows.row_stride, 0, false};
+  // out_in: W stored [out, in], op(B) = Wᵀ; in_out: W stored [in, out].
+  mm.b = {w.data(), w.dtype(), w.size(1), 0, layout == WeightLayout::out_in};
+  mm.c = y.data();
+  mm.c_dtype = y.dtype();
+  mm.ldc = out;
+  mm.beta = beta;
+  if (bias.defined()) {
+    mm.bias = bias.data();
+    mm.bias_dtype = bias.dtype();
+  }
+  mm.gelu_tanh = gelu;
+  return blockscope::cpu::fused_matmul(mm);
+}
+
 // Elementwise pass over y [rows, out] (contiguous) in f32: y = f(y[, bias]) rounded.
 template <typename RowFn>
 void rows_pass(Tensor& y, int64_t rows, int64_t out, RowFn fn) {
@@ -135,9 +163,11 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         // The GEMM result is rounded to y's dtype before the bias kernel reads it back: that
         // extra trip through memory (and rounding) is what the naive path costs.
         profiler::KernelScope kernel(ctx, "gemm");
-        F32Matrix c = output_buffer(ctx, y, rows, out);
-        gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
-        finish(c, Tensor(), false, y, rows, out);
+        if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, 0.0f, y)) {
+          F32Matrix c = output_buffer(ctx, y, rows, out);
+          gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
+          finish(c, Tensor(), false, y, rows, out);
+        }
       }
       if (bias.defined()) bias_add_kernel(ctx, bias, y, rows, out);
       if (gelu) gelu_tanh_kernel(ctx, y, rows, out);
@@ -145,6 +175,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     }
     case LinearPath::epilogue: {
       profiler::KernelScope kernel(ctx, epilogue_kernel_name(bias.defined(), gelu));
+      if (fused_gemm(x, xrows, w, layout, out, bias, gelu, 0.0f, y)) return;
       F32Matrix c = output_buffer(ctx, y, rows, out);
       gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
       finish(c, bias, gelu, y, rows, out);
@@ -160,14 +191,17 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       }
       {
         profiler::KernelScope kernel(ctx, "gemm");
-        F32Matrix c = output_buffer(ctx, y, rows, out);
-        if (bias.defined() && c.storage.defined()) {  // beta = 1 reads y: widen it into the scratch
+        const float beta = bias.defined() ? 1.0f : 0.0f;
+        if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, beta, y)) {
+          F32Matrix c = output_buffer(ctx, y, rows, out);
+          if (bias.defined() && c.storage.defined()) {  // beta = 1 reads y: widen it into the scratch
 #pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
-          for (int64_t r = 0; r < rows; ++r)
-            load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
+            for (int64_t r = 0; r < rows; ++r)
+              load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
+          }
+          gemm(ctx, x, xrows, w, layout, out, beta, c);
+          finish(c, Tensor(), false, y, rows, out);
         }
-        gemm(ctx, x, xrows, w, layout, out, bias.defined() ? 1.0f : 0.0f, c);
-        finish(c, Tensor(), false, y, rows, out);
       }
       if (gelu) gelu_tanh_kernel(ctx, y, rows, out);
       return;

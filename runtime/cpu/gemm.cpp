@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <vector>
 
-#ifdef BLOCKSCOPE_WITH_OPENBLAS
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
 #include <cblas.h>
 #endif
+
+#include "runtime/error.h"
 
 namespace blockscope::cpu {
 
@@ -58,10 +62,18 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-#ifdef BLOCKSCOPE_WITH_OPENBLAS
+#if defined(BLOCKSCOPE_WITH_ONEDNN) || defined(BLOCKSCOPE_WITH_OPENBLAS)
   if (beta == 0.0f) {  // BLAS may read C when beta == 0 in some kernels; clear NaN poison first
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
   }
+#endif
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+  // dnnl_sgemm is row-major; inside an OpenMP parallel region (flash's tiles) it runs on the
+  // calling thread.
+  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                          beta, c, ldc);
+  BS_CHECK(status == dnnl_success, "dnnl_sgemm ", m, "x", n, "x", k, " failed with status ", static_cast<int>(status));
+#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
@@ -78,7 +90,9 @@ void set_thread_count(int n) {
 }
 
 const char* gemm_library() {
-#ifdef BLOCKSCOPE_WITH_OPENBLAS
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+  return "onednn";
+#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
   return "openblas";
 #else
   return "builtin";

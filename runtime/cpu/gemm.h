@@ -1,8 +1,19 @@
-// CPU single-precision GEMM: OpenBLAS's cblas_sgemm where built with it, otherwise a built-in
+// CPU GEMMs. One library per build (CMake BLOCKSCOPE_CPU_GEMM): oneDNN, OpenBLAS, or a built-in
 // cache-blocked kernel parallelised with OpenMP. Row-major throughout.
+//
+// Two entry points:
+//   sgemm         f32 BLAS-style C = alpha·op(A)·op(B) + beta·C (oneDNN's dnnl_sgemm, OpenBLAS's
+//                 cblas_sgemm, or the built-in kernel);
+//   fused_matmul  a batched matmul with its epilogue (bias, tanh-GELU, beta) in one oneDNN
+//                 matmul primitive, on the operands' own dtypes (bf16 natively on AVX512_BF16 /
+//                 AMX CPUs) -- the CPU twin of a cuBLASLt epilogue. Builds without oneDNN, and
+//                 dtypes oneDNN has no kernel for on this CPU, report false and the caller
+//                 widens to f32 and uses sgemm.
 #pragma once
 
 #include <cstdint>
+
+#include "runtime/dtype.h"
 
 namespace blockscope::cpu {
 
@@ -12,15 +23,63 @@ namespace blockscope::cpu {
 void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// The same with the built-in kernel only (tests compare it with the BLAS one).
+// The same with the built-in kernel only (tests compare it with the library's).
 void sgemm_builtin(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// "openblas" or "builtin".
+// One operand of a fused matmul: `batch` row-major matrices `batch_stride` elements apart,
+// rows `ld` elements apart. `trans` reads the stored matrix transposed (A stored [k, m], B
+// stored [n, k]).
+struct MatmulOperand {
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+  bool trans = false;
+};
+
+// For every b < batch, with op(A[b]) [m, k], op(B[b]) [k, n], C[b] [m, n]:
+//   C[b] = act(alpha · op(A[b]) · op(B[b]) + bias + beta · C[b])
+// accumulated and finished in f32, rounded once into C's dtype. bias is [n] (broadcast over
+// rows and batches) or null; act is tanh-GELU or the identity. alpha != 1 with a bias is not
+// supported (oneDNN would scale the bias too). When beta == 0, C is not read.
+struct Matmul {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  MatmulOperand a, b;
+  void* c = nullptr;
+  DType c_dtype = DType::f32;
+  int64_t ldc = 0;
+  int64_t c_batch_stride = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  const void* bias = nullptr;
+  DType bias_dtype = DType::f32;
+  bool gelu_tanh = false;
+};
+
+// Runs `mm` as one oneDNN matmul primitive, cached per shape, strides, dtypes and epilogue, and
+// returns true. Returns false -- having done nothing -- when the build has no oneDNN or oneDNN
+// has no kernel for these dtypes on this CPU (f16 without AVX512-FP16, say).
+bool fused_matmul(const Matmul& mm);
+
+// The fused-matmul primitive cache (oneDNN builds; zeros otherwise).
+struct MatmulCacheStats {
+  int64_t primitives = 0;   // shapes with a primitive
+  int64_t unsupported = 0;  // shapes oneDNN has no kernel for (remembered, not retried)
+  int64_t hits = 0, misses = 0;
+};
+MatmulCacheStats matmul_cache_stats();
+
+// What fused_matmul's primitive for `mm` runs, as oneDNN names it ("brg:avx512_core_bf16"),
+// or "" when it would return false. Creates (and caches) the primitive.
+const char* matmul_implementation(const Matmul& mm);
+
+// "onednn", "openblas" or "builtin".
 const char* gemm_library();
 
 // Sets every CPU thread pool the backend uses to n threads: OpenMP's (the ops' loops, the
-// built-in GEMM) and OpenBLAS's own pool, which omp_set_num_threads does not reach.
+// built-in GEMM, and oneDNN, which runs on the same OpenMP team) and OpenBLAS's own pool,
+// which omp_set_num_threads does not reach.
 void set_thread_count(int n);
 
 }  // namespace blockscope::cpu
