@@ -17,6 +17,7 @@
 #include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "reference/attention_reference.h"
+#include "runtime/cpu/gemm.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 #include "test/cuda_vs_cpu.h"
@@ -97,6 +98,38 @@ TEST_P(BatchedMatmul, MatchesReferenceWithGqaGroups) {
       EXPECT_LE(bt::max_abs_error(actual, expected.data),
                 (4.0 * dtype_epsilon(dtype) + 1e-5) * scale + subnormal_spacing);
     }
+  }
+}
+
+// In oneDNN builds every batched matmul (attention's QKᵀ and PV, GQA groups folded into A's
+// rows) is one strided-batched primitive in the tensors' dtype. A wrong stride that oneDNN
+// refuses would fall back to the per-batch sgemm loop with correct results, so the results
+// alone cannot show it: the primitive cache must gain a primitive and no refusal.
+TEST(BatchedMatmulCpu, OneDnnRunsEachAsOneStridedBatchedPrimitive) {
+  Context ctx(Device::cpu());
+  struct Case {
+    Shape a, b;
+    bool trans_b;
+    int64_t b_group;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 7, 5}, {2, 3, 11, 5}, true, 1},    // QKᵀ
+      {{2, 3, 7, 11}, {2, 3, 11, 5}, false, 1},  // PV
+      {{1, 8, 9, 64}, {1, 2, 13, 64}, true, 4},  // GQA: 8 query heads over 2 kv heads
+  };
+  const bool onednn = std::string(blockscope::cpu::gemm_library()) == "onednn";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "a " << shape_str(c.a) << " b " << shape_str(c.b));
+    Tensor a = bt::random_tensor(ctx, c.a, DType::f32, bt::fresh_seed());
+    Tensor b = bt::random_tensor(ctx, c.b, DType::f32, bt::fresh_seed());
+    Shape c_shape = c.a;
+    c_shape.back() = c.trans_b ? c.b[c.b.size() - 2] : c.b.back();
+    Tensor out = ctx.empty(c_shape, DType::f32);
+    const blockscope::cpu::MatmulCacheStats before = blockscope::cpu::matmul_cache_stats();
+    ops::batched_matmul(ctx, a, b, out, c.trans_b, 0.5f, c.b_group, "gemm_test");
+    const blockscope::cpu::MatmulCacheStats after = blockscope::cpu::matmul_cache_stats();
+    EXPECT_EQ(after.unsupported, before.unsupported) << "oneDNN refused the batched matmul";
+    EXPECT_EQ(after.primitives + after.hits, before.primitives + before.hits + (onednn ? 1 : 0));
   }
 }
 

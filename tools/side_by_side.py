@@ -8,6 +8,13 @@ result's "key".
 
   ratio = blockscope time / PyTorch time   (below 1: blockscope is faster)
 
+Whole blocks and stacks (bench/block_bench.cpp, keys `<kind>/<paths>/<dtype>/<config>,B=..,S=..`)
+are their own section, "Block rows": torch_peer.py runs one PyTorch row per (kind, config,
+dtype, B, S), key `<kind>/hf_eager/<dtype>/<config>,B=..,S=..` (block_peer_key), and every
+blockscope path mix of that config is compared with it:
+
+  blockscope speed = PyTorch time / blockscope time   (above 1: blockscope is faster)
+
 Times per iteration (--clock real, the default): blockscope's real_time (the mean over Google
 Benchmark's iterations; the median aggregate when the run used --benchmark_repetitions),
 PyTorch's mean (or --torch-stat median). --clock cpu compares the CPU time of the timing thread
@@ -26,7 +33,41 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gate import TIME_UNIT_S, benchmark_device, parse_key  # noqa: E402
+from bench_gate import DTYPE_SIZE, TIME_UNIT_S, benchmark_device, parse_key  # noqa: E402
+
+BLOCK_KINDS = ("block", "stack")
+BLOCK_PEER_VARIANT = "hf_eager"  # torch_peer.py's one variant for whole blocks
+
+
+def parse_block_key(key):
+    """'stack/attention=flash,linear=epilogue,mlp=epilogue/f32/tiny-gpt2,B=2,S=17' ->
+    (kind, paths, dtype, config name, batch, seq_len), as bench/block_bench.cpp labels its
+    benchmarks (and torch_peer.py its block rows, paths = "hf_eager"). ValueError for any other key."""
+    parts = key.split("/", 3)
+    if len(parts) != 4 or parts[0] not in BLOCK_KINDS or parts[2] not in DTYPE_SIZE:
+        raise ValueError(f"not a block key: {key!r}")
+    kind, paths, dtype, rest = parts
+    pieces = rest.rsplit(",", 2)
+    if len(pieces) != 3 or not pieces[0] or not pieces[1].startswith("B=") or not pieces[2].startswith("S="):
+        raise ValueError(f"block key {key!r}: the shape must be <config>,B=<batch>,S=<seq_len>")
+    try:
+        batch, seq_len = int(pieces[1][2:]), int(pieces[2][2:])
+    except ValueError:
+        raise ValueError(f"block key {key!r}: B and S must be integers") from None
+    return kind, paths, dtype, pieces[0], batch, seq_len
+
+
+def block_peer_key(kind, dtype, name, batch, seq_len):
+    """The key of the PyTorch row that every path mix of (kind, config, dtype, B, S) is compared with."""
+    return f"{kind}/{BLOCK_PEER_VARIANT}/{dtype}/{name},B={batch},S={seq_len}"
+
+
+def is_block_key(key):
+    try:
+        parse_block_key(key)
+        return True
+    except ValueError:
+        return False
 
 
 def load_blockscope(paths):
@@ -130,10 +171,11 @@ def build_rows(blockscope, torch_rows, clock):
         except ValueError:
             continue
         shape_rank.setdefault((workload, dtype, tuple(shape.items())), len(shape_rank))
-    for (key, device) in sorted(set(blockscope) | set(torch_rows), key=lambda item: row_order(item, shape_rank)):
+    keys = {item for item in set(blockscope) | set(torch_rows) if not is_block_key(item[0])}  # blocks: build_block_rows
+    for (key, device) in sorted(keys, key=lambda item: row_order(item, shape_rank)):
         ours, peer = blockscope.get((key, device)), torch_rows.get((key, device))
         workload, variant, dtype, shape = describe(key)
-        row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
+        row = {"key": key, "section": "op", "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
                "device": device, "ours_ms": None, "kernels": None, "torch_ms": None, "impl": "",
                "torch_kernels": None, "ratio": None, "note": ""}
         if ours is not None:
@@ -161,6 +203,61 @@ def build_rows(blockscope, torch_rows, clock):
     return rows
 
 
+def build_block_rows(blockscope, torch_rows, clock):
+    """One row per blockscope block benchmark (each path mix), paired with the PyTorch row of its
+    (kind, config, dtype, B, S); then the PyTorch block rows no blockscope row asked for."""
+    rows, used, groups = [], set(), {}
+    for (key, device), ours in blockscope.items():
+        try:
+            kind, paths, dtype, name, batch, seq_len = parse_block_key(key)
+        except ValueError:
+            continue
+        peer_key = block_peer_key(kind, dtype, name, batch, seq_len)
+        peer = torch_rows.get((peer_key, device))
+        row = {"key": key, "section": "block", "workload": kind, "variant": paths, "dtype": dtype,
+               "shape": f"{name},B={batch},S={seq_len}", "config": name, "B": batch, "S": seq_len,
+               "device": device, "ours_ms": None, "kernels": ours["kernels"], "torch_key": peer_key,
+               "torch_ms": None, "impl": "", "torch_kernels": None, "ratio": None, "speed": None, "note": ""}
+        if ours["error"]:
+            row["note"] = f"blockscope failed: {ours['error']}"
+        else:
+            row["ours_ms"] = ours["cpu_time_ms"] if clock == "cpu" else ours["time_ms"]
+        if peer is None:
+            row["note"] = row["note"] or f"no PyTorch row {peer_key} (run torch_peer.py with --from-json on this file)"
+        else:
+            used.add((peer_key, device))
+            row["impl"] = peer.get("impl") or ""
+            row["torch_kernels"] = peer.get("kernels_per_iter")
+            if peer.get("skipped"):
+                row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
+            else:
+                row["torch_ms"] = peer["time"]
+        if row["ours_ms"] and row["torch_ms"]:
+            row["ratio"] = row["ours_ms"] / row["torch_ms"]
+            row["speed"] = row["torch_ms"] / row["ours_ms"]
+        groups.setdefault((device, peer_key), len(groups))
+        rows.append(row)
+    for (key, device), peer in torch_rows.items():
+        if (key, device) in used:
+            continue
+        try:
+            kind, variant, dtype, name, batch, seq_len = parse_block_key(key)
+        except ValueError:
+            continue
+        groups.setdefault((device, key), len(groups))
+        rows.append({"key": key, "section": "block", "workload": kind, "variant": "—", "dtype": dtype,
+                     "shape": f"{name},B={batch},S={seq_len}", "config": name, "B": batch, "S": seq_len,
+                     "device": device, "ours_ms": None, "kernels": None, "torch_key": key,
+                     "torch_ms": None if peer.get("skipped") else peer["time"], "impl": peer.get("impl") or "",
+                     "torch_kernels": peer.get("kernels_per_iter"), "ratio": None, "speed": None,
+                     "note": "PyTorch only: no blockscope row for this config, dtype and shape"
+                             + (f" ({peer['skipped']})" if peer.get("skipped") else "")})
+    # Grouped per device, then per PyTorch row in the order blockscope ran them; path mixes as run.
+    order = {id(row): index for index, row in enumerate(rows)}
+    rows.sort(key=lambda r: (r["device"], groups[(r["device"], r["torch_key"])], order[id(r)]))
+    return rows
+
+
 def fmt_ms(value):
     if value is None:
         return "—"
@@ -171,7 +268,35 @@ def fmt_kernels(value):
     return "—" if value is None else f"{value:g}"
 
 
-def markdown(rows, ours_ctx, torch_ctx, stat, clock):
+def block_markdown(rows):
+    """The "Block rows" section: whole blocks and stacks against their one PyTorch row."""
+    lines = ["## Block rows", "",
+             "Whole blocks and stacks (bench/block_bench.cpp) against one PyTorch row per (kind, config, dtype, B, S): "
+             "Hugging Face-style eager modules with blockscope's weights and input (tools/torch_peer.py); every "
+             "blockscope path mix of the config is compared with that row. "
+             "**blockscope speed = PyTorch time / blockscope time** (above 1: blockscope faster).", "",
+             "| kind | config | dtype | B | S | device | blockscope paths | blockscope ms | kernels | PyTorch ms "
+             "| blockscope speed | PyTorch ran / note |",
+             "|---|---|---|---:|---:|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        speed = f"**{r['speed']:.2f}×**" if r["speed"] is not None else "—"
+        note = (r["impl"] if r["speed"] is not None else r["note"]).replace("|", "\\|")
+        lines.append(f"| {r['workload']} | {r['config']} | {r['dtype']} | {r['B']} | {r['S']} | {r['device']} | "
+                     f"{r['variant']} | {fmt_ms(r['ours_ms'])} | {fmt_kernels(r['kernels'])} | "
+                     f"{fmt_ms(r['torch_ms'])} | {speed} | {note} |")
+    speeds = [r["speed"] for r in rows if r["speed"]]
+    lines.append("")
+    if speeds:
+        geomean = math.exp(sum(math.log(x) for x in speeds) / len(speeds))
+        lines.append(f"{len(speeds)} matched block rows; geometric mean of blockscope speed (PyTorch / blockscope): "
+                     f"{geomean:.2f}× (above 1: blockscope faster). {len(rows) - len(speeds)} block rows without a "
+                     "ratio (see the note).")
+    else:
+        lines.append("No matched block rows: run torch_peer.py with --from-json on the block_bench JSON.")
+    return "\n".join(lines)
+
+
+def markdown(rows, ours_ctx, torch_ctx, stat, clock, block_rows=()):
     lines = []
     if ours_ctx:
         c = ours_ctx[0]
@@ -190,6 +315,9 @@ def markdown(rows, ours_ctx, torch_ctx, stat, clock):
                      f"{stat} per iteration")
     lines.append(f"Clock compared: {'CPU time of the timing thread' if clock == 'cpu' else 'wall / CUDA-event time'}.")
     lines.append("")
+    if block_rows and not rows:  # a block_bench JSON alone: no per-op table
+        lines.append(block_markdown(block_rows))
+        return "\n".join(lines)
     lines.append("| workload | path | dtype | shape | device | blockscope ms | kernels | PyTorch ms | PyTorch kernels "
                  "| blockscope / PyTorch | PyTorch ran / note |")
     lines.append("|---|---|---|---|---|---:|---:|---:|---:|---:|---|")
@@ -208,6 +336,8 @@ def markdown(rows, ours_ctx, torch_ctx, stat, clock):
                      f"(below 1: blockscope faster). {len(rows) - len(ratios)} rows without a ratio (see the note).")
     else:
         lines.append("No matched rows: run torch_peer.py with --from-json on the blockscope JSON.")
+    if block_rows:
+        lines += ["", block_markdown(block_rows)]
     return "\n".join(lines)
 
 
@@ -269,12 +399,13 @@ def main(argv=None):
         sys.exit("side_by_side: refusing to compare: " + "; ".join(problems) +
                  " (torch_peer.py --threads N pins every pool; blockscope: OMP_NUM_THREADS / --threads)")
     rows = build_rows(ours, peers, args.clock)
-    print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat, args.clock))
+    block_rows = build_block_rows(ours, peers, args.clock)
+    print(markdown(rows, ours_ctx, torch_ctx, args.torch_stat, args.clock, block_rows))
     if args.png:
-        chart(rows, args.png, args.title)
-    if args.json:
+        chart(rows + block_rows, args.png, args.title)
+    if args.json:  # one list: per-op rows ("section": "op"), then block rows ("section": "block", with "speed")
         with open(args.json, "w") as handle:
-            json.dump(rows, handle, indent=2)
+            json.dump(rows + block_rows, handle, indent=2)
     return 0
 
 

@@ -6,7 +6,8 @@ shapes, dtypes and input distribution: matmul + add and nn.Linear (eager, addmm,
 the plain and GeGLU MLPs (eager and torch.compile), softmax, the fused scale + causal mask
 softmax (PyTorch eager: mul, masked_fill, softmax), LayerNorm, RMSNorm, and attention as the
 "Profiling in PyTorch" series writes it (naive with masked_fill, in place with masked_fill_)
-plus scaled_dot_product_attention with each backend (math, efficient, flash, cuDNN).
+plus scaled_dot_product_attention with each backend (math, efficient, flash, cuDNN), and whole
+GPT-2 / Llama blocks and stacks as Hugging Face writes them (below).
 
 Timing: CUDA events around each iteration on a GPU (L2 flushed before every iteration,
 outside the timed region), wall time (time.perf_counter) on CPU; warm-up iterations first.
@@ -15,6 +16,20 @@ written as skipped, with the reason) and PyTorch 2.x.
 
 Workloads come from a built-in list (--sizes smoke|cpu|gpu) or from a blockscope Google
 Benchmark JSON (--from-json FILE): then exactly the workloads blockscope ran are run here.
+
+Whole blocks and stacks (bench/block_bench.cpp; only with --from-json): one row per (kind,
+config, dtype, B, S), whatever paths blockscope ran, since PyTorch has no paths. The module is
+Hugging Face's GPT2Block / LlamaDecoderLayer (n_layers of them for a stack, no final norm) as
+written in tools/torch_reference.py, eager, in the benchmark's dtype (torch.bfloat16 for bf16:
+norms and Llama's softmax in float32, as HF runs them), with blockscope's own weights and input:
+the config named in the key is found in --configs (default configs/blocks/; a config's name is
+its `name:`, else its file stem) and dumped with `blockscope run CONFIG --device D --dtype DT
+--set input.batch=B --set input.seq_len=S [--set ...] --dump FILE` (--set: the overrides
+block_bench ran with; B, S and the dtype come from the key, which already holds block_bench's
+CPU default of B=1, S=128 for configs that are not tiny-*). Before timing, the module's output is
+compared with the dump's "output" (blockscope's, the config's base paths) under
+torch_reference.py's tolerance for the dtype; a peer that differs has no time. The mask and
+RoPE cos/sin are made once, outside the timed region, as the HF model hands them to its layers.
 
 Output schema ("blockscope.torch_peer/1"):
 {
@@ -26,8 +41,9 @@ Output schema ("blockscope.torch_peer/1"):
               "cuda": "12.8" | null, "cudnn": 90100 | null, "date": "2026-...Z"},
   "results": [{
     "key": "attention/naive/f32/B=1,H=2,S=64,D=32,causal=1",   # blockscope's workload key
-    "workload": "attention", "variant": "naive", "dtype": "f32",
-    "shape": {"B": 1, "H": 2, "S": 64, "D": 32, "causal": 1},
+                                           # blocks: "stack/hf_eager/f32/tiny-gpt2,B=2,S=17"
+    "workload": "attention", "variant": "naive", "dtype": "f32",   # blocks: "block" | "stack", "hf_eager"
+    "shape": {"B": 1, "H": 2, "S": 64, "D": 32, "causal": 1},   # blocks: {"config": "tiny-gpt2", "B": 2, "S": 17}
     "device": "cpu",
     "impl": "what PyTorch ran, in words",
     "skipped": null | "why this row has no PyTorch time",
@@ -35,15 +51,29 @@ Output schema ("blockscope.torch_peer/1"):
     "time_ms": {"median": .., "mean": .., "min": .., "max": .., "stdev": ..},   # wall / CUDA events
     "cpu_time_ms": {...} | null,               # CPU only: this thread's CPU time per iteration
     "flops": 1.2e9, "bytes": 3.4e6,            # per iteration, same formulas as blockscope
-    "kernels_per_iter": 5 | null               # CUDA only: kernels + memcpys from torch.profiler
+                                               # (blocks: op_flops / op_bytes of blockscope's first row)
+    "kernels_per_iter": 5 | null,              # CUDA only: kernels + memcpys from torch.profiler
+    "check": null | {"against": "...", "max_rel_error": .., "delta_rel_error": .., "tol": ..}
+                                               # blocks: the peer's output vs blockscope's (dump)
   }, ...]
 }
 
 The workload key is `<workload>/<variant>/<dtype>/<shape>`, shape as `NAME=value` pairs
 joined by commas in a fixed order per workload. blockscope's suites put the same key in each
-benchmark's label; tools/side_by_side.py matches the two on (key, device).
+benchmark's label; tools/side_by_side.py matches the two on (key, device). Block keys are
+`<kind>/<paths>/<dtype>/<config>,B=<batch>,S=<seq_len>` in blockscope and
+`<kind>/hf_eager/<dtype>/<config>,B=..,S=..` here; side_by_side.py pairs every path mix with it.
 
-Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch).
+Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch):
+
+  build/default/bench/block_bench configs/blocks/tiny-gpt2.yaml --cpu_only \
+      --benchmark_format=json --benchmark_out=bb.json
+  /usr/bin/python3 tools/torch_peer.py --from-json bb.json --out peer.json \
+      [--configs DIR_OR_FILE...] [--set KEY=VALUE]... [--blockscope BIN] [--dump-dir DIR]
+  /usr/bin/python3 tools/side_by_side.py --blockscope bb.json --torch peer.json
+
+The blockscope CLI for the dumps: --blockscope, else `blockscope` beside the suite binary the
+JSON names (its build's bin/), else build/default/bin/blockscope, else PATH.
 
 Threads: every pool PyTorch's CPU work can use is pinned to one count before torch is
 imported -- intra-op (torch.set_num_threads), OpenMP (OMP_NUM_THREADS), and the BLAS library's
@@ -66,8 +96,12 @@ import json
 import math
 import os
 import platform
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -109,8 +143,12 @@ SCHEMA = "blockscope.torch_peer/1"
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 # Workload keys and the FLOP/byte formulas are shared with the CI gate (same directory).
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(TOOLS_DIR)
+sys.path.insert(0, TOOLS_DIR)
 from bench_gate import benchmark_device, formulas, make_key, parse_key  # noqa: E402
+from side_by_side import BLOCK_KINDS, BLOCK_PEER_VARIANT, block_peer_key, parse_block_key  # noqa: E402
+import torch_reference  # noqa: E402  (the Hugging Face-style blocks and the dump reader)
 
 
 def torch_version():
@@ -204,8 +242,11 @@ def builtin_workloads(sizes, device):
     return out
 
 
-def workloads_from_json(path, device):
-    """The workloads a blockscope Google Benchmark JSON ran on `device` (from the labels)."""
+def workloads_from_json(path, device, blocks):
+    """The workloads a blockscope Google Benchmark JSON ran on `device` (from the labels). Block
+    benchmarks (bench/block_bench.cpp) give one workload per (kind, config, dtype, B, S), whatever
+    their paths; what the peer needs from the JSON for them goes into `blocks` (peer key ->
+    op_flops, op_bytes, the blockscope keys, the suite binary)."""
     with open(path) as handle:
         data = json.load(handle)
     seen, out = set(), []
@@ -216,9 +257,21 @@ def workloads_from_json(path, device):
         if benchmark_device(bench) != device_name_of(device):
             continue
         try:
+            kind, _, dtype, name, batch, seq_len = parse_block_key(key)
+        except ValueError:
+            pass
+        else:
+            peer_key = block_peer_key(kind, dtype, name, batch, seq_len)
+            if peer_key not in blocks:
+                blocks[peer_key] = {"flops": bench.get("op_flops"), "bytes": bench.get("op_bytes"), "keys": [],
+                                    "executable": data.get("context", {}).get("executable")}
+                out.append((kind, BLOCK_PEER_VARIANT, dtype, {"config": name, "B": batch, "S": seq_len}))
+            blocks[peer_key]["keys"].append(key)
+            continue
+        try:
             workload, variant, dtype, shape = parse_key(key)
         except ValueError:
-            continue  # block benchmarks and anything else without a peer workload
+            continue  # anything else without a peer workload
         if key in seen:
             continue
         seen.add(key)
@@ -232,6 +285,13 @@ def workloads_from_json(path, device):
 
 def device_name_of(device):
     return "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
+
+
+def workload_key(workload, variant, dtype, shape):
+    """make_key, and for whole blocks block_peer_key."""
+    if workload in BLOCK_KINDS:
+        return block_peer_key(workload, dtype, shape["config"], shape["B"], shape["S"])
+    return make_key(workload, variant, dtype, shape)
 
 
 # ---- The PyTorch workloads ---------------------------------------------------------------------
@@ -411,6 +471,145 @@ def build(workload, variant, dtype_name, s, device, generator, allow_compile):
     raise Skip(f"unknown workload {workload}")
 
 
+# ---- Whole blocks: Hugging Face-style modules with blockscope's weights --------------------------
+
+def config_name(path, sets):
+    """The name block_bench gives a config: its `name:` (or a --set name=...), else the file stem."""
+    for item in reversed(sets):
+        key, _, value = item.partition("=")
+        if key.strip() == "name" and value.strip():
+            return value.strip()
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    name = None
+    try:
+        import yaml  # python3-yaml; the fallback below reads a plain top-level `name:` line
+        document = yaml.safe_load(text)
+        if isinstance(document, dict) and document.get("name") not in (None, ""):
+            name = str(document["name"])
+    except ImportError:
+        found = re.search(r"""^name:[ \t]*["']?([^"'#\n]*?)["']?[ \t]*(#.*)?$""", text, re.MULTILINE)
+        name = found.group(1) if found and found.group(1) else None
+    except Exception:  # not YAML: not a config block_bench could have run
+        return None
+    return name or os.path.splitext(os.path.basename(path))[0]
+
+
+class Configs:
+    """The config files of --configs (directories: their *.yaml), found by the name in a block key."""
+
+    def __init__(self, entries, sets):
+        self.entries, self.sets, self.by_name = entries, sets, None
+
+    def find(self, name):
+        if self.by_name is None:
+            self.by_name = {}
+            for entry in self.entries:
+                files = ([os.path.join(entry, f) for f in sorted(os.listdir(entry)) if f.endswith((".yaml", ".yml"))]
+                         if os.path.isdir(entry) else [entry])
+                for path in files:
+                    found = config_name(path, self.sets)
+                    if found is not None:
+                        self.by_name.setdefault(found, []).append(path)
+        files = self.by_name.get(name, [])
+        if not files:
+            raise Skip(f"no config named {name!r} in --configs {' '.join(self.entries)}")
+        if len(files) > 1:
+            raise Skip(f"config name {name!r} is ambiguous in --configs: {', '.join(files)}")
+        return files[0]
+
+
+def find_blockscope(args, blocks):
+    """--blockscope, else `blockscope` beside the suite binary of a --from-json file (bin/ of its
+    build), else build/default/bin/blockscope of this checkout, else PATH."""
+    if args.blockscope:
+        return args.blockscope
+    candidates = []
+    for info in blocks.values():
+        exe = info.get("executable")
+        if exe:
+            here = os.path.dirname(os.path.abspath(exe))
+            candidates += [os.path.join(here, "blockscope"), os.path.join(here, "..", "bin", "blockscope"),
+                           os.path.join(here, "bin", "blockscope")]
+    candidates.append(os.path.join(SOURCE_DIR, "build", "default", "bin", "blockscope"))
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.normpath(path)
+    return shutil.which("blockscope")
+
+
+def write_dump(blockscope, config_file, kind, dtype_name, s, device, sets, dump_dir):
+    """`blockscope run CONFIG --dump` at the benchmark's dtype and shape (the user's --set first,
+    then B, S and one untimed-length run): the weights and input block_bench ran with."""
+    if not blockscope:
+        raise Skip("no blockscope binary found for the dump (pass --blockscope BIN)")
+    stem = re.sub(r"[^A-Za-z0-9._=-]", "_", f"{s['config']}.{kind}.{dtype_name}.B{s['B']}.S{s['S']}")
+    dump = os.path.join(dump_dir, stem + ".safetensors")
+    command = [blockscope, "run", config_file, "--device", device_name_of(device), "--dtype", dtype_name,
+               "--threads", str(PINNED_THREADS), "--format", "json", "--dump", dump]
+    for item in list(sets) + [f"input.batch={s['B']}", f"input.seq_len={s['S']}", "run.warmup=0", "run.iters=1"]:
+        command += ["--set", item]
+    print("torch_peer: " + " ".join(command), file=sys.stderr)
+    try:
+        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as error:
+        raise Skip(f"cannot run {blockscope}: {error.strerror}") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+        raise Skip(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+    return dump
+
+
+def build_block(kind, dtype_name, s, device, args, context, row):
+    """Returns (impl description, step function) for a whole block or stack; raises Skip. The
+    module's output is compared once with blockscope's (the dump's "output", the config's base
+    paths) and row["check"] records it: a peer that computes something else has no time."""
+    config_file = context["configs"].find(s["config"])
+    dump = write_dump(context["blockscope"], config_file, kind, dtype_name, s, device, args.set, context["dump_dir"])
+    try:
+        tensors, _, metadata = torch_reference.read_safetensors(dump, float64=False)
+        m = torch_reference.model_description(metadata)
+        torch_reference.check_family(m)
+        x = torch_reference.check_input(m, tensors)
+    except (torch_reference.InputProblem, torch_reference.FamilyMismatch) as problem:
+        raise Skip(f"{dump}: {problem}") from None
+    want = {"workload": kind, "dtype": dtype_name, "batch": s["B"], "seq_len": s["S"]}
+    wrong = [f"{k} {m[k]!r} (the benchmark ran {v!r})" for k, v in want.items() if m[k] != v]
+    if wrong:
+        raise Skip(f"the dump of {config_file} has {', '.join(wrong)}")
+    dtype = DTYPES[dtype_name]
+    try:
+        model = torch_reference.HFBlocks(m, tensors, dtype, device)
+    except torch_reference.InputProblem as problem:
+        raise Skip(f"{dump}: {problem}") from None
+    if model.unused:
+        raise Skip(f"{dump}: tensors the PyTorch block does not use: {', '.join(model.unused)}")
+    x = x.to(device=device, dtype=dtype)
+    with torch.no_grad():
+        errors = torch_reference.compare(model(x).cpu(), tensors["output"], tensors["input"])
+    tol = torch_reference.DEFAULT_TOL[dtype_name]
+    row["check"] = {"against": f"blockscope's output in the dump (paths {m.get('paths', '?')})",
+                    "max_rel_error": errors["relative"], "delta_rel_error": errors["delta_relative"], "tol": tol}
+    if not errors["relative"] <= tol:  # also NaN
+        raise Skip(f"the PyTorch block's output differs from blockscope's: max relative error "
+                   f"{errors['relative']:.3e} > {tol:g}")
+    if m["family"] == "gpt2":
+        module = "GPT2Block"
+    elif m["family"] == "llama":
+        module = "LlamaDecoderLayer"
+    else:
+        module = (f"custom block on the LlamaDecoderLayer code ({m['norm']}, {m['activation']}, "
+                  f"{'gated' if m['gated'] else 'plain'} MLP, {'bias' if m['bias'] else 'no bias'}, "
+                  f"{'RoPE' if m['rope'] else 'no RoPE'}, {'causal' if m['causal'] else 'bidirectional'})")
+    layers = f" x {m['n_layers']}" if kind == "stack" else ""
+    impl = (f"HF-style {module}{layers}, eager, torch {torch.__version__.split('+')[0]}, {str(dtype).split('.')[-1]}; "
+            f"blockscope's weights and input ({os.path.relpath(config_file, SOURCE_DIR)})")
+    return impl, lambda: model(x)
+
+
 # ---- Timing ------------------------------------------------------------------------------------
 
 class Timer:
@@ -517,25 +716,40 @@ def run_all(args):
                  f"OPENBLAS_NUM_THREADS={PINNED_THREADS} was set before torch loaded")
     print(f"torch_peer: {PINNED_THREADS} thread(s) in every pool (intra-op {pools['intra_op']}, OpenBLAS "
           f"{pools['openblas_threads']}, core {pools['openblas_core']})", file=sys.stderr)
+    blocks = {}  # block peer key -> what the blockscope JSON says about it
     if args.from_json:
-        workloads = [w for path in args.from_json for w in workloads_from_json(path, device)]
+        workloads = [w for path in args.from_json for w in workloads_from_json(path, device, blocks)]
     else:
         workloads = builtin_workloads(args.sizes, device)
     if args.filter:
-        workloads = [w for w in workloads if args.filter in make_key(*w)]
+        workloads = [w for w in workloads if args.filter in workload_key(*w)]
+    block_context = None
+    if any(w[0] in BLOCK_KINDS for w in workloads):
+        dump_dir = args.dump_dir or tempfile.mkdtemp(prefix="torch_peer_dumps.")
+        os.makedirs(dump_dir, exist_ok=True)
+        block_context = {"configs": Configs(args.configs, args.set), "blockscope": find_blockscope(args, blocks),
+                         "dump_dir": dump_dir}
+        print(f"torch_peer: block rows from {block_context['blockscope']} run --dump (configs "
+              f"{' '.join(args.configs)}; dumps in {dump_dir})", file=sys.stderr)
 
     timer = Timer(device)
     results = []
     for workload, variant, dtype, shape in workloads:
-        key = make_key(workload, variant, dtype, shape)
-        flops, nbytes = formulas(workload, dtype, shape)
+        key = workload_key(workload, variant, dtype, shape)
+        if workload in BLOCK_KINDS:  # no single formula: the sums blockscope's ops recorded
+            flops, nbytes = blocks[key]["flops"], blocks[key]["bytes"]
+        else:
+            flops, nbytes = formulas(workload, dtype, shape)
         row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
                "device": device_name_of(device), "impl": None, "skipped": None, "iterations": 0,
                "warmup": args.warmup, "time_ms": None, "cpu_time_ms": None, "flops": flops, "bytes": nbytes,
-               "kernels_per_iter": None}
+               "kernels_per_iter": None, "check": None}
         generator = torch.Generator().manual_seed(args.seed)
         try:
-            impl, step = build(workload, variant, dtype, shape, device, generator, not args.no_compile)
+            if workload in BLOCK_KINDS:
+                impl, step = build_block(workload, dtype, shape, device, args, block_context, row)
+            else:
+                impl, step = build(workload, variant, dtype, shape, device, generator, not args.no_compile)
             row["impl"] = impl
             with torch.no_grad():
                 times, cpu_times = timer.run(step, args.warmup, args.min_time, args.min_iters, args.max_iters)
@@ -551,7 +765,12 @@ def run_all(args):
             row["skipped"] = f"PyTorch {torch.__version__} failed: {type(error).__name__}: {first_line[:200]}"
         results.append(row)
         status = row["skipped"] or f"{row['time_ms']['median']:.4f} ms median over {row['iterations']}"
+        if row["check"]:
+            status += (f" (output vs blockscope's: max relative error {row['check']['max_rel_error']:.2e}, "
+                       f"of output - input {row['check']['delta_rel_error']:.2e})")
         print(f"torch_peer: {key} [{row['device']}]: {status}", file=sys.stderr)
+    if block_context and not args.dump_dir:
+        shutil.rmtree(block_context["dump_dir"], ignore_errors=True)
     return device, results
 
 
@@ -589,6 +808,20 @@ def main(argv=None):
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
     parser.add_argument("--count-kernels", action="store_true",
                         help="on CUDA, count kernels per iteration with torch.profiler")
+    parser.add_argument("--configs", metavar="DIR_OR_FILE", nargs="+",
+                        default=[os.path.join(SOURCE_DIR, "configs", "blocks")],
+                        help="block rows: where the config named in each block key is looked for (directories: "
+                             "their *.yaml; a config's name is its `name:`, else its file stem); default "
+                             "configs/blocks/ of this checkout")
+    parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[],
+                        help="block rows: a config override block_bench ran with (its --set=...), repeatable; "
+                             "input.batch, input.seq_len and dtype come from each key")
+    parser.add_argument("--blockscope", metavar="BIN",
+                        help="block rows: the blockscope CLI that writes the dumps (default: beside the suite "
+                             "binary named in the JSON, bin/ of its build; else build/default/bin/blockscope; "
+                             "else PATH)")
+    parser.add_argument("--dump-dir", metavar="DIR",
+                        help="block rows: keep the dumps here (default: a temporary directory, removed)")
     args = parser.parse_args(argv)
 
     device, results = run_all(args)

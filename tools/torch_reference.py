@@ -24,6 +24,10 @@ metadata).
 
 Works with PyTorch 1.13 and 2.x: the file is read with struct + json (no safetensors package),
 attention is written with matmul + softmax (no scaled_dot_product_attention).
+
+The blocks are nn.Modules written after Hugging Face's (GPT2Block, LlamaDecoderLayer, HFBlocks
+below); tools/torch_peer.py imports them and times them in the benchmark's dtype, from a dump
+of the same config, as the PyTorch peer of blockscope's block benchmarks.
 """
 
 import argparse
@@ -34,6 +38,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 # Default tolerances per dump dtype. Blockscope stores activations in the dump dtype between
 # ops (as PyTorch eager does), so its error against float64 is a few roundings of that dtype.
@@ -77,12 +82,16 @@ def check_family(m):
 
 # ---- Reading the dump ---------------------------------------------------------------------
 
-def decode(dtype, shape, raw):
-    """Raw little-endian bytes -> float64 tensor of `shape`."""
+NATIVE_DTYPE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
+
+
+def decode(dtype, shape, raw, float64=True):
+    """Raw little-endian bytes -> tensor of `shape`: float64, or (float64=False) the stored dtype
+    (bf16 stays bf16: the widening below is exact both ways)."""
     data = bytearray(raw)  # writable copy: torch.frombuffer warns on read-only buffers
     count = math.prod(shape)
     if count == 0:
-        return torch.zeros(shape, dtype=torch.float64)
+        return torch.zeros(shape, dtype=torch.float64 if float64 else NATIVE_DTYPE.get(dtype, torch.float64))
     if dtype == "F32":
         values = torch.frombuffer(data, dtype=torch.float32)
     elif dtype == "F64":
@@ -95,11 +104,12 @@ def decode(dtype, shape, raw):
         values = (bits << 16).view(torch.float32)
     else:
         raise InputProblem(f"unsupported dtype {dtype}")
-    return values.to(torch.float64).reshape(shape)
+    return values.to(torch.float64 if float64 else NATIVE_DTYPE[dtype]).reshape(shape).clone()
 
 
-def read_safetensors(path):
-    """Returns ({name: float64 tensor}, {name: dtype string}, metadata dict)."""
+def read_safetensors(path, float64=True):
+    """Returns ({name: tensor}, {name: dtype string}, metadata dict); tensors in float64, or with
+    float64=False in their stored dtype (tools/torch_peer.py)."""
     if sys.byteorder != "little":
         raise InputProblem("this reader assumes a little-endian machine")
     try:
@@ -130,12 +140,240 @@ def read_safetensors(path):
             raise InputProblem(f"{path}: tensor '{name}' has unsupported dtype {dtype}")
         if not 0 <= begin <= end <= len(data) or end - begin != math.prod(shape) * ELEMENT_SIZE[dtype]:
             raise InputProblem(f"{path}: tensor '{name}' has bad data_offsets [{begin}, {end}] for {dtype}{shape}")
-        tensors[name] = decode(dtype, shape, data[begin:end])
+        tensors[name] = decode(dtype, shape, data[begin:end], float64)
         dtypes[name] = dtype
     return tensors, dtypes, metadata
 
 
-# ---- The model, in float64 ------------------------------------------------------------------
+# ---- The blocks as Hugging Face writes them (shared with tools/torch_peer.py) ----------------
+#
+# nn.Modules with the op sequence of Hugging Face's GPT2Block (Conv1D = addmm, fused c_attn,
+# eager attention with torch.where on a bool causal mask, gelu_new written out) and
+# LlamaDecoderLayer (nn.Linear = F.linear, LlamaRMSNorm in float32, rotary cos/sin from
+# float32 angles, repeat_kv, eager attention with an additive mask and a float32 softmax,
+# LlamaMLP), built in any dtype from the dump's weights. This script runs them in float64 (the
+# reference); tools/torch_peer.py times them in the benchmark's dtype, as HF would run them
+# (float32 for norms and Llama's softmax; nothing promoted further).
+
+def upcast(dtype):
+    """The dtype Hugging Face computes RMSNorm and Llama's softmax in: float32, or float64 when the
+    tensors are float64 (the reference loses nothing)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def parameter(tensor):
+    return nn.Parameter(tensor, requires_grad=False)
+
+
+class Conv1D(nn.Module):
+    """GPT-2's transformers.pytorch_utils.Conv1D: weight [in, out], y = addmm(b, x, W)."""
+
+    def __init__(self, weight, bias):
+        super().__init__()
+        self.weight, self.bias = parameter(weight), parameter(bias)
+
+    def forward(self, x):
+        size_out = x.size()[:-1] + (self.weight.size(-1),)
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(size_out)
+
+
+class Linear(nn.Module):
+    """nn.Linear with given weights: weight [out, in], optional bias."""
+
+    def __init__(self, weight, bias):
+        super().__init__()
+        self.weight = parameter(weight)
+        self.bias = None if bias is None else parameter(bias)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+
+class LayerNorm(nn.Module):
+    """nn.LayerNorm (in the tensor dtype, as PyTorch runs it); bias optional."""
+
+    def __init__(self, weight, bias, eps):
+        super().__init__()
+        self.weight = parameter(weight)
+        self.bias = None if bias is None else parameter(bias)
+        self.eps = eps
+
+    def forward(self, x):
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
+
+class RMSNorm(nn.Module):
+    """LlamaRMSNorm: normalise in float32, round to the input dtype, then multiply by the weight."""
+
+    def __init__(self, weight, eps):
+        super().__init__()
+        self.weight, self.eps = parameter(weight), eps
+
+    def forward(self, x):
+        input_dtype = x.dtype
+        h = x.to(upcast(input_dtype))
+        variance = h.pow(2).mean(-1, keepdim=True)
+        h = h * torch.rsqrt(variance + self.eps)
+        return self.weight * h.to(input_dtype)
+
+
+def gelu_new(x):
+    """GPT-2's activation_function "gelu_new" (transformers NewGELUActivation), written out."""
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def activation(name, x):
+    if name == "gelu_tanh":  # Hugging Face "gelu_pytorch_tanh"
+        return F.gelu(x, approximate="tanh")
+    if name == "gelu":
+        return F.gelu(x)
+    if name == "silu":
+        return F.silu(x)
+    if name == "relu":
+        return F.relu(x)
+    raise InputProblem(f"unknown activation '{name}'")
+
+
+def rope_cos_sin(seq_len, head_dim, theta, dtype=torch.float64, device="cpu"):
+    """[S, D] cos and sin as LlamaRotaryEmbedding: float32 inv_freq and angles, cos/sin of them
+    in float32 then cast to the activations' dtype (in float64 for the float64 reference, so that
+    long sequences compare like for like)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+    positions = torch.arange(seq_len, dtype=torch.int64).float()
+    freqs = torch.outer(positions, inv_freq)  # [S, D/2], float32
+    emb = torch.cat((freqs, freqs), dim=-1).to(upcast(dtype))  # [S, D]
+    return emb.cos().to(device=device, dtype=dtype), emb.sin().to(device=device, dtype=dtype)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def repeat_kv(x, n_rep):
+    """[B, Hkv, S, D] -> [B, Hkv * n_rep, S, D]: query head h reads kv head h // n_rep."""
+    if n_rep == 1:
+        return x
+    b, kv_heads, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, kv_heads, n_rep, s, d).reshape(b, kv_heads * n_rep, s, d)
+
+
+class GPT2Block(nn.Module):
+    """GPT2Block (pre-LN, fused QKV Conv1D with bias, gelu_new MLP); weights h.N.*."""
+
+    def __init__(self, m, w, layer, dtype, device):
+        super().__init__()
+        p = f"h.{layer}."
+        d, f_dim = m["d_model"], m["d_ff"]
+        self.n_heads, self.head_dim = m["n_heads"], m["head_dim"]
+        if self.n_heads * self.head_dim != d:
+            raise InputProblem(f"gpt2 needs n_heads * head_dim == d_model, got {self.n_heads} * {self.head_dim} != {d}")
+        get = lambda name, shape: w.need(p + name, shape).to(device=device, dtype=dtype)  # noqa: E731
+        eps = m["norm_eps"]
+        self.ln_1 = LayerNorm(get("ln_1.weight", [d]), get("ln_1.bias", [d]), eps)
+        self.c_attn = Conv1D(get("attn.c_attn.weight", [d, 3 * d]), get("attn.c_attn.bias", [3 * d]))
+        self.c_proj = Conv1D(get("attn.c_proj.weight", [d, d]), get("attn.c_proj.bias", [d]))
+        self.ln_2 = LayerNorm(get("ln_2.weight", [d]), get("ln_2.bias", [d]), eps)
+        self.c_fc = Conv1D(get("mlp.c_fc.weight", [d, f_dim]), get("mlp.c_fc.bias", [f_dim]))
+        self.mlp_proj = Conv1D(get("mlp.c_proj.weight", [f_dim, d]), get("mlp.c_proj.bias", [d]))
+        self.split_size = d
+
+    def split_heads(self, x):
+        return x.view(x.size()[:-1] + (self.n_heads, self.head_dim)).permute(0, 2, 1, 3)
+
+    @staticmethod
+    def merge_heads(x):
+        x = x.permute(0, 2, 1, 3).contiguous()
+        return x.view(x.size()[:-2] + (x.size(-2) * x.size(-1),))
+
+    def attn(self, q, k, v, causal_mask):
+        w = torch.matmul(q, k.transpose(-1, -2))
+        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype, device=w.device)
+        if causal_mask is not None:  # bool [1, 1, S, S], True where attending is allowed
+            mask_value = torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype, device=w.device)
+            w = torch.where(causal_mask, w, mask_value)
+        w = F.softmax(w, dim=-1).type(v.dtype)
+        return torch.matmul(w, v)
+
+    def forward(self, x, causal_mask=None):
+        residual = x
+        h = self.ln_1(x)
+        q, k, v = self.c_attn(h).split(self.split_size, dim=2)
+        a = self.merge_heads(self.attn(self.split_heads(q), self.split_heads(k), self.split_heads(v), causal_mask))
+        x = residual + self.c_proj(a)
+        residual = x
+        return residual + self.mlp_proj(gelu_new(self.c_fc(self.ln_2(x))))
+
+
+class LlamaDecoderLayer(nn.Module):
+    """LlamaDecoderLayer (RMSNorm, GQA, RoPE, SwiGLU; weights model.layers.N.*), and blockscope's
+    "custom" on the same code: optional biases, any norm and activation, gated or plain MLP,
+    RoPE and causal mask optional."""
+
+    def __init__(self, m, w, layer, dtype, device):
+        super().__init__()
+        p = f"model.layers.{layer}."
+        d, f_dim = m["d_model"], m["d_ff"]
+        self.n_heads, self.n_kv_heads, self.head_dim = m["n_heads"], m["n_kv_heads"], m["head_dim"]
+        self.scaling = self.head_dim ** -0.5
+        self.activation, self.gated, self.rope = m["activation"], m["gated"], m["rope"]
+        bias = m["bias"]
+        norm_bias = bias and m["norm"] == "layernorm"
+        to = lambda t: None if t is None else t.to(device=device, dtype=dtype)  # noqa: E731
+
+        def linear(name, out_features, in_features, with_bias):
+            return Linear(to(w.need(p + name + ".weight", [out_features, in_features])),
+                          to(w.optional(p + name + ".bias", [out_features], with_bias)))
+
+        def norm(name):
+            weight = to(w.need(p + name + ".weight", [d]))
+            nbias = to(w.optional(p + name + ".bias", [d], norm_bias))
+            if m["norm"] == "layernorm":
+                return LayerNorm(weight, nbias, m["norm_eps"])
+            if m["norm"] == "rmsnorm":
+                return RMSNorm(weight, m["norm_eps"])
+            raise InputProblem(f"unknown norm '{m['norm']}'")
+
+        self.input_layernorm = norm("input_layernorm")
+        self.q_proj = linear("self_attn.q_proj", self.n_heads * self.head_dim, d, bias)
+        self.k_proj = linear("self_attn.k_proj", self.n_kv_heads * self.head_dim, d, bias)
+        self.v_proj = linear("self_attn.v_proj", self.n_kv_heads * self.head_dim, d, bias)
+        self.o_proj = linear("self_attn.o_proj", d, self.n_heads * self.head_dim, bias)
+        self.post_attention_layernorm = norm("post_attention_layernorm")
+        if self.gated:  # LlamaMLP: down(act(gate(h)) * up(h)), no biases
+            self.gate_proj = linear("mlp.gate_proj", f_dim, d, False)
+            self.up_proj = linear("mlp.up_proj", f_dim, d, False)
+        else:
+            self.up_proj = linear("mlp.up_proj", f_dim, d, bias)
+        self.down_proj = linear("mlp.down_proj", d, f_dim, bias)
+
+    def self_attn(self, x, cos, sin, attention_mask):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, -1, self.head_dim).transpose(1, 2)
+        if self.rope:  # apply_rotary_pos_emb; cos, sin [S, D] broadcast over B, H
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        groups = self.n_heads // self.n_kv_heads
+        k, v = repeat_kv(k, groups), repeat_kv(v, groups)
+        w = torch.matmul(q, k.transpose(2, 3)) * self.scaling
+        if attention_mask is not None:  # additive [1, 1, S, S]: 0 or the dtype's minimum
+            w = w + attention_mask
+        w = F.softmax(w, dim=-1, dtype=upcast(q.dtype)).to(q.dtype)
+        a = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(b, s, -1)
+        return self.o_proj(a)
+
+    def mlp(self, h):
+        if self.gated:
+            return self.down_proj(activation(self.activation, self.gate_proj(h)) * self.up_proj(h))
+        return self.down_proj(activation(self.activation, self.up_proj(h)))
+
+    def forward(self, x, cos=None, sin=None, attention_mask=None):
+        residual = x
+        x = residual + self.self_attn(self.input_layernorm(x), cos, sin, attention_mask)
+        residual = x
+        return residual + self.mlp(self.post_attention_layernorm(x))
+
 
 class Weights:
     """Looks weights up by name and remembers which were used (to catch naming mismatches)."""
@@ -165,114 +403,36 @@ class Weights:
         return sorted(set(self.tensors) - self.used - {"input", "output"})
 
 
-def activation(name, x):
-    if name == "gelu_tanh":
-        return F.gelu(x, approximate="tanh")
-    if name == "gelu":
-        return F.gelu(x)
-    if name == "silu":
-        return F.silu(x)
-    if name == "relu":
-        return F.relu(x)
-    raise InputProblem(f"unknown activation '{name}'")
+class HFBlocks(nn.Module):
+    """The dump's n_layers blocks in `dtype` on `device` (blockscope's block is one, its stack
+    n_layers with no final norm). The causal mask and, for RoPE, cos/sin are made once here:
+    the Hugging Face model computes them once per forward and hands them to every layer.
+    `unused` lists the dump's tensors no layer took."""
 
+    def __init__(self, m, tensors, dtype=torch.float64, device="cpu"):
+        super().__init__()
+        w = Weights(tensors)
+        block = GPT2Block if m["family"] == "gpt2" else LlamaDecoderLayer
+        self.layers = nn.ModuleList(block(m, w, layer, dtype, device) for layer in range(m["n_layers"]))
+        self.unused = w.unused()
+        seq = m["seq_len"]
+        allowed = torch.ones(seq, seq, dtype=torch.bool, device=device).tril().view(1, 1, seq, seq)
+        if m["family"] == "gpt2":
+            self.inputs = {"causal_mask": allowed if m["causal"] else None}
+        else:
+            mask = None
+            if m["causal"]:
+                mask = torch.zeros(1, 1, seq, seq, dtype=dtype, device=device).masked_fill(
+                    ~allowed, torch.finfo(dtype).min)
+            cos = sin = None
+            if m["rope"]:
+                cos, sin = rope_cos_sin(seq, m["head_dim"], m["rope_theta"], dtype, device)
+            self.inputs = {"cos": cos, "sin": sin, "attention_mask": mask}
 
-def normalize(m, x, weight, bias):
-    if m["norm"] == "layernorm":
-        return F.layer_norm(x, (x.shape[-1],), weight, bias, m["norm_eps"])
-    if m["norm"] == "rmsnorm":  # LlamaRMSNorm
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + m["norm_eps"]) * weight
-    raise InputProblem(f"unknown norm '{m['norm']}'")
-
-
-def rope_cos_sin(seq_len, head_dim, theta):
-    # Hugging Face LlamaRotaryEmbedding computes the angles in float32; so do we (then cos and
-    # sin in float64), so that long sequences compare like for like.
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
-    positions = torch.arange(seq_len, dtype=torch.int64).float()
-    freqs = torch.outer(positions, inv_freq)  # [S, D/2], float32
-    emb = torch.cat((freqs, freqs), dim=-1).to(torch.float64)  # [S, D]
-    return emb.cos(), emb.sin()
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def attention(m, q, k, v):
-    """q: [B, H, S, D], k and v: [B, Hkv, S, D] -> [B, H, S, D]."""
-    group = m["n_heads"] // m["n_kv_heads"]
-    k = k.repeat_interleave(group, dim=1)  # query head h reads kv head h // group (repeat_kv)
-    v = v.repeat_interleave(group, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(m["head_dim"])
-    if m["causal"]:
-        seq = q.shape[-2]
-        future = torch.ones(seq, seq, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(future, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
-
-
-def split_heads(x, heads, head_dim):
-    """[B, S, heads * D] -> [B, heads, S, D]."""
-    b, s, _ = x.shape
-    return x.reshape(b, s, heads, head_dim).transpose(1, 2)
-
-
-def merge_heads(x):
-    """[B, H, S, D] -> [B, S, H * D]."""
-    b, h, s, d = x.shape
-    return x.transpose(1, 2).reshape(b, s, h * d)
-
-
-def gpt2_block(m, w, layer, x):
-    """GPT2Block: Conv1D weights are [in, out], so y = x @ W + b."""
-    p = f"h.{layer}."
-    d, f_dim = m["d_model"], m["d_ff"]
-    h_count, hd = m["n_heads"], m["head_dim"]
-    if h_count * hd != d:
-        raise InputProblem(f"gpt2 needs n_heads * head_dim == d_model, got {h_count} * {hd} != {d}")
-    h = normalize(m, x, w.need(p + "ln_1.weight", [d]), w.need(p + "ln_1.bias", [d]))
-    qkv = h @ w.need(p + "attn.c_attn.weight", [d, 3 * d]) + w.need(p + "attn.c_attn.bias", [3 * d])
-    q, k, v = (split_heads(part, h_count, hd) for part in qkv.split(d, dim=-1))
-    a = merge_heads(attention(m, q, k, v))
-    x = x + a @ w.need(p + "attn.c_proj.weight", [d, d]) + w.need(p + "attn.c_proj.bias", [d])
-    h = normalize(m, x, w.need(p + "ln_2.weight", [d]), w.need(p + "ln_2.bias", [d]))
-    u = activation(m["activation"], h @ w.need(p + "mlp.c_fc.weight", [d, f_dim]) + w.need(p + "mlp.c_fc.bias", [f_dim]))
-    return x + u @ w.need(p + "mlp.c_proj.weight", [f_dim, d]) + w.need(p + "mlp.c_proj.bias", [d])
-
-
-def llama_block(m, w, layer, x):
-    """LlamaDecoderLayer (and blockscope's "custom": Llama names, optional biases, any norm,
-    activation, gated or plain MLP). nn.Linear weights are [out, in]: y = x @ W^T + b."""
-    p = f"model.layers.{layer}."
-    d, f_dim = m["d_model"], m["d_ff"]
-    h_count, kv_count, hd = m["n_heads"], m["n_kv_heads"], m["head_dim"]
-    bias = m["bias"]
-    norm_bias = bias and m["norm"] == "layernorm"
-
-    def linear(name, x_in, out_features, in_features, with_bias):
-        y = x_in @ w.need(p + name + ".weight", [out_features, in_features]).T
-        b = w.optional(p + name + ".bias", [out_features], with_bias)
-        return y if b is None else y + b
-
-    h = normalize(m, x, w.need(p + "input_layernorm.weight", [d]),
-                  w.optional(p + "input_layernorm.bias", [d], norm_bias))
-    q = split_heads(linear("self_attn.q_proj", h, h_count * hd, d, bias), h_count, hd)
-    k = split_heads(linear("self_attn.k_proj", h, kv_count * hd, d, bias), kv_count, hd)
-    v = split_heads(linear("self_attn.v_proj", h, kv_count * hd, d, bias), kv_count, hd)
-    if m["rope"]:
-        cos, sin = rope_cos_sin(x.shape[1], hd, m["rope_theta"])  # [S, D], broadcast over B, H
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-    x = x + linear("self_attn.o_proj", merge_heads(attention(m, q, k, v)), d, h_count * hd, bias)
-    h = normalize(m, x, w.need(p + "post_attention_layernorm.weight", [d]),
-                  w.optional(p + "post_attention_layernorm.bias", [d], norm_bias))
-    if m["gated"]:  # LlamaMLP: down(act(gate(h)) * up(h)), no biases
-        u = activation(m["activation"], linear("mlp.gate_proj", h, f_dim, d, False)) * linear("mlp.up_proj", h, f_dim, d, False)
-    else:
-        u = activation(m["activation"], linear("mlp.up_proj", h, f_dim, d, bias))
-    return x + linear("mlp.down_proj", u, d, f_dim, bias)
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x, **self.inputs)
+        return x
 
 
 REQUIRED_KEYS = ["workload", "family", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "n_layers",
@@ -299,21 +459,43 @@ def model_description(metadata):
     return m
 
 
-def reference_output(m, tensors):
+def check_input(m, tensors):
+    """The dump's input, checked against the metadata's shape."""
     x = tensors.get("input")
     if x is None or "output" not in tensors:
         raise InputProblem("the dump needs tensors 'input' and 'output'")
     expected = [m["batch"], m["seq_len"], m["d_model"]]
     if list(x.shape) != expected:
         raise InputProblem(f"input has shape {list(x.shape)}, the metadata implies {expected}")
-    w = Weights(tensors)
-    block = gpt2_block if m["family"] == "gpt2" else llama_block
-    for layer in range(m["n_layers"]):
-        x = block(m, w, layer, x)
-    unused = w.unused()
-    if unused:
-        raise InputProblem(f"the dump has tensors this reference does not use: {', '.join(unused)}")
     return x
+
+
+def reference_output(m, tensors):
+    x = check_input(m, tensors)
+    model = HFBlocks(m, tensors, torch.float64)
+    if model.unused:
+        raise InputProblem(f"the dump has tensors this reference does not use: {', '.join(model.unused)}")
+    with torch.no_grad():
+        return model(x.to(torch.float64))
+
+
+def compare(output, reference, block_input):
+    """(relative error of output, relative error of output - input, worst index) against
+    `reference`, each over its reference's largest value; NaN when output is not finite."""
+    output, reference, block_input = (t.to(torch.float64) for t in (output, reference, block_input))
+    scale = reference.abs().max().item() if reference.numel() else 0.0
+    difference = (output - reference).abs()
+    finite = bool(torch.isfinite(output).all())
+    max_abs = difference.max().item() if output.numel() else 0.0
+    relative = max_abs / scale if scale > 0 else max_abs
+    worst = tuple(int(i) for i in torch.nonzero(difference == difference.max())[0]) if output.numel() and finite else ()
+    # The change the block makes: the same difference, over the scale of reference - input.
+    delta_scale = (reference - block_input).abs().max().item() if reference.numel() else 0.0
+    delta_relative = max_abs / delta_scale if delta_scale > 0 else max_abs
+    if not finite:
+        relative = delta_relative = float("nan")
+    return {"relative": relative, "delta_relative": delta_relative, "max_abs": max_abs, "scale": scale,
+            "delta_scale": delta_scale, "worst": list(worst)}
 
 
 def main(argv=None):
@@ -344,19 +526,9 @@ def main(argv=None):
     dtype = m["dtype"]
     tol = args.tol if args.tol is not None else DEFAULT_TOL.get(dtype, 1e-5)
 
-    scale = reference.abs().max().item()
-    difference = (output - reference).abs()
-    finite = bool(torch.isfinite(output).all())
-    max_abs = difference.max().item() if output.numel() else 0.0
-    relative = max_abs / scale if scale > 0 else max_abs
-    if not finite:
-        relative = float("nan")
-    worst = tuple(int(i) for i in torch.nonzero(difference == difference.max())[0]) if output.numel() and finite else ()
-    # The change the block makes: the same difference, over the scale of reference - input.
-    delta_scale = (reference - tensors["input"]).abs().max().item()
-    delta_relative = max_abs / delta_scale if delta_scale > 0 else max_abs
-    if not finite:
-        delta_relative = float("nan")
+    errors = compare(output, reference, tensors["input"])
+    relative, delta_relative = errors["relative"], errors["delta_relative"]
+    max_abs, scale, delta_scale, worst = errors["max_abs"], errors["scale"], errors["delta_scale"], errors["worst"]
 
     print(f"torch {torch.__version__}: {m['family']} {m['workload']} x{m['n_layers']}, {dtype}, "
           f"batch {m['batch']}, seq {m['seq_len']}, d_model {m['d_model']}, heads {m['n_heads']}/{m['n_kv_heads']}")

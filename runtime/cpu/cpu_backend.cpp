@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,16 +38,35 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Best of a few runs of a 512^3 sgemm through the same GEMM the ops use (BLAS or built-in):
-// what the CPU reaches on a GEMM of this size, not its datasheet peak.
-double measure_cpu_tflops() {
+// Best of a few runs of a 512^3 GEMM in `dtype` through the same GEMM the ops use: oneDNN's
+// matmul in that dtype where it runs it natively (bf16 on AVX512_BF16 CPUs), else the f32
+// sgemm the ops widen to. What the CPU reaches on a GEMM of this size, not its datasheet peak.
+double measure_cpu_tflops(DType dtype) {
   const int64_t n = 512;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
-  cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);  // warm-up
+  std::vector<uint16_t> a16(n * n), b16(n * n), c16(n * n);
+  std::function<void()> gemm = [&] {
+    cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  if (dtype != DType::f32) {
+    for (int64_t i = 0; i < n * n; ++i) {
+      store_from_float(dtype, &a16[i], a[i]);
+      store_from_float(dtype, &b16[i], b[i]);
+    }
+    cpu::Matmul mm;
+    mm.m = mm.n = mm.k = n;
+    mm.a = {a16.data(), dtype, n, 0, false};
+    mm.b = {b16.data(), dtype, n, 0, false};
+    mm.c = c16.data();
+    mm.c_dtype = dtype;
+    mm.ldc = n;
+    if (cpu::fused_matmul(mm)) gemm = [mm] { cpu::fused_matmul(mm); };
+  }
+  gemm();  // warm-up
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
     const auto start = std::chrono::steady_clock::now();
-    cpu::sgemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    gemm();
     best = std::min(best, seconds_since(start));
   }
   return 2.0 * n * n * n / best / 1e12;
@@ -66,8 +86,8 @@ double measure_cpu_gbps() {
   return 2.0 * static_cast<double>(bytes) / best / 1e9;
 }
 
-// "Intel(R) Xeon(R) ... | 2 threads | openblas": what a measured peak depends on.
-std::string machine_key(int threads) {
+// "Intel(R) Xeon(R) ... | 2 threads | onednn | bf16": what a measured peak depends on.
+std::string machine_key(int threads, DType dtype) {
   std::string model = "unknown cpu";
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -76,7 +96,7 @@ std::string machine_key(int threads) {
       break;
     }
   }
-  return model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library();
+  return model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library() + " | " + dtype_name(dtype);
 }
 
 // Where measured peaks are kept between runs: BLOCKSCOPE_PEAK_CACHE (a file; "off": none), else
@@ -112,7 +132,7 @@ void write_cached_peaks(const std::string& path, const std::string& key, double 
     nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
     if (old.is_object()) cache = old;
   }
-  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 sgemm, 64 MiB memcpy"}};
+  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 GEMM in the dtype, 64 MiB memcpy"}};
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temporary);
@@ -126,13 +146,16 @@ void write_cached_peaks(const std::string& path, const std::string& key, double 
   if (error) std::filesystem::remove(temporary, error);
 }
 
-BackendInfo cpu_info() {
-  // Measured once per machine (thread count and GEMM library) and cached, so % of peak is
+BackendInfo cpu_info(DType dtype) {
+  // Measured once per machine (thread count, GEMM library, dtype) and cached, so % of peak is
   // against the same figure in every run; the environment overrides either figure.
+  struct Measured {
+    std::string key;
+    double tflops = 0, gbps = 0;
+    std::string source;
+  };
   static std::mutex mutex;
-  static std::string measured_key;
-  static double measured_tflops = 0, measured_gbps = 0;
-  static std::string measured_source;
+  static Measured per_dtype[3];
   BackendInfo info;
   const int threads = omp_get_max_threads();
   info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
@@ -141,26 +164,28 @@ BackendInfo cpu_info() {
   const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS");
   if (tflops_override <= 0 || gbps_override <= 0) {
     std::lock_guard<std::mutex> lock(mutex);
-    const std::string key = machine_key(threads);
-    if (measured_key != key) {
+    Measured& m = per_dtype[static_cast<int>(dtype)];
+    const std::string key = machine_key(threads, dtype);
+    if (m.key != key) {
       const std::string cache = peak_cache_path();
-      if (!cache.empty() && read_cached_peaks(cache, key, &measured_tflops, &measured_gbps)) {
-        measured_source = "measured earlier on this machine, cached in " + cache;
+      if (!cache.empty() && read_cached_peaks(cache, key, &m.tflops, &m.gbps)) {
+        m.source = "measured earlier on this machine, cached in " + cache;
       } else {
-        measured_tflops = measure_cpu_tflops();
-        measured_gbps = measure_cpu_gbps();
-        if (!cache.empty()) write_cached_peaks(cache, key, measured_tflops, measured_gbps);
-        measured_source = "measured now" + (cache.empty() ? std::string() : ", cached in " + cache);
+        m.tflops = measure_cpu_tflops(dtype);
+        m.gbps = measure_cpu_gbps();
+        if (!cache.empty()) write_cached_peaks(cache, key, m.tflops, m.gbps);
+        m.source = "measured now" + (cache.empty() ? std::string() : ", cached in " + cache);
       }
-      measured_key = key;
+      m.key = key;
     }
+    info.peak_tflops = m.tflops;
+    info.peak_gbps = m.gbps;
+    info.peak_source = std::string("512^3 ") + dtype_name(dtype) + " GEMM and 64 MiB memcpy, " + m.source +
+                       "; BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override";
   }
-  info.peak_tflops = tflops_override > 0 ? tflops_override : measured_tflops;
-  info.peak_gbps = gbps_override > 0 ? gbps_override : measured_gbps;
-  info.peak_source = tflops_override > 0 && gbps_override > 0
-                         ? std::string("BLOCKSCOPE_CPU_PEAK_TFLOPS and _GBPS")
-                         : "512^3 sgemm and 64 MiB memcpy, " + measured_source +
-                               "; BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override";
+  if (tflops_override > 0) info.peak_tflops = tflops_override;
+  if (gbps_override > 0) info.peak_gbps = gbps_override;
+  if (tflops_override > 0 && gbps_override > 0) info.peak_source = "BLOCKSCOPE_CPU_PEAK_TFLOPS and _GBPS";
   return info;
 }
 
@@ -170,7 +195,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device::cpu(); }
   std::string name() const override { return "cpu"; }
-  BackendInfo info(DType) override { return cpu_info(); }
+  BackendInfo info(DType dtype) override { return cpu_info(dtype); }
 
   void* allocate(size_t bytes) override {
     // 64-byte alignment: cache lines, and any SIMD width.
