@@ -82,7 +82,9 @@ def load_blockscope(paths):
             if bench.get("run_type") == "aggregate" and bench.get("aggregate_name") == "median":
                 medians[bench.get("run_name")] = bench
         for bench in data.get("benchmarks", []):
-            if bench.get("run_type", "iteration") != "iteration" or not bench.get("label"):
+            # Iterations (each repetition), or with --benchmark_report_aggregates_only the median alone.
+            median = bench.get("run_type") == "aggregate" and bench.get("aggregate_name") == "median"
+            if (bench.get("run_type", "iteration") != "iteration" and not median) or not bench.get("label"):
                 continue
             device = benchmark_device(bench)
             key = bench["label"]

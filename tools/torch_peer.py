@@ -252,7 +252,8 @@ def workloads_from_json(path, device, blocks):
     seen, out = set(), []
     for bench in data.get("benchmarks", []):
         key = bench.get("label", "")
-        if not key or bench.get("run_type") == "aggregate":
+        # Iterations, or the median of each repetition set (--benchmark_report_aggregates_only).
+        if not key or (bench.get("run_type") == "aggregate" and bench.get("aggregate_name") != "median"):
             continue
         if benchmark_device(bench) != device_name_of(device):
             continue
@@ -266,7 +267,8 @@ def workloads_from_json(path, device, blocks):
                 blocks[peer_key] = {"flops": bench.get("op_flops"), "bytes": bench.get("op_bytes"), "keys": [],
                                     "executable": data.get("context", {}).get("executable")}
                 out.append((kind, BLOCK_PEER_VARIANT, dtype, {"config": name, "B": batch, "S": seq_len}))
-            blocks[peer_key]["keys"].append(key)
+            if key not in blocks[peer_key]["keys"]:
+                blocks[peer_key]["keys"].append(key)
             continue
         try:
             workload, variant, dtype, shape = parse_key(key)
