@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/activation/backends.h"
+#include "ops/common/cpu_math.h"
 #include "ops/common/flops.h"
 #include "ops/common/rows.h"
 #include "ops/common/checks.h"
@@ -15,12 +16,9 @@ namespace blockscope::ops {
 float activation_value(Activation act, float x) {
   switch (act) {
     case Activation::gelu_erf: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // x / sqrt(2)
-    case Activation::gelu_tanh: {
-      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's "gelu_new".
-      const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-      return 0.5f * x * (1.0f + std::tanh(inner));
-    }
-    case Activation::silu: return x / (1.0f + std::exp(-x));
+    // The CPU row kernels' own definitions (ops/common/cpu_math.h), so that there is one.
+    case Activation::gelu_tanh: return cpu::gelu_tanh_f32(x);  // GPT-2's "gelu_new"
+    case Activation::silu: return cpu::silu_f32(x);
     case Activation::relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu
   }
   return x;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/activation/backends.h"
+#include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
@@ -31,6 +32,19 @@ const char* gated_kernel_name(Activation act) {
   return "gated_activation_mul_kernel";
 }
 
+// x[0, n) = act(x[0, n)): GELU (tanh) and SiLU — GPT-2's and Llama's — through cpu_math's
+// vectorised rows (a scalar std::tanh or std::exp per element cost ~23 ns, a third of a naive
+// Llama MLP's time); erf-GELU and ReLU per element.
+void activation_row(Activation act, float* x, int64_t n) {
+  switch (act) {
+    case Activation::gelu_tanh: gelu_tanh_row(x, n); return;
+    case Activation::silu: silu_row(x, n); return;
+    case Activation::gelu_erf:
+    case Activation::relu: break;
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] = activation_value(act, x[i]);
+}
+
 // Elements per work item: big enough to amortise the dtype switch, small enough to balance.
 constexpr int64_t kChunk = 4096;
 
@@ -48,7 +62,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
       load_row(x.dtype(), element_ptr(x, begin), buf.data(), count);
-      for (int64_t i = 0; i < count; ++i) buf[i] = activation_value(act, buf[i]);
+      activation_row(act, buf.data(), count);
       store_row(y.dtype(), buf.data(), element_ptr(y, begin), count);
     }
   }
@@ -67,7 +81,8 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
     for (int64_t r = 0; r < rows; ++r) {
       load_row(gate.dtype(), element_ptr(gate, r * g.row_stride), gf.data(), cols);
       load_row(up.dtype(), element_ptr(up, r * u.row_stride), uf.data(), cols);
-      for (int64_t j = 0; j < cols; ++j) gf[j] = activation_value(act, gf[j]) * uf[j];
+      activation_row(act, gf.data(), cols);
+      for (int64_t j = 0; j < cols; ++j) gf[j] *= uf[j];
       store_row(y.dtype(), gf.data(), element_ptr(y, r * cols), cols);
     }
   }

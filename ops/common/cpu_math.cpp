@@ -51,6 +51,16 @@ BLOCKSCOPE_CPU_CLONES void scale_row(float* x, int64_t n, float factor) {
   for (int64_t j = 0; j < n; ++j) x[j] *= factor;
 }
 
+BLOCKSCOPE_CPU_CLONES void gelu_tanh_row(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] = gelu_tanh_f32(x[j]);
+}
+
+BLOCKSCOPE_CPU_CLONES void silu_row(float* x, int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] = silu_f32(x[j]);
+}
+
 BLOCKSCOPE_CPU_CLONES void tile_scores(const float* q, const float* kt, int64_t ldk, int64_t rows, int64_t cols,
                                        int64_t d, float scale, float* s, int64_t lds) {
   constexpr int64_t kColumns = 64, kDepthBlock = 8;

@@ -77,6 +77,21 @@ inline float exp_f32(float x) {
   return p * s1 * s2;
 }
 
+// GPT-2's GELU ("gelu_new"), 0.5·x·(1 + tanh(u)) with u = √(2/π)·(x + 0.044715·x³), evaluated
+// as x / (1 + e^(−2u)) — the same function, since 1 + tanh(u) = 2 / (1 + e^(−2u)) — so that it
+// needs only exp_f32 and vectorises. For x < 0 this form also avoids the cancellation in
+// 1 + tanh(u) (at x = −4 that sum is 3.6e-5 and tanh's rounding alone would cost ~10⁴ ulp).
+// Large |x|: x³ or e^(−2u) overflows and the result is x for x > 0 and −0 for x < 0, which is
+// what the exact value rounds to; NaN and −inf give NaN (as the tanh form does).
+inline float gelu_tanh_f32(float x) {
+  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);  // √(2/π) · (…)
+  return x / (1.0f + exp_f32(-2.0f * u));
+}
+
+// SiLU, x·σ(x) = x / (1 + e^(−x)). Below x = −88.7, where e^(−x) overflows, the result is −0
+// (the exact value is under 3e-37 in magnitude).
+inline float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }
+
 // Row kernels (cpu_math.cpp), each with AVX-512 and AVX2+FMA clones chosen at run time.
 
 // max of x[0, n); −inf when n == 0.
@@ -89,6 +104,10 @@ float exp_shifted_sum(float* x, int64_t n, float shift);
 
 // x[j] *= factor for j in [0, n).
 void scale_row(float* x, int64_t n, float factor);
+
+// x[j] = gelu_tanh_f32(x[j]), and x[j] = silu_f32(x[j]), for j in [0, n).
+void gelu_tanh_row(float* x, int64_t n);
+void silu_row(float* x, int64_t n);
 
 // Small tile products for flash attention where no BLAS is built in (the built-in sgemm
 // allocates per call and has no tuned kernel):

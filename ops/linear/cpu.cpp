@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "ops/activation/activation.h"
 #include "ops/linear/backends.h"
+#include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
 #include "ops/common/rows.h"
 #include "profiler/scope.h"
@@ -65,8 +65,7 @@ void finish(F32Matrix& c, const Tensor& bias, bool gelu, Tensor& y, int64_t rows
     float* row = c.data + r * c.ld;
     if (!bias_f32.empty())
       for (int64_t j = 0; j < out; ++j) row[j] += bias_f32[j];
-    if (gelu)
-      for (int64_t j = 0; j < out; ++j) row[j] = activation_value(Activation::gelu_tanh, row[j]);
+    if (gelu) gelu_tanh_row(row, out);
     if (writes_y) store_row(y.dtype(), row, element_ptr(y, r * out), out);
   }
 }
@@ -136,7 +135,7 @@ void bias_add_kernel(Context& ctx, const Tensor& bias, Tensor& y, int64_t rows, 
 void gelu_tanh_kernel(Context& ctx, Tensor& y, int64_t rows, int64_t out) {
   profiler::KernelScope kernel(ctx, "gelu_tanh_kernel");
   rows_pass(y, rows, out, [&](float* row) {
-    for (int64_t j = 0; j < out; ++j) row[j] = activation_value(Activation::gelu_tanh, row[j]);
+    gelu_tanh_row(row, out);
   });
 }
 
