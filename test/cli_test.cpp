@@ -2,14 +2,19 @@
 // the CPU; malformed configs give their specific message, exit code 2, no output file and no
 // crash; dump, trace, save/diff, check, info and --help work.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/context.h"
@@ -418,6 +423,55 @@ TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
                                   "--dtype", "f32"});
   EXPECT_EQ(modules.code, 0) << modules.out << modules.err;
   EXPECT_NE(modules.out.find("attention=flash"), std::string::npos) << modules.out;
+}
+
+// Without --threads: OMP_NUM_THREADS when set, else the physical cores less one (at least 1),
+// which `info` reports and every command applies. Physical cores are counted here from
+// /proc/cpuinfo's (physical id, core id) pairs, the CLI counts thread_siblings_list in /sys.
+TEST(Cli, DefaultThreadsLeaveACoreForTheSystem) {
+  Result r = run_cli({"info", "--format", "json"}, "env -u OMP_NUM_THREADS ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json info = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << r.out;
+  ASSERT_TRUE(info.contains("default_threads")) << r.out;
+  std::set<std::pair<std::string, std::string>> cores;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string physical;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    const std::string value = line.substr(line.find(':') == std::string::npos ? line.size() : line.find(':') + 1);
+    if (line.rfind("physical id", 0) == 0) physical = value;
+    if (line.rfind("core id", 0) == 0) cores.insert({physical, value});
+  }
+  ASSERT_FALSE(cores.empty()) << "/proc/cpuinfo names no core ids";
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  const int64_t expected_cores = CPU_COUNT(&mask) == cpus ? static_cast<int64_t>(cores.size()) : -1;
+  const int64_t count = info["default_threads"]["count"], reported_cores = info["default_threads"]["cores"];
+  if (expected_cores > 0) {
+    EXPECT_EQ(reported_cores, expected_cores);
+  }
+  EXPECT_EQ(count, std::max<int64_t>(1, reported_cores - 1));
+  EXPECT_EQ(info["openmp_threads"], count) << "the default is applied, not only reported";
+  if (reported_cores > 1) {
+    EXPECT_NE(info["default_threads"]["reason"].get<std::string>().find("less one"), std::string::npos);
+  }
+
+  for (const char* env : {"OMP_NUM_THREADS=3 ", "OMP_NUM_THREADS=3,1 "}) {
+    r = run_cli({"info", "--format", "json"}, env);
+    ASSERT_EQ(r.code, 0) << r.err;
+    info = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(info.is_discarded()) << r.out;
+    EXPECT_EQ(info["default_threads"]["count"], 3) << env;
+    EXPECT_EQ(info["openmp_threads"], 3) << env;
+    EXPECT_NE(info["default_threads"]["reason"].get<std::string>().find("OMP_NUM_THREADS=3"), std::string::npos);
+  }
+  // Not a thread count: OpenMP's variable is ignored, as the cores rule applies.
+  r = run_cli({"info", "--format", "json"}, "OMP_NUM_THREADS=lots ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  info = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << r.out;
+  EXPECT_EQ(info["default_threads"]["count"], std::max<int64_t>(1, reported_cores - 1));
 }
 
 TEST(Cli, InfoAndHelp) {

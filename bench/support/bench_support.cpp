@@ -378,6 +378,9 @@ int run_main(int argc, char** argv, const std::function<void()>& register_all) {
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
   try {
+    // The CLI's default thread count (OMP_NUM_THREADS, else physical cores less one), recorded
+    // as cpu_threads by add_context and pinned to the same count on PyTorch's side.
+    cpu::set_thread_count(cpu::default_thread_count().count);
     add_context();
     register_all();
   } catch (const std::exception& error) {

@@ -1,8 +1,14 @@
 #include "runtime/cpu/gemm.h"
 
 #include <omp.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
@@ -94,6 +100,46 @@ void set_thread_count(int n) {
 #ifdef BLOCKSCOPE_WITH_OPENBLAS
   openblas_set_num_threads(n);
 #endif
+}
+
+namespace {
+
+// Physical cores among the CPUs this process may run on: CPUs that share a
+// thread_siblings_list are one core (a CPU without topology information counts as one).
+int physical_cores_in_affinity_mask() {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int fallback = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0) return fallback;
+  std::set<std::string> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mask)) continue;
+    std::ifstream file("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list");
+    std::string siblings;
+    if (!(file >> siblings)) siblings = "cpu" + std::to_string(cpu);
+    cores.insert(siblings);
+  }
+  return cores.empty() ? fallback : static_cast<int>(cores.size());
+}
+
+}  // namespace
+
+DefaultThreads default_thread_count() {
+  DefaultThreads d;
+  d.cores = physical_cores_in_affinity_mask();
+  // OpenMP's own variable wins, as it would for any OpenMP program ("4" or a nested list "4,2").
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && n > 0 && n <= 4096 && (*end == '\0' || *end == ',')) {
+      d.count = static_cast<int>(n);
+      d.reason = std::string("OMP_NUM_THREADS=") + env;
+      return d;
+    }
+  }
+  d.count = std::max(1, d.cores - 1);
+  d.reason = d.cores == 1 ? std::string("1 core") : std::to_string(d.cores) + " cores less one for the system";
+  return d;
 }
 
 const char* gemm_library() {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "runtime/dtype.h"
 
@@ -81,5 +82,18 @@ const char* gemm_library();
 // built-in GEMM, and oneDNN, which runs on the same OpenMP team) and OpenBLAS's own pool,
 // which omp_set_num_threads does not reach.
 void set_thread_count(int n);
+
+// The thread count a run uses when it asks for none (the CLI's and the benchmarks' default):
+// OMP_NUM_THREADS when it is set to a positive number; else the physical cores this process
+// may run on (its affinity mask, hyperthread siblings counted once) less one, and at least 1.
+// The core left free is for the system and whatever else shares the machine: on a 2-core VM
+// with one other busy process, two threads made a profile's steps vary by 27–46 % and run
+// slower than one thread, which held within a few per cent (bench/NOTES.md has the figures).
+struct DefaultThreads {
+  int count = 1;
+  int cores = 1;           // physical cores in the affinity mask
+  std::string reason;      // "OMP_NUM_THREADS=4", "2 cores less one for the system"
+};
+DefaultThreads default_thread_count();
 
 }  // namespace blockscope::cpu

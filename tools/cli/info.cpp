@@ -28,6 +28,9 @@ int info_command(Session& session) {
   info["cuda_simulated"] = cuda_simulated();
   info["gemm_library"] = cpu::gemm_library();
   info["openmp_threads"] = omp_get_max_threads();
+  const cpu::DefaultThreads default_threads = cpu::default_thread_count();
+  info["default_threads"] = {
+      {"count", default_threads.count}, {"cores", default_threads.cores}, {"reason", default_threads.reason}};
   // The path table (ops/common/paths.h): what the Python tools and benchmarks read.
   info["paths"] = nlohmann::json::array();
   for (const ops::PathInfo& row : ops::path_table()) {
@@ -95,7 +98,9 @@ int info_command(Session& session) {
     std::cout << (cuda_available() ? ", GPU available" : ", no GPU present");
   }
   std::cout << "\n";
-  std::cout << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads()
+  std::cout << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads() << " (default "
+            << info["default_threads"]["count"].get<int>() << ": "
+            << info["default_threads"]["reason"].get<std::string>() << "; --threads or OMP_NUM_THREADS to change)"
             << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n\n";
   std::cout << profiler::render(table, format);
   return 0;

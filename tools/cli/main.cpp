@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
 #include "tools/cli/commands.h"
@@ -58,8 +59,9 @@ void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace
   app->add_flag("--sync-each-op", options.sync_each_op,
                 "Debug: synchronise after every op, so an asynchronous device failure names the op");
   app->add_option("--threads", options.threads,
-                  "CPU threads for every pool the backend uses (OpenMP and OpenBLAS); default: OMP_NUM_THREADS "
-                  "or all cores")
+                  "CPU threads for every pool the backend uses (OpenMP, oneDNN on it, OpenBLAS); default: "
+                  "OMP_NUM_THREADS, else the physical cores less one (a core left for the system keeps steps "
+                  "steady)")
       ->check(CLI::Range(1, 1024));
 }
 
@@ -152,6 +154,11 @@ int run_cli(Session& session, int argc, char** argv) {
     std::cerr << "blockscope: error: " << error.what() << "\nRun with --help for more information.\n";
     return 2;
   }
+
+  // One thread count for every CPU pool, before any work: --threads, else the default
+  // (OMP_NUM_THREADS, else the physical cores less one: cpu::default_thread_count).
+  const int threads = session.options.threads > 0 ? session.options.threads : cpu::default_thread_count().count;
+  cpu::set_thread_count(threads);
 
   if (run->parsed()) return run_command(session);
   if (profile->parsed()) return profile_command(session);

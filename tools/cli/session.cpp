@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "model/safetensors.h"
-#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -66,7 +65,6 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
 }
 
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {
-  if (options.threads > 0) cpu::set_thread_count(options.threads);
   ctx.set_sync_after_each_op(options.sync_each_op);
   ctx.set_check_finite_after_each_op(config.run.check_finite);
 #ifdef BLOCKSCOPE_WITH_CUDA

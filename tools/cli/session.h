@@ -28,7 +28,7 @@ struct Options {
   std::string format = "table";
   bool cold_step = false;
   bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
-  int threads = 0;            // --threads: CPU threads for every pool (OpenMP, OpenBLAS); 0 = as set
+  int threads = 0;            // --threads: CPU threads for every pool; 0 = cpu::default_thread_count()
   // profile's table flags (override profile.sort_by / row_limit / group_by_shape); empty or
   // negative: the config's.
   std::string sort_by;
