@@ -99,8 +99,7 @@ int info_command(Session& session) {
   }
   std::cout << "\n";
   std::cout << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads() << " (default "
-            << info["default_threads"]["count"].get<int>() << ": "
-            << info["default_threads"]["reason"].get<std::string>() << "; --threads or OMP_NUM_THREADS to change)"
+            << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
             << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n\n";
   std::cout << profiler::render(table, format);
   return 0;
