@@ -78,7 +78,7 @@ void check_same_context(Context& ctx, const char* op, const Tensor& t);
 // whether a usable GPU is present (false in CPU-only builds).
 std::shared_ptr<Backend> make_cpu_backend();
 bool cuda_built();
-// True when the CUDA backend runs on the simulated GPU (BLOCKSCOPE_CUDA=SIM, runtime/sim).
+// True when the CUDA backend runs on the simulated GPU (BLOCKSCOPE_CUDA=SIM, sim/).
 bool cuda_simulated();
 bool cuda_available();
 int cuda_device_count();

@@ -93,7 +93,7 @@ int info_command(Session& session) {
             << ")\n";
   std::cout << "CUDA backend: " << (cuda_built() ? "built" : "not built");
   if (cuda_simulated()) {
-    std::cout << ", on the SIMULATED GPU (runtime/sim: kernels run as CPU fibers; times are not GPU times)";
+    std::cout << ", on the SIMULATED GPU (sim/: kernels run as CPU fibers; times are not GPU times)";
   } else if (cuda_built()) {
     std::cout << (cuda_available() ? ", GPU available" : ", no GPU present");
   }

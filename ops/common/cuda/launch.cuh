@@ -7,9 +7,8 @@
 // KernelEvent's grid, block, registers, static/dynamic shared memory and theoretical occupancy
 // (function attributes cached per kernel); launches on the context's stream; and turns a launch
 // failure into a blockscope::Error naming the kernel, the op (the context's scope path) and
-// the launch configuration. Only for .cu files (it uses <<<>>>). In a simulated-GPU build
-// (BLOCKSCOPE_CUDA_SIM) the same call hands the kernel and its arguments to the simulator,
-// which validates the launch as the runtime would and queues the grid on the stream.
+// the launch configuration. Only for .cu files (it uses <<<>>>); on the simulated GPU nvcc-sim
+// compiles the same source.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,9 +21,6 @@
 #include "runtime/context.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "ops/common/cuda/launch_support.h"
-#ifdef BLOCKSCOPE_CUDA_SIM
-#include "runtime/sim/sim.h"
-#endif
 
 namespace blockscope::ops::cuda {
 
@@ -38,11 +34,7 @@ void launch(Context& ctx, const char* name, void (*kernel)(Params...), dim3 grid
     describe_launch(*event, reinterpret_cast<const void*>(kernel), grid, block, dynamic_smem,
                     backend.device().index);
   }
-#ifdef BLOCKSCOPE_CUDA_SIM
-  sim::launch_kernel(name, kernel, grid, block, dynamic_smem, backend.stream(), std::forward<Args>(args)...);
-#else
   kernel<<<grid, block, dynamic_smem, backend.stream()>>>(static_cast<Params>(std::forward<Args>(args))...);
-#endif
   check_launch(ctx, name, grid, block, dynamic_smem);
 }
 

@@ -15,9 +15,6 @@
 
 #include "runtime/dtype.h"
 #include "runtime/error.h"
-#ifdef BLOCKSCOPE_CUDA_SIM
-#include "runtime/sim/device.h"
-#endif
 
 namespace blockscope::ops::cuda::kernels {
 
@@ -43,39 +40,25 @@ struct alignas(16) Pack {
   T v[size];
 };
 
-// One 128-bit load or store; the caller guarantees 16-byte alignment. On the simulated GPU the
-// same 16 bytes move by memcpy: the host compiler's strict-aliasing rules do not allow the
-// uint4 reinterpretation nvcc turns into LDG.128/STG.128.
+// One 128-bit load or store (LDG.128/STG.128); the caller guarantees 16-byte alignment (a
+// misaligned pack faults on a GPU, and on the simulated GPU).
 template <typename T>
 __device__ __forceinline__ Pack<T> load_pack(const T* ptr) {
   Pack<T> pack;
-#ifdef BLOCKSCOPE_CUDA_SIM
-  std::memcpy(static_cast<void*>(pack.v), ptr, sizeof pack.v);
-#else
   *reinterpret_cast<uint4*>(pack.v) = *reinterpret_cast<const uint4*>(ptr);
-#endif
   return pack;
 }
 
 template <typename T>
 __device__ __forceinline__ void store_pack(T* ptr, const Pack<T>& pack) {
-#ifdef BLOCKSCOPE_CUDA_SIM
-  std::memcpy(static_cast<void*>(ptr), pack.v, sizeof pack.v);
-#else
   *reinterpret_cast<uint4*>(ptr) = *reinterpret_cast<const uint4*>(pack.v);
-#endif
 }
 
 // ---- Dynamic shared memory ------------------------------------------------------------------
-// The block's dynamic shared memory (the launch's dynamic_smem bytes), 16-byte aligned. On the
-// simulated GPU the simulator owns it: a buffer of exactly that size, poisoned per block.
+// The block's dynamic shared memory (the launch's dynamic_smem bytes), 16-byte aligned.
 __device__ __forceinline__ void* dynamic_shared_memory() {
-#ifdef BLOCKSCOPE_CUDA_SIM
-  return sim::dynamic_shared_memory();
-#else
   extern __shared__ __align__(16) unsigned char dynamic_smem[];
   return dynamic_smem;
-#endif
 }
 
 // ---- Warp and block reductions (f32) --------------------------------------------------------

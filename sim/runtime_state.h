@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/sim/sim.h"
+#include "sim/sim.h"
 
 namespace blockscope::sim::detail {
 struct Capture;
@@ -89,6 +89,12 @@ constexpr size_t kSharedPerBlock = 48u << 10;
 constexpr size_t kSharedPerBlockOptin = 227u << 10;
 constexpr size_t kSharedPerSm = 228u << 10;
 constexpr size_t kReservedSharedPerBlock = 1u << 10;
+constexpr int kSmCount = 132;
+constexpr int kMaxThreadsPerSm = 2048;
+constexpr int kMaxBlocksPerSm = 32;
+constexpr int kRegistersPerSm = 65536;
+// A cooperative grid runs with every block resident: every thread a live fiber at once.
+constexpr uint64_t kMaxCooperativeThreads = 16384;
 // Opt-in dynamic shared memory of a kernel (cudaFuncSetAttribute), 0 when never set.
 size_t max_dynamic_smem(const void* function);
 

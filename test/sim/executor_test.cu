@@ -1,9 +1,7 @@
-// Tests of the sim's kernel executor and prelude (runtime/sim/executor.cpp, warp_intrinsics.cpp,
-// kernel_prelude.h): kernels written here as in a .cu, launched through sim::launch_kernel and
-// run by cudaDeviceSynchronize. Expected values come from the CUDA programming guide's
-// definitions, computed here independently of the sim.
-#include "runtime/sim/kernel_prelude.h"
-
+// Tests of the sim's kernel executor and prelude (sim/executor.cpp, warp_intrinsics.cpp,
+// kernel_prelude.h): kernels written as in any .cu, launched with <<<>>> and run by
+// cudaDeviceSynchronize. Expected values come from the CUDA programming guide's definitions,
+// computed here independently of the sim.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,14 +11,19 @@
 #include <string>
 #include <vector>
 
+#include "sim/device.h"
+#include "sim/sim.h"
+#include "test/sim/managed.h"
+
 namespace sim = blockscope::sim;
+using blockscope::sim::test::Managed;
 
 namespace {
 
 // Launches on the legacy stream and runs it; returns the sync's error.
 template <typename... Params, typename... Args>
-cudaError_t run(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
-  sim::launch_kernel(name, kernel, grid, block, smem, nullptr, args...);
+cudaError_t run(const char* /*name*/, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, Args... args) {
+  kernel<<<grid, block, smem>>>(args...);
   const cudaError_t launch = cudaGetLastError();
   if (launch != cudaSuccess) return launch;
   return cudaDeviceSynchronize();
@@ -50,7 +53,7 @@ __global__ void block_sum_kernel(const int* in, int* out) {
 
 TEST(Executor, BlockReductionThroughSharedMemory) {
   const int blocks = 5, threads = 256;
-  std::vector<int> in(blocks * threads), out(blocks, -1);
+  Managed<int> in(blocks * threads), out(blocks, -1);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 97) - 40;
   ASSERT_EQ(run("block_sum_kernel", block_sum_kernel, blocks, threads, 0, in.data(), out.data()), cudaSuccess);
   for (int b = 0; b < blocks; ++b) {
@@ -70,9 +73,9 @@ __global__ void barrier_reduce_kernel(int* out) {
 }
 
 TEST(Executor, SyncthreadsCountAndOr) {
-  std::vector<int> out(5, -1);
+  Managed<int> out(5, -1);
   ASSERT_EQ(run("barrier_reduce_kernel", barrier_reduce_kernel, 1, 100, 0, out.data()), cudaSuccess);
-  EXPECT_EQ(out, (std::vector<int>{34, 1, 0, 1, 0}));
+  EXPECT_EQ(out.vector(), (std::vector<int>{34, 1, 0, 1, 0}));
 }
 
 __global__ void dynamic_smem_kernel(size_t bytes, int* poisoned, size_t* seen_bytes) {
@@ -89,12 +92,12 @@ __global__ void dynamic_smem_kernel(size_t bytes, int* poisoned, size_t* seen_by
 
 TEST(Executor, DynamicSharedMemoryIsPoisonedPerBlockWithExactSize) {
   const size_t bytes = 1000;
-  std::vector<int> poisoned(3, -1);
-  std::vector<size_t> seen(3, 0);
+  Managed<int> poisoned(3, -1);
+  Managed<size_t> seen(3, 0);
   ASSERT_EQ(run("dynamic_smem_kernel", dynamic_smem_kernel, 3, 64, bytes, bytes, poisoned.data(), seen.data()),
             cudaSuccess);
-  EXPECT_EQ(poisoned, (std::vector<int>{1, 1, 1}));
-  EXPECT_EQ(seen, (std::vector<size_t>{bytes, bytes, bytes}));
+  EXPECT_EQ(poisoned.vector(), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(seen.vector(), (std::vector<size_t>{bytes, bytes, bytes}));
 }
 
 // ---- Warp collectives ---------------------------------------------------------------------------
@@ -143,7 +146,7 @@ int expected_source(int variant, int lane, int width) {
 template <typename T>
 void check_shuffles() {
   for (int width : {32, 16, 8, 4, 2, 1}) {
-    std::vector<T> out(4 * 32);
+    Managed<T> out(4 * 32);
     ASSERT_EQ(run("shuffle_kernel", shuffle_kernel<T>, 1, 32, 0, width, out.data()), cudaSuccess);
     for (int lane = 0; lane < 32; ++lane) {
       for (int variant = 0; variant < 4; ++variant) {
@@ -170,7 +173,7 @@ __global__ void warp_sum_kernel(float* out) {
 }
 
 TEST(Executor, ButterflyReductionGivesEveryLaneTheSum) {
-  std::vector<float> out(64, -1.0f);
+  Managed<float> out(64, -1.0f);
   ASSERT_EQ(run("warp_sum_kernel", warp_sum_kernel, 1, 64, 0, out.data()), cudaSuccess);
   for (int t = 0; t < 64; ++t) EXPECT_EQ(out[t], t < 32 ? 496.0f : 1520.0f) << t;  // 0+..+31, 32+..+63
 }
@@ -187,7 +190,7 @@ __global__ void vote_kernel(unsigned* out) {
 }
 
 TEST(Executor, BallotAnyAll) {
-  std::vector<unsigned> out(192, 7);
+  Managed<unsigned> out(192, 7);
   ASSERT_EQ(run("vote_kernel", vote_kernel, 1, 32, 0, out.data()), cudaSuccess);
   unsigned every_third = 0;
   for (int l = 0; l < 32; l += 3) every_third |= 1u << l;
@@ -210,7 +213,7 @@ __global__ void syncwarp_halves_kernel(int* data, int* out) {
 }
 
 TEST(Executor, SyncwarpWithDivergentHalves) {
-  std::vector<int> data(32, -1), out(32, -1);
+  Managed<int> data(32, -1), out(32, -1);
   ASSERT_EQ(run("syncwarp_halves_kernel", syncwarp_halves_kernel, 1, 32, 0, data.data(), out.data()), cudaSuccess);
   for (int l = 0; l < 32; ++l) EXPECT_EQ(out[l], l ^ 1);
 }
@@ -236,7 +239,7 @@ __global__ void shape_kernel(Seen* out) {
 TEST(Executor, ThreeDimensionalBlocksAndGrids) {
   const dim3 grid(2, 3, 2), block(4, 3, 5);  // 60 threads: a full warp and a partial one of 28
   const unsigned threads = 60, blocks = 12;
-  std::vector<Seen> out(threads * blocks);
+  Managed<Seen> out(threads * blocks);
   ASSERT_EQ(run("shape_kernel", shape_kernel, grid, block, 0, out.data()), cudaSuccess);
   for (unsigned b = 0; b < blocks; ++b) {
     for (unsigned t = 0; t < threads; ++t) {
@@ -261,21 +264,22 @@ __global__ void partial_warp_kernel(unsigned* out) {
 }
 
 TEST(Executor, PartialWarpHasOnlyItsLanes) {
-  std::vector<unsigned> out(80, 0);
+  Managed<unsigned> out(80, 0);
   ASSERT_EQ(run("partial_warp_kernel", partial_warp_kernel, 1, 40, 0, out.data()), cudaSuccess);
   for (unsigned t = 0; t < 40; ++t) EXPECT_EQ(out[t], t < 32 ? 0xffffffffu : 0xffu) << t;
   for (unsigned t = 32; t < 40; ++t) EXPECT_EQ(out[40 + t], 78u);
 }
 
-__global__ void full_mask_in_partial_warp_kernel(unsigned* out) { out[threadIdx.x] = __shfl_sync(0xffffffffu, 1u, 0); }
+__global__ void full_mask_in_partial_warp_kernel(unsigned* out) {
+  out[threadIdx.x] = __shfl_sync(0xffffffffu, threadIdx.x * 3u, 2);
+}
 
-TEST(Executor, FullMaskInPartialWarpIsAFault) {
-  std::vector<unsigned> out(40);
-  const std::string message =
-      fault_of("full_mask_in_partial_warp_kernel", full_mask_in_partial_warp_kernel, 1, 40, out.data());
-  EXPECT_NE(message.find("kernel full_mask_in_partial_warp_kernel, block (0,0,0), thread (32,0,0)"), std::string::npos)
-      << message;
-  EXPECT_NE(message.find("names lanes 8-31 that do not exist"), std::string::npos) << message;
+// PTX shfl.sync waits only for non-exited threads of the mask; lanes a partial warp does not have
+// are no different (a 32-wide tile in a 40-thread block's second warp).
+TEST(Executor, FullMaskInPartialWarpWaitsOnlyForLanesThatExist) {
+  Managed<unsigned> out(40, 0);
+  ASSERT_EQ(run("full_mask_in_partial_warp_kernel", full_mask_in_partial_warp_kernel, 1, 40, 0, out.data()), cudaSuccess);
+  for (unsigned t = 0; t < 40; ++t) EXPECT_EQ(out[t], t < 32 ? 6u : 34u * 3u) << t;
 }
 
 // ---- Atomics and spinning ------------------------------------------------------------------------
@@ -294,37 +298,39 @@ __global__ void atomics_simple_kernel(int* counter, unsigned* maximum, float* to
 }
 
 TEST(Executor, Atomics) {
-  int counter = 0, cas_sum = 0;
-  unsigned maximum = 0, wrapped = 0;
-  float total = 0;
-  ASSERT_EQ(run("atomics_simple_kernel", atomics_simple_kernel, 4, 128, 0, &counter, &maximum, &total, &cas_sum,
-                &wrapped),
+  Managed<int> counter(1, 0), cas_sum(1, 0);
+  Managed<unsigned> maximum(1, 0), wrapped(1, 0);
+  Managed<float> total(1, 0.0f);
+  ASSERT_EQ(run("atomics_simple_kernel", atomics_simple_kernel, 4, 128, 0, counter.data(), maximum.data(), total.data(),
+                cas_sum.data(), wrapped.data()),
             cudaSuccess);
-  EXPECT_EQ(counter, 1024);
-  EXPECT_EQ(maximum, 999u);  // t = 27 gives 999
-  EXPECT_EQ(total, 256.0f);
-  EXPECT_EQ(cas_sum, 511 * 512 / 2);
-  EXPECT_EQ(wrapped, 512u % 10u);  // atomicInc wraps to 0 after 9
+  EXPECT_EQ(*counter, 1024);
+  EXPECT_EQ(*maximum, 999u);  // t = 27 gives 999
+  EXPECT_EQ(*total, 256.0f);
+  EXPECT_EQ(*cas_sum, 511 * 512 / 2);
+  EXPECT_EQ(*wrapped, 512u % 10u);  // atomicInc wraps to 0 after 9
 }
 
+// A flag set by another thread of the block, polled with atomics (a plain or volatile read of
+// it would race with the write).
 __global__ void spin_kernel(int* out) {
-  __shared__ volatile int flag;
+  __shared__ int flag;
   if (threadIdx.x == 0) {
     flag = 0;
     out[0] = 0;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    while (flag == 0) __nanosleep(100);  // thread 31 sets it later
-    out[0] = flag;
+    while (atomicAdd(&flag, 0) == 0) __nanosleep(100);  // thread 31 sets it later
+    out[0] = atomicAdd(&flag, 0);
   }
-  if (threadIdx.x == 31) flag = 42;
+  if (threadIdx.x == 31) atomicExch(&flag, 42);
 }
 
-TEST(Executor, NanosleepLetsASpinWaitProgress) {
-  int out = -1;
-  ASSERT_EQ(run("spin_kernel", spin_kernel, 1, 32, 0, &out), cudaSuccess);
-  EXPECT_EQ(out, 42);
+TEST(Executor, PollsLetASpinWaitProgress) {
+  Managed<int> out(1, -1);
+  ASSERT_EQ(run("spin_kernel", spin_kernel, 1, 32, 0, out.data()), cudaSuccess);
+  EXPECT_EQ(*out, 42);
 }
 
 // ---- Launch limits -------------------------------------------------------------------------------
@@ -333,16 +339,16 @@ __global__ void count_kernel(int* counter) {
 }
 
 TEST(Executor, LaunchLimitsAreTheRuntimes) {
-  int counter = 0;
-  EXPECT_EQ(run("count_kernel", count_kernel, 1, 1025, 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(run("count_kernel", count_kernel, 1, dim3(1, 1, 65), 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(run("count_kernel", count_kernel, 1, dim3(64, 4, 5), 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(run("count_kernel", count_kernel, dim3(1, 65536), 32, 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(run("count_kernel", count_kernel, dim3(1, 1, 65536), 32, 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(run("count_kernel", count_kernel, 0, 32, 0, &counter), cudaErrorInvalidConfiguration);
-  EXPECT_EQ(counter, 0);  // nothing was queued
-  EXPECT_EQ(run("count_kernel", count_kernel, dim3(2, 65535, 1), dim3(8, 4, 1), 0, &counter), cudaSuccess);
-  EXPECT_EQ(counter, 2 * 65535);
+  Managed<int> counter(1, 0);
+  EXPECT_EQ(run("count_kernel", count_kernel, 1, 1025, 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run("count_kernel", count_kernel, 1, dim3(1, 1, 65), 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run("count_kernel", count_kernel, 1, dim3(64, 4, 5), 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run("count_kernel", count_kernel, dim3(1, 65536), 32, 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run("count_kernel", count_kernel, dim3(1, 1, 65536), 32, 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(run("count_kernel", count_kernel, 0, 32, 0, counter.data()), cudaErrorInvalidConfiguration);
+  EXPECT_EQ(*counter, 0);  // nothing was queued
+  EXPECT_EQ(run("count_kernel", count_kernel, dim3(2, 65535, 1), dim3(8, 4, 1), 0, counter.data()), cudaSuccess);
+  EXPECT_EQ(*counter, 2 * 65535);
 }
 
 __global__ void big_smem_kernel(size_t* seen) {
@@ -350,15 +356,15 @@ __global__ void big_smem_kernel(size_t* seen) {
 }
 
 TEST(Executor, DynamicSharedMemoryOver48KiBNeedsTheAttribute) {
-  size_t seen = 0;
+  Managed<size_t> seen(1, 0);
   const size_t bytes = 64 << 10;
-  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes, &seen), cudaErrorInvalidValue);
-  EXPECT_EQ(seen, 0u);
+  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes, seen.data()), cudaErrorInvalidValue);
+  EXPECT_EQ(*seen, 0u);
   ASSERT_EQ(cudaFuncSetAttribute(big_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
             cudaSuccess);
-  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes, &seen), cudaSuccess);
-  EXPECT_EQ(seen, bytes);
-  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes + 1, &seen), cudaErrorInvalidValue);
+  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes, seen.data()), cudaSuccess);
+  EXPECT_EQ(*seen, bytes);
+  EXPECT_EQ(run("big_smem_kernel", big_smem_kernel, 1, 32, bytes + 1, seen.data()), cudaErrorInvalidValue);
   EXPECT_EQ(cudaFuncSetAttribute(big_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (227 << 10) + 1),
             cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
@@ -366,21 +372,32 @@ TEST(Executor, DynamicSharedMemoryOver48KiBNeedsTheAttribute) {
 }
 
 // ---- Faults ---------------------------------------------------------------------------------------
-__global__ void divergent_barrier_kernel(int* out) {
-  if (blockIdx.x == 3 && threadIdx.x == 31) return;
+__global__ void early_exit_kernel(int* out) {
+  if (blockIdx.x == 3 && threadIdx.x >= 16) return;
   __syncthreads();
-  out[blockIdx.x] = 1;
+  if (threadIdx.x == 0) out[blockIdx.x] = 1;
 }
 
-TEST(Executor, ExitedThreadAtABarrierIsAFault) {
-  std::vector<int> out(4, 0);
-  const std::string message = fault_of("divergent_barrier_kernel", divergent_barrier_kernel, 4, 32, out.data());
-  EXPECT_NE(message.find("in kernel divergent_barrier_kernel, block (3,0,0): threads 0-30 wait at the barrier, "
-                         "thread 31 has exited"),
-            std::string::npos)
-      << message;
-  EXPECT_NE(message.find("__syncthreads at "), std::string::npos) << message;
-  EXPECT_EQ(out, (std::vector<int>{1, 1, 1, 0}));  // blocks before the fault ran
+// PTX `exit`: "if the exiting threads are holding up the barrier, the barrier is released".
+TEST(Executor, ExitedThreadsDoNotHoldUpABarrier) {
+  Managed<int> out(4, 0);
+  ASSERT_EQ(run("early_exit_kernel", early_exit_kernel, 4, 32, 0, out.data()), cudaSuccess);
+  EXPECT_EQ(out.vector(), (std::vector<int>{1, 1, 1, 1}));
+}
+
+__global__ void barrier_never_met_kernel(int* out) {
+  if (threadIdx.x == 31) {
+    while (atomicAdd(out, 0) == 0) {  // waits for the others, who wait at the barrier
+    }
+  }
+  __syncthreads();
+}
+
+TEST(Executor, ABarrierThatCanNeverBeMetIsAFault) {
+  Managed<int> out(1, 0);
+  const std::string message = fault_of("barrier_never_met_kernel", barrier_never_met_kernel, 1, 32, out.data());
+  EXPECT_NE(message.find("no progress after"), std::string::npos) << message;
+  EXPECT_NE(message.find("thread (31,0,0)"), std::string::npos) << message;
 }
 
 __global__ void two_barriers_kernel() {
@@ -405,7 +422,7 @@ __global__ void mask_disagreement_kernel(int* out) {
 }
 
 TEST(Executor, ShuffleMasksThatDisagreeAreAFault) {
-  std::vector<int> out(32);
+  Managed<int> out(32);
   const std::string message = fault_of("mask_disagreement_kernel", mask_disagreement_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("kernel mask_disagreement_kernel, block (0,0,0), thread (1,0,0)"), std::string::npos)
       << message;
@@ -421,19 +438,21 @@ __global__ void exited_mask_lane_kernel(int* out) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<int>(lane), 16);
 }
 
-TEST(Executor, ShuffleWhoseMaskLaneExitedIsAFault) {
-  std::vector<int> out(96);
-  const std::string message = fault_of("exited_mask_lane_kernel", exited_mask_lane_kernel, 1, 96, out.data());
-  EXPECT_NE(message.find("__shfl_xor_sync mask 0xffffffff in kernel exited_mask_lane_kernel, block (0,0,0), warp 2: "
-                         "lanes 0-4, 6-31 arrived, lane 5 has exited"),
-            std::string::npos)
-      << message;
+// An exited lane of the mask does not hold the shuffle up; reading its value is undefined on a
+// GPU and gives 0xFF bytes here.
+TEST(Executor, ShuffleDoesNotWaitForAnExitedMaskLane) {
+  Managed<int> out(96, 7);
+  ASSERT_EQ(run("exited_mask_lane_kernel", exited_mask_lane_kernel, 1, 96, 0, out.data()), cudaSuccess);
+  for (int t = 0; t < 96; ++t) {
+    if (t == 64 + 5) continue;
+    EXPECT_EQ(out[t], t == 64 + 21 ? -1 : (t % 32) ^ 16) << t;
+  }
 }
 
 __global__ void self_excluded_kernel(int* out) { out[threadIdx.x] = __shfl_sync(0xfffffffeu, 1, 0); }
 
 TEST(Executor, MaskWithoutTheCallingLaneIsAFault) {
-  std::vector<int> out(32);
+  Managed<int> out(32);
   const std::string message = fault_of("self_excluded_kernel", self_excluded_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("thread (0,0,0)"), std::string::npos) << message;
   EXPECT_NE(message.find("does not include the calling lane 0"), std::string::npos) << message;
@@ -445,7 +464,7 @@ __global__ void mixed_variants_kernel(int* out) {
 }
 
 TEST(Executor, DifferentCollectivesUnderOneMaskAreAFault) {
-  std::vector<int> out(32);
+  Managed<int> out(32);
   const std::string message = fault_of("mixed_variants_kernel", mixed_variants_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("thread (16,0,0)"), std::string::npos) << message;
   EXPECT_NE(message.find("__shfl_down_sync with mask 0xffffffff while lanes 0-15 of warp 0 wait at __shfl_up_sync"),
@@ -455,7 +474,7 @@ TEST(Executor, DifferentCollectivesUnderOneMaskAreAFault) {
 
 struct Counted {
   int* destroyed;
-  ~Counted() { ++*destroyed; }
+  ~Counted() { atomicAdd(destroyed, 1); }
 };
 
 __global__ void throwing_kernel(int* destroyed) {
@@ -465,14 +484,16 @@ __global__ void throwing_kernel(int* destroyed) {
 }
 
 TEST(Executor, ExceptionInAThreadEndsTheGridAndUnwindsTheOthers) {
-  int destroyed = 0;
-  const std::string message = fault_of("throwing_kernel", throwing_kernel, 3, 32, &destroyed);
+  Managed<int> destroyed(1, 0);
+  const std::string message = fault_of("throwing_kernel", throwing_kernel, 3, 32, destroyed.data());
   EXPECT_NE(message.find("kernel throwing_kernel, block (1,0,0), thread (7,0,0) (linear 7, warp 0 lane 7): uncaught "
                          "exception: boom"),
             std::string::npos)
       << message;
-  // Block 0: 32 threads; block 1: threads 0-7 started (0-6 wait at the barrier) and unwound; block 2 never ran.
-  EXPECT_EQ(destroyed, 32 + 8);
+  // Block 0: 32 threads; block 1: threads 0-7 at least (0-6 wait at the barrier when 7 throws; the
+  // atomic in 7's destructor may let later ones start) and unwound; block 2 never ran.
+  EXPECT_GE(*destroyed, 32 + 8);
+  EXPECT_LE(*destroyed, 32 + 32);
 }
 
 __global__ void trap_kernel() {
@@ -497,9 +518,11 @@ __global__ void smem_overrun_kernel(size_t bytes) {
   if (threadIdx.x == 0) smem[bytes] = 1;  // one past the launch's dynamic shared memory
 }
 
+// Without the access checks (ASan builds), the redzone after the dynamic shared memory is
+// poisoned for AddressSanitizer.
 TEST(ExecutorDeathTest, AsanSeesADynamicSharedMemoryOverrun) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(run("smem_overrun_kernel", smem_overrun_kernel, 1, 32, 100, size_t{100}), "heap-buffer-overflow");
+  EXPECT_DEATH(run("smem_overrun_kernel", smem_overrun_kernel, 1, 32, 100, size_t{100}), "use-after-poison");
 }
 #endif
 
@@ -526,13 +549,13 @@ double seconds_of(const std::function<void()>& f) {
 
 // Prints what the CI pays; asserts only a generous bound (shared 2-core machines are noisy).
 TEST(Executor, CostPerThreadBarrierAndShuffle) {
-  int sink = 0;
+  Managed<int> sink(1, 0);
   const int blocks = 2048, threads = 256, rounds = 20;
-  const double plain = seconds_of([&] { run("empty_kernel", empty_kernel, blocks, threads, 0, &sink); });
+  const double plain = seconds_of([&] { run("empty_kernel", empty_kernel, blocks, threads, 0, sink.data()); });
   const double barriers = seconds_of([&] { run("barriers_kernel", barriers_kernel, blocks / 8, threads, 0, rounds); });
-  float out = 0;
+  Managed<float> out(1, 0.0f);
   const double shuffles =
-      seconds_of([&] { run("shuffles_kernel", shuffles_kernel, blocks / 8, threads, 0, rounds, &out); });
+      seconds_of([&] { run("shuffles_kernel", shuffles_kernel, blocks / 8, threads, 0, rounds, out.data()); });
   const double per_thread = plain / (blocks * threads);
   const double per_barrier = (barriers / (blocks / 8 * threads) - per_thread) / rounds;
   const double per_shuffle = (shuffles / (blocks / 8 * threads) - per_thread) / rounds;

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <unordered_set>
 
-#include "runtime/sim/runtime_state.h"
+#include "sim/runtime_state.h"
 
 namespace blockscope::sim::detail {
 

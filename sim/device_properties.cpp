@@ -1,6 +1,6 @@
 // What the simulated GPU says it is: an H200 SXM (compute capability 9.0), per device; function
-// attributes and occupancy from the limits the sim knows (threads, blocks and shared memory per
-// SM; it cannot know a kernel's registers or static shared memory: both read 0).
+// attributes and occupancy from the limits an H200 has (threads, blocks, shared memory and
+// registers per SM) and, where nvcc-sim recorded them, ptxas's figures for each kernel.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -8,16 +8,14 @@
 #include <cstring>
 #include <map>
 
-#include "runtime/sim/runtime_state.h"
+#include "sim/runtime_state.h"
+#include "sim/sim.h"
 
 namespace blockscope::sim::detail {
 namespace {
 
-constexpr int kSmCount = 132;
 constexpr int kClockKhz = 1980000;        // boost clock
 constexpr int kMemoryClockKhz = 3201000;  // HBM3e: 6144 bits x 3.2 GHz x 2 = 4.9 TB/s
-constexpr int kMaxThreadsPerSm = 2048;
-constexpr int kMaxBlocksPerSm = 32;
 
 struct FunctionAttributes {
   int max_dynamic_smem = 0;  // cudaFuncAttributeMaxDynamicSharedMemorySize
@@ -142,16 +140,21 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
   return cudaSuccess;
 }
 
-// numRegs is 0: a host-compiled kernel has no registers the sim could count. sharedSizeBytes
-// (static shared memory) is 0 too: `static` locals are invisible to the sim.
+// Registers, static shared memory and local memory are ptxas's figures for sm_90 when nvcc-sim
+// recorded them (nvcc was there when the kernel was compiled); otherwise numRegs is -1 and the
+// sizes 0: unknown, never a made-up count.
 cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attributes, const void* function) {
   if (attributes == nullptr) return result(cudaErrorInvalidValue);
   if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
   Lock lock(state_mutex());
   std::memset(attributes, 0, sizeof *attributes);
   const FunctionAttributes& set = function_attributes()[function];
+  blockscope::sim::KernelResources resources{};
+  const bool known = blockscope::sim::kernel_resources(function, &resources);
   attributes->maxThreadsPerBlock = 1024;
-  attributes->numRegs = 0;
+  attributes->numRegs = known ? resources.registers : -1;
+  attributes->sharedSizeBytes = known ? static_cast<size_t>(resources.static_smem) : 0;
+  attributes->localSizeBytes = known ? static_cast<size_t>(resources.local_bytes) : 0;
   attributes->ptxVersion = 90;
   attributes->binaryVersion = 90;
   attributes->maxDynamicSharedSizeBytes = set.max_dynamic_smem != 0 ? set.max_dynamic_smem : static_cast<int>(kSharedPerBlock);
@@ -175,8 +178,9 @@ cudaError_t cudaFuncSetAttribute(const void* function, enum cudaFuncAttribute at
   }
 }
 
-// Resident blocks per SM from threads (whole warps), blocks and shared memory (each block also
-// takes the 1 KiB the driver reserves); registers are unknown and not a limit here.
+// Resident blocks per SM from threads (whole warps), blocks, shared memory (each block also takes
+// the 1 KiB the driver reserves) and — when ptxas's figures are known — registers (allocated per
+// warp in units of 256) and static shared memory, as the CUDA occupancy calculator does for sm_90.
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* function, int block_size,
                                                           size_t dynamic_smem) {
   if (blocks == nullptr || block_size <= 0) return result(cudaErrorInvalidValue);
@@ -186,11 +190,19 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
     *blocks = 0;
     return cudaSuccess;
   }
+  blockscope::sim::KernelResources resources{};
+  const bool known = blockscope::sim::kernel_resources(function, &resources);
   const int warps = (block_size + 31) / 32;
-  int by_threads = kMaxThreadsPerSm / (warps * 32);
-  const size_t smem_per_block = dynamic_smem + kReservedSharedPerBlock;
+  const int by_threads = kMaxThreadsPerSm / (warps * 32);
+  const size_t smem_per_block =
+      dynamic_smem + (known ? static_cast<size_t>(resources.static_smem) : 0) + kReservedSharedPerBlock;
   const int by_smem = static_cast<int>(kSharedPerSm / smem_per_block);
-  *blocks = std::min({by_threads, kMaxBlocksPerSm, by_smem});
+  int by_registers = kMaxBlocksPerSm;
+  if (known && resources.registers > 0) {
+    const int per_warp = (resources.registers * 32 + 255) / 256 * 256;
+    by_registers = (kRegistersPerSm / per_warp) / warps;
+  }
+  *blocks = std::min({by_threads, kMaxBlocksPerSm, by_smem, by_registers});
   return cudaSuccess;
 }
 

@@ -15,8 +15,9 @@
 #include <set>
 #include <unordered_set>
 
-#include "runtime/sim/runtime_state.h"
-#include "runtime/sim/sim.h"
+#include "sim/executor_state.h"
+#include "sim/runtime_state.h"
+#include "sim/sim.h"
 
 namespace blockscope::sim::detail {
 namespace {
@@ -35,8 +36,11 @@ std::unordered_set<CUstream_st*> g_streams;
 std::unordered_set<CUevent_st*> g_events;
 thread_local cudaError_t t_last_error = cudaSuccess;
 thread_local std::string t_last_kernel;
+thread_local const void* t_last_kernel_function = nullptr;
 std::set<std::string> g_fault_messages;  // cudaGetErrorString's pointers stay valid
 const char* g_fault_message = nullptr;
+cudaError_t g_fault_code = cudaErrorLaunchFailure;  // the code the latest fault was returned as
+bool g_peer_access[8][8] = {};  // [device][peer]: kernels on device may access peer's memory
 
 CUstream_st* legacy_stream(int device) {
   static CUstream_st streams[8];
@@ -130,11 +134,10 @@ cudaError_t run_through(uint64_t seq) {
       op.fn();
     } catch (const std::exception& error) {
       // Kernel faults already name kernel, block and thread; other ops get their name.
-      const std::string message = dynamic_cast<const Fault*>(&error) != nullptr
-                                      ? std::string(error.what())
-                                      : op.name + ": " + error.what();
-      set_fault_message(message);
-      status = cudaErrorLaunchFailure;
+      const auto* fault = dynamic_cast<const Fault*>(&error);
+      set_fault_message(fault != nullptr ? std::string(error.what()) : op.name + ": " + error.what());
+      status = fault != nullptr ? fault->code : cudaErrorLaunchFailure;
+      g_fault_code = status;
       seq = UINT64_MAX;  // drop everything queued, not just up to the target
     }
   }
@@ -176,33 +179,68 @@ int stream_device(cudaStream_t stream) {
 }
 
 // The runtime's checks, in its order: block shape, grid shape, shared memory, then the stream.
-void launch(const GridLaunch& config, cudaStream_t stream, std::function<void()> body) {
+cudaError_t launch(const GridLaunch& config, cudaStream_t stream, std::function<void()> body) {
   Lock lock(state_mutex());
   const dim3 b = config.block, g = config.grid;
   const uint64_t threads = uint64_t{b.x} * b.y * b.z;
   if (b.x == 0 || b.y == 0 || b.z == 0 || b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024 || g.x == 0 ||
       g.y == 0 || g.z == 0 || g.x > 2147483647u || g.y > 65535 || g.z > 65535) {
-    result(cudaErrorInvalidConfiguration);
-    return;
+    return result(cudaErrorInvalidConfiguration);
   }
   const size_t limit = std::max(kSharedPerBlock, max_dynamic_smem(config.function));
   if (config.dynamic_smem > limit) {
-    result(cudaErrorInvalidValue);  // what the runtime says for dynamic shared memory over the limit
-    return;
+    return result(cudaErrorInvalidValue);  // what the runtime says for dynamic shared memory over the limit
+  }
+  KernelResources resources{};
+  if (config.function != nullptr && kernel_resources(config.function, &resources)) {
+    if (config.dynamic_smem + static_cast<size_t>(resources.static_smem) > kSharedPerBlockOptin) {
+      return result(cudaErrorInvalidValue);
+    }
+    if (resources.registers > 0 && threads * static_cast<uint64_t>(resources.registers) > 65536) {
+      return result(cudaErrorLaunchOutOfResources);  // too many registers for the block
+    }
   }
   CUstream_st* s = resolve_stream(stream);
   if (s == nullptr || s->device != current_device()) {  // a launch goes to the current device only
-    result(cudaErrorInvalidResourceHandle);
-    return;
+    return result(cudaErrorInvalidResourceHandle);
+  }
+  if (config.cooperative) {
+    int per_sm = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, config.function, static_cast<int>(threads),
+                                                  config.dynamic_smem);
+    const uint64_t blocks = uint64_t{g.x} * g.y * g.z;
+    if (blocks > static_cast<uint64_t>(per_sm) * kSmCount) return result(cudaErrorCooperativeLaunchTooLarge);
+    if (blocks * threads > kMaxCooperativeThreads) {
+      g_fault_code = cudaErrorNotSupported;
+      set_fault_message("cudaLaunchCooperativeKernel: the simulator keeps at most " +
+                        std::to_string(kMaxCooperativeThreads) + " threads resident at once; this grid has " +
+                        std::to_string(blocks * threads));
+      return result(cudaErrorNotSupported);
+    }
   }
   GridLaunch copy = config;
+  copy.device = s->device;
   const cudaError_t error =
       submit(s, config.name, [copy, body = std::move(body)]() { run_grid(copy, body); });
-  if (result(error) == cudaSuccess) set_last_kernel_name(config.name);
+  if (result(error) == cudaSuccess) set_last_kernel_name(config.name, config.function);
+  return error;
 }
 
-std::string last_kernel_name() { return t_last_kernel; }
-void set_last_kernel_name(std::string name) { t_last_kernel = std::move(name); }
+bool peer_access_enabled(int device, int owner) {
+  return device == owner || (valid_device(device) && valid_device(owner) && g_peer_access[device][owner]);
+}
+
+std::string last_kernel_name() {
+  if (t_last_kernel_function != nullptr) {
+    const std::string name = short_function_name(t_last_kernel_function);
+    if (!name.empty()) return name;
+  }
+  return t_last_kernel;
+}
+void set_last_kernel_name(std::string name, const void* function) {
+  t_last_kernel = std::move(name);
+  t_last_kernel_function = function;
+}
 
 }  // namespace blockscope::sim
 
@@ -235,6 +273,13 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
     {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
     {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
+    {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorCooperativeLaunchTooLarge, "cudaErrorCooperativeLaunchTooLarge",
+     "too many blocks in cooperative launch"},
+    {cudaErrorPeerAccessAlreadyEnabled, "cudaErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
+    {cudaErrorPeerAccessNotEnabled, "cudaErrorPeerAccessNotEnabled", "peer access has not been enabled"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
     {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
      "operation not permitted when stream is capturing"},
@@ -278,7 +323,7 @@ const char* cudaGetErrorName(cudaError_t error) {
 }
 
 const char* cudaGetErrorString(cudaError_t error) {
-  if (error == cudaErrorLaunchFailure) {
+  if (error == g_fault_code) {
     Lock lock(state_mutex());
     if (g_fault_message != nullptr) return g_fault_message;
   }
@@ -516,4 +561,66 @@ cudaError_t cudaDriverGetVersion(int* version) {
   return cudaSuccess;
 }
 
+// ---- Peer access --------------------------------------------------------------------------------
+cudaError_t cudaDeviceCanAccessPeer(int* can_access, int device, int peer) {
+  if (can_access == nullptr) return result(cudaErrorInvalidValue);
+  if (!valid_device(device) || !valid_device(peer)) return result(cudaErrorInvalidDevice);
+  *can_access = device != peer;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  Lock lock(state_mutex());
+  if (flags != 0) return result(cudaErrorInvalidValue);
+  const int device = current_device();
+  if (!valid_device(peer) || peer == device) return result(cudaErrorInvalidDevice);
+  if (g_peer_access[device][peer]) return result(cudaErrorPeerAccessAlreadyEnabled);
+  g_peer_access[device][peer] = true;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  Lock lock(state_mutex());
+  const int device = current_device();
+  if (!valid_device(peer) || peer == device) return result(cudaErrorInvalidDevice);
+  if (!g_peer_access[device][peer]) return result(cudaErrorPeerAccessNotEnabled);
+  g_peer_access[device][peer] = false;
+  return cudaSuccess;
+}
+
+// ---- Launches through a const void* ------------------------------------------------------------
+// A kernel named only by its address and void** arguments cannot be called on the simulator (its
+// parameter types are gone); the typed C++ templates of sim/kernel_prelude.h and <<<>>> can.
+cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
+  Lock lock(state_mutex());
+  g_fault_code = cudaErrorNotSupported;
+  set_fault_message("cudaLaunchKernel with a const void* kernel: the simulated GPU needs the kernel's type; call the "
+                    "cudaLaunchKernel template with the kernel itself, or use <<<>>>");
+  return result(cudaErrorNotSupported);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
+  Lock lock(state_mutex());
+  g_fault_code = cudaErrorNotSupported;
+  set_fault_message("cudaLaunchCooperativeKernel with a const void* kernel: the simulated GPU needs the kernel's "
+                    "type; call the cudaLaunchCooperativeKernel template with the kernel itself");
+  return result(cudaErrorNotSupported);
+}
+
 }  // extern "C"
+
+// ---- assert() in a kernel ---------------------------------------------------------------------------
+// glibc's assert calls __assert_fail; this definition, linked into the program, takes its place.
+// In a kernel the grid ends with cudaErrorAssert (as on a GPU, where the context is then lost);
+// elsewhere it does what glibc's does.
+extern "C" [[noreturn]] void __assert_fail(const char* assertion, const char* file, unsigned int line,
+                                           const char* function) noexcept {
+  if (blockscope::sim::exec::current_sim_thread() != nullptr) {
+    blockscope::sim::exec::abandon_thread(
+        std::string("device-side assertion `") + assertion + "' failed at " + file + ":" + std::to_string(line) + " in " +
+            function,
+        cudaErrorAssert);
+  }
+  std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
+  std::abort();
+}

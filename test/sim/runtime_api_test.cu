@@ -1,8 +1,6 @@
-// Tests of the sim's CUDA runtime subset (runtime/sim/runtime_api.cpp, memory.cpp, graph.cpp,
+// Tests of the sim's CUDA runtime subset (sim/runtime_api.cpp, memory.cpp, graph.cpp,
 // device_properties.cpp) through the real <cuda_runtime_api.h> declarations, with the
 // semantics of NVIDIA's CUDA Runtime API documentation.
-#include "runtime/sim/kernel_prelude.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,7 +12,12 @@
 #include <thread>
 #include <vector>
 
+#include "sim/device.h"
+#include "sim/sim.h"
+#include "test/sim/managed.h"
+
 namespace sim = blockscope::sim;
+using blockscope::sim::test::Managed;
 
 namespace {
 
@@ -36,7 +39,7 @@ __global__ void faulting_kernel() {
 }
 
 void launch_affine(const float* in, float* out, int n, float a, float b, cudaStream_t stream) {
-  sim::launch_kernel("affine_kernel", affine_kernel, (n + 63) / 64, 64, 0, stream, in, out, n, a, b);
+  affine_kernel<<<(n + 63) / 64, 64, 0, stream>>>(in, out, n, a, b);
 }
 
 class Runtime : public ::testing::Test {
@@ -119,13 +122,13 @@ TEST_F(Runtime, WorkRunsAtSynchronisationInStreamAndEventOrder) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
   cudaEvent_t done_a;
   ASSERT_EQ(cudaEventCreateWithFlags(&done_a, cudaEventDisableTiming), cudaSuccess);
-  std::vector<int> log(8, 0);
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, a, log.data(), 1);
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, a, log.data(), 2);
+  Managed<int> log(8, 0);
+  append_kernel<<<1, 32, 0, a>>>(log.data(), 1);
+  append_kernel<<<1, 32, 0, a>>>(log.data(), 2);
   ASSERT_EQ(cudaEventRecord(done_a, a), cudaSuccess);
   ASSERT_EQ(cudaStreamWaitEvent(b, done_a, 0), cudaSuccess);
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, b, log.data(), 3);
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, a, log.data(), 4);
+  append_kernel<<<1, 32, 0, b>>>(log.data(), 3);
+  append_kernel<<<1, 32, 0, a>>>(log.data(), 4);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(log[0], 0);  // nothing ran yet: execution is lazy
   ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
@@ -187,7 +190,7 @@ TEST_F(Runtime, EventTimesAndTheirErrors) {
   ASSERT_EQ(cudaEventCreate(&never), cudaSuccess);
   EXPECT_EQ(cudaEventQuery(never), cudaSuccess);  // never recorded: complete
   ASSERT_EQ(cudaEventRecord(start, s), cudaSuccess);
-  sim::launch_kernel("sleep_kernel", sleep_kernel, 1, 1, 0, s, 30);
+  sleep_kernel<<<1, 1, 0, s>>>(30);
   ASSERT_EQ(cudaEventRecord(stop, s), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(untimed, s), cudaSuccess);
   float ms = -1;
@@ -209,9 +212,9 @@ TEST_F(Runtime, EventTimesAndTheirErrors) {
 
 // ---- Faults ---------------------------------------------------------------------------------------
 TEST_F(Runtime, AFaultIsALaunchFailureNamingItAndDropsTheQueue) {
-  std::vector<int> log(4, 0);
-  sim::launch_kernel("faulting_kernel", faulting_kernel, 4, 32, 0, nullptr);
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, nullptr, log.data(), 9);
+  Managed<int> log(4, 0);
+  faulting_kernel<<<4, 32, 0>>>();
+  append_kernel<<<1, 32, 0>>>(log.data(), 9);
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);  // launches are fine; the fault comes when it runs
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
   EXPECT_EQ(cudaPeekAtLastError(), cudaErrorLaunchFailure);
@@ -222,7 +225,7 @@ TEST_F(Runtime, AFaultIsALaunchFailureNamingItAndDropsTheQueue) {
   EXPECT_STREQ(cudaGetErrorName(cudaErrorLaunchFailure), "cudaErrorLaunchFailure");
   EXPECT_EQ(log[0], 0);  // dropped with the rest of the queue
   // Not sticky (a GPU context would be): new work runs.
-  sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, nullptr, log.data(), 5);
+  append_kernel<<<1, 32, 0>>>(log.data(), 5);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(log[0] * 10 + log[1], 15);
   EXPECT_STREQ(cudaGetErrorString(cudaErrorInvalidValue), "invalid argument");
@@ -311,7 +314,8 @@ TEST_F(Runtime, PropertiesAttributesAndOccupancyOfAnH200) {
 
   cudaFuncAttributes attributes;
   ASSERT_EQ(cudaFuncGetAttributes(&attributes, sleep_kernel), cudaSuccess);
-  EXPECT_EQ(attributes.numRegs, 0);
+  EXPECT_EQ(attributes.numRegs, -1);  // unknown: this test is built without ptxas's figures
+  EXPECT_EQ(attributes.sharedSizeBytes, 0u);
   EXPECT_EQ(attributes.maxThreadsPerBlock, 1024);
   ASSERT_EQ(cudaFuncSetAttribute(sleep_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 100 << 10), cudaSuccess);
   ASSERT_EQ(cudaFuncGetAttributes(&attributes, sleep_kernel), cudaSuccess);
@@ -530,17 +534,17 @@ TEST_F(Runtime, ForkedStreamMustJoinBeforeTheCaptureEnds) {
   cudaEvent_t fork, join;
   ASSERT_EQ(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), cudaSuccess);
   ASSERT_EQ(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), cudaSuccess);
-  std::vector<int> log(4, 0);
+  Managed<int> log(4, 0);
   for (bool joined : {true, false}) {
     log[0] = 0;
     ASSERT_EQ(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, origin, log.data(), 1);
+    append_kernel<<<1, 32, 0, origin>>>(log.data(), 1);
     ASSERT_EQ(cudaEventRecord(fork, origin), cudaSuccess);
     ASSERT_EQ(cudaStreamWaitEvent(side, fork, 0), cudaSuccess);
     cudaStreamCaptureStatus status;
     ASSERT_EQ(cudaStreamIsCapturing(side, &status), cudaSuccess);
     EXPECT_EQ(status, cudaStreamCaptureStatusActive);
-    sim::launch_kernel("append_kernel", append_kernel, 1, 32, 0, side, log.data(), 2);
+    append_kernel<<<1, 32, 0, side>>>(log.data(), 2);
     if (joined) {
       ASSERT_EQ(cudaEventRecord(join, side), cudaSuccess);
       ASSERT_EQ(cudaStreamWaitEvent(origin, join, 0), cudaSuccess);

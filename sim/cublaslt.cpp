@@ -48,7 +48,7 @@
 // outside the list above.
 #include <cublasLt.h>
 
-#include "runtime/sim/sim.h"
+#include "sim/sim.h"
 
 #include <cmath>
 #include <cstdint>

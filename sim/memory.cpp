@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sim/runtime_state.h"
+#include "sim/runtime_state.h"
 
 namespace blockscope::sim::detail {
 namespace {
@@ -127,6 +127,11 @@ size_t free_device_bytes(int device) {
 }  // namespace blockscope::sim::detail
 
 namespace blockscope::sim {
+void snapshot_allocations(std::function<void(const AllocationInfo&)> visit) {
+  detail::Lock lock(detail::state_mutex());
+  for (const auto& entry : detail::g_allocations) visit(entry.second.info);
+}
+
 bool find_allocation(const void* p, AllocationInfo* info) {
   detail::Lock lock(detail::state_mutex());
   const detail::Allocation* a = detail::find(p);
@@ -246,6 +251,18 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) { return cudaHostAlloc(ptr, size, cudaHostAllocDefault); }
+
+// Managed memory: one allocation the host and every device's kernels use directly (counted
+// against the current device's memory; migration is not modelled).
+cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
+  Lock lock(state_mutex());
+  if (ptr == nullptr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)) {
+    return result(cudaErrorInvalidValue);
+  }
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  *ptr = nullptr;
+  return result(device_allocate(ptr, size, Kind::managed, current_device(), nullptr));
+}
 
 cudaError_t cudaFreeHost(void* ptr) {
   Lock lock(state_mutex());

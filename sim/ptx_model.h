@@ -1,11 +1,12 @@
-// Host-only model of the warp-level tensor-core instructions wrapped by tensor_core.cuh:
+// Host-only model of the warp-level tensor-core instructions the simulated GPU emulates (sim/ptx.h;
+// ops/common/cuda/tensor_core.cuh wraps them):
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 and
 // ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{,.trans}.shared.b16.
 //
 // Plain C++17 (no CUDA compiler, no fibers): every function takes all 32 lanes' registers at
-// once, as a warp collective's combine step sees them, and computes every lane's result. The
-// simulated GPU's wrappers (tensor_core.cuh, BLOCKSCOPE_CUDA_SIM) call these from their
-// warp_collective combine functions; test/sim/tensor_core_test.cpp checks them against plain
+// once, as a warp collective's combine step sees them, and computes every lane's result.
+// sim/ptx.cpp calls these from its warp_collective combine functions;
+// test/sim/tensor_core_test.cu checks them against plain
 // matrix products with its own, independently written fragment mapping.
 //
 // Source of every layout fact: the PTX ISA (NVIDIA "Parallel Thread Execution ISA"), sections
@@ -20,7 +21,7 @@
 #include <cstring>
 #include <limits>
 
-namespace blockscope::ops::cuda::tensor_core_model {
+namespace blockscope::sim::ptx_model {
 
 constexpr int kWarpSize = 32;
 
@@ -193,4 +194,4 @@ inline void ldmatrix_m8n8_b16(const void* const rows[kWarpSize], int num, bool t
   }
 }
 
-}  // namespace blockscope::ops::cuda::tensor_core_model
+}  // namespace blockscope::sim::ptx_model

@@ -1,7 +1,6 @@
-#include "runtime/sim/kernel_prelude.h"
-
-// Tests of the tensor-core primitives (ops/common/cuda/tensor_core.cuh) on the simulated GPU,
-// and of the host-only layout model behind them (ops/common/cuda/tensor_core_model.h).
+// Tests of the tensor-core primitives (ops/common/cuda/tensor_core.cuh) on the simulated GPU (the
+// simulator's PTX emulation, sim/ptx.cpp), and of the host-only layout model behind them
+// (sim/ptx_model.h).
 //
 // The fragment mappings used here to distribute matrices into lanes and gather results are the
 // test's own, written from the PTX ISA text (sections "Matrix Fragments for mma.m16n8k16 with
@@ -20,13 +19,13 @@
 #include <vector>
 
 #include "ops/common/cuda/tensor_core.cuh"
-#include "ops/common/cuda/tensor_core_model.h"
-#include "runtime/sim/device.h"
-#include "runtime/sim/sim.h"
+#include "sim/ptx_model.h"
+#include "sim/device.h"
+#include "sim/sim.h"
 
 namespace {
 
-namespace model = blockscope::ops::cuda::tensor_core_model;
+namespace model = blockscope::sim::ptx_model;
 namespace tc = blockscope::ops::cuda::tensor_core;
 
 // ---- The test's own reading of the PTX ISA fragment tables ----------------------------------
@@ -408,7 +407,7 @@ void expect_kernel_mma(unsigned seed) {
   const Fragments f = distribute(m);
   DeviceBuffer<uint32_t> a(&f.a[0][0], 32 * 4), b(&f.b[0][0], 32 * 2);
   DeviceBuffer<float> c(&f.c[0][0], 32 * 4), d(32 * 4);
-  blockscope::sim::launch_kernel("mma_kernel", mma_kernel<kBf16>, dim3(1), dim3(32), 0, nullptr, a.ptr, b.ptr, c.ptr, d.ptr);
+  mma_kernel<kBf16><<<dim3(1), dim3(32), 0>>>(a.ptr, b.ptr, c.ptr, d.ptr);
   ASSERT_EQ(synchronize(), "");
   const std::vector<float> out = d.download();
   float dl[32][4], D[16][8];
@@ -453,8 +452,7 @@ TEST(TensorCoreSim, LdmatrixInKernel) {
   DeviceBuffer<int> rows(row_of_lane, 32);
   std::vector<uint32_t> init(6 * 32 * 4, 0u);
   DeviceBuffer<uint32_t> out(init.data(), init.size());
-  blockscope::sim::launch_kernel("ldmatrix_kernel", ldmatrix_kernel, dim3(1), dim3(32), 32 * 24 * sizeof(uint16_t), nullptr,
-                                 matrix.ptr, rows.ptr, out.ptr);
+  ldmatrix_kernel<<<dim3(1), dim3(32), 32 * 24 * sizeof(uint16_t)>>>(matrix.ptr, rows.ptr, out.ptr);
   ASSERT_EQ(synchronize(), "");
   const std::vector<uint32_t> got = out.download();
   const int nums[6] = {1, 2, 4, 1, 2, 4};
@@ -519,8 +517,7 @@ void expect_tile(int valid_rows, unsigned seed) {
   }
   DeviceBuffer<uint16_t> ga(a.data(), 256), gb(b.data(), 256);
   DeviceBuffer<float> gd(256);
-  blockscope::sim::launch_kernel("tile_kernel", tile_kernel<kBf16>, dim3(1), dim3(32), 2 * 256 * sizeof(uint16_t), nullptr,
-                                 ga.ptr, gb.ptr, gd.ptr, valid_rows);
+  tile_kernel<kBf16><<<dim3(1), dim3(32), 2 * 256 * sizeof(uint16_t)>>>(ga.ptr, gb.ptr, gd.ptr, valid_rows);
   ASSERT_EQ(synchronize(), "");
   const std::vector<float> d = gd.download();
   for (int r = 0; r < 16; ++r)
@@ -563,7 +560,7 @@ TEST(TensorCoreSim, ReadingBeforeTheWaitSeesPoison) {
   std::vector<uint32_t> g(256);
   for (int i = 0; i < 256; ++i) g[i] = 0x01000000u + uint32_t(i);
   DeviceBuffer<uint32_t> gg(g.data(), 256), out(32 * 4);
-  blockscope::sim::launch_kernel("poison_kernel", poison_kernel, dim3(1), dim3(32), 2 * 32 * 16, nullptr, gg.ptr, out.ptr);
+  poison_kernel<<<dim3(1), dim3(32), 2 * 32 * 16>>>(gg.ptr, out.ptr);
   ASSERT_EQ(synchronize(), "");
   const std::vector<uint32_t> o = out.download();
   for (int lane = 0; lane < 32; ++lane) {
@@ -587,7 +584,7 @@ TEST(TensorCoreSim, WaitAllCompletesUncommittedCopies) {
   std::vector<uint32_t> g(128);
   for (int i = 0; i < 128; ++i) g[i] = 0x02000000u + uint32_t(i);
   DeviceBuffer<uint32_t> gg(g.data(), 128), out(64);
-  blockscope::sim::launch_kernel("wait_all_kernel", wait_all_kernel, dim3(1), dim3(32), 32 * 16, nullptr, gg.ptr, out.ptr);
+  wait_all_kernel<<<dim3(1), dim3(32), 32 * 16>>>(gg.ptr, out.ptr);
   ASSERT_EQ(synchronize(), "");
   const std::vector<uint32_t> o = out.download();
   for (int lane = 0; lane < 32; ++lane) {
@@ -613,10 +610,10 @@ __global__ void no_wait_kernel(const uint32_t* g, uint32_t* out, int waiting_lan
 TEST(TensorCoreSim, CopiesNeverWaitedForAreDropped) {
   std::vector<uint32_t> g(4, 0x03000000u);
   DeviceBuffer<uint32_t> gg(g.data(), 4), out(1);
-  blockscope::sim::launch_kernel("no_wait_kernel", no_wait_kernel, dim3(1), dim3(32), 16, nullptr, gg.ptr, out.ptr, -1);
+  no_wait_kernel<<<dim3(1), dim3(32), 16>>>(gg.ptr, out.ptr, -1);
   ASSERT_EQ(synchronize(), "");
   EXPECT_EQ(out.download()[0], 0xffffffffu);
-  blockscope::sim::launch_kernel("no_wait_kernel", no_wait_kernel, dim3(1), dim3(32), 16, nullptr, gg.ptr, out.ptr, 0);
+  no_wait_kernel<<<dim3(1), dim3(32), 16>>>(gg.ptr, out.ptr, 0);
   ASSERT_EQ(synchronize(), "");
   EXPECT_EQ(out.download()[0], 0x03000000u);
 }
@@ -645,16 +642,16 @@ __global__ void half_warp_mma_kernel(float* d) {
 TEST(TensorCoreSim, MisuseFaults) {
   {
     DeviceBuffer<float> d(32);
-    blockscope::sim::launch_kernel("half_warp_mma_kernel", half_warp_mma_kernel, dim3(1), dim3(32), 0, nullptr, d.ptr);
+    half_warp_mma_kernel<<<dim3(1), dim3(32), 0>>>(d.ptr);
     const std::string error = synchronize();
     EXPECT_NE(error.find("mma.sync"), std::string::npos) << error;
   }
   DeviceBuffer<uint32_t> g(8);
-  blockscope::sim::launch_kernel("misaligned_cp_async_kernel", misaligned_cp_async_kernel, dim3(1), dim3(32), 64, nullptr, g.ptr);
+  misaligned_cp_async_kernel<<<dim3(1), dim3(32), 64>>>(g.ptr);
   EXPECT_NE(synchronize().find("not 16-byte aligned"), std::string::npos);
-  blockscope::sim::launch_kernel("misaligned_ldmatrix_kernel", misaligned_ldmatrix_kernel, dim3(1), dim3(32), 256, nullptr);
+  misaligned_ldmatrix_kernel<<<dim3(1), dim3(32), 256>>>();
   EXPECT_NE(synchronize().find("ldmatrix"), std::string::npos);
-  blockscope::sim::launch_kernel("ldmatrix_past_the_end_kernel", ldmatrix_past_the_end_kernel, dim3(1), dim3(32), 248, nullptr);
+  ldmatrix_past_the_end_kernel<<<dim3(1), dim3(32), 248>>>();
   EXPECT_NE(synchronize().find("past the end"), std::string::npos);
 }
 

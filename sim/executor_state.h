@@ -1,0 +1,252 @@
+// Internal to the simulated GPU's executor (executor.cpp), its memory checks (checks.cpp) and
+// its PTX emulation (ptx.cpp): the state of a running grid, its resident blocks and threads.
+// Not for other users: kernels see device.h, hosts sim.h.
+#pragma once
+
+#include <boost/context/detail/fcontext.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/device.h"
+#include "sim/sim.h"
+
+namespace blockscope::sim::exec {
+
+namespace fc = boost::context::detail;
+constexpr unsigned kWarpSize = 32;
+
+// ---- Threads ----------------------------------------------------------------------------------
+enum class Status : unsigned char { ready, barrier, grid_barrier, warp, activemask, exited };
+
+struct Stack {
+  char* base = nullptr;  // lowest usable byte; the guard page is just below
+  size_t size = 0;
+};
+
+// A cp.async issued by a thread: the source was read at issue; the 16 bytes land in shared memory
+// at the cp.async.wait_group that covers it (ptx.cpp).
+struct PendingCopy {
+  void* dst;
+  unsigned char bytes[16];
+};
+
+struct BlockRun;
+struct SimThread {
+  ThreadState state;
+  unsigned linear = 0;  // index in the block
+  BlockRun* block = nullptr;
+  fc::fcontext_t context = nullptr;  // where to resume it; null before it starts and after it exits
+  Stack stack;
+  Status status = Status::ready;
+  bool started = false;
+  bool lost = false;  // overflowed its stack or faulted in a hook: never resumed again
+  bool checks_on = false;  // its accesses are checked (from checks_resume(): once it runs kernel code)
+  int barrier_result = 0;
+  void* fake_stack = nullptr;  // ASan's fake stack while switched out
+  // The race check looks at a store once it has happened (the instrumentation reports it just
+  // before): a store that leaves memory as it was is no hazard (racecheck reports same-value
+  // writes as benign too).
+  struct PendingWrite {
+    bool active = false;
+    uintptr_t address = 0;
+    size_t bytes = 0;
+    unsigned char old[16];
+    const void* pc = nullptr;
+  } pending_write;
+  // Where its last accesses went (the checks' fast paths): a shared region [begin, end) as arena
+  // offsets, a global allocation, a page of the global shadow.
+  size_t shared_begin = 0, shared_end = 0;
+  uintptr_t global_begin = 0, global_end = 0;
+  uintptr_t shadow_key = UINTPTR_MAX;
+  struct ShadowPage* shadow_page = nullptr;
+  uint32_t shadow_generation = 0;
+  std::vector<PendingCopy> open_copies;                // cp.async issued, not committed
+  std::deque<std::vector<PendingCopy>> copy_groups;   // committed, oldest first
+};
+
+// ---- Warps and barriers -----------------------------------------------------------------------
+struct PendingCollective {
+  const char* what = "";
+  unsigned mask = 0, arrived = 0;
+  size_t in_bytes = 0, out_bytes = 0;
+  bool all_lanes = false;
+  const void* in[kWarpSize] = {};
+  void* out[kWarpSize] = {};
+  const std::function<void(const WarpCollectiveArgs&)>* combine = nullptr;  // a waiting lane's
+};
+
+constexpr unsigned kSyncHistory = 64;
+struct Warp {
+  unsigned lanes = 0;          // lanes that exist
+  unsigned exited = 0;         // lanes that have exited, and lanes that do not exist
+  unsigned runnable = 0;       // lanes neither blocked nor exited
+  unsigned at_activemask = 0;  // lanes waiting in __activemask
+  std::vector<PendingCollective> pending;  // disjoint masks: divergent halves may sync apart
+  // __syncwarp history for the race check: completed __syncwarp number g had mask
+  // sync_masks[g % kSyncHistory]; sync_gen is the number of the latest.
+  uint32_t sync_gen = 0;
+  unsigned sync_masks[kSyncHistory] = {};
+};
+
+struct Barrier {
+  const char* what = "";
+  const char* file = nullptr;
+  int line = 0;
+  unsigned arrived = 0;
+  int count = 0;  // arrivals with a non-zero predicate
+  std::vector<unsigned> waiters;
+};
+
+// ---- The race check's shadow ------------------------------------------------------------------
+// One cell per byte of shared memory (and of tracked global memory): who last wrote it and who
+// read it since, in the block's current barrier epoch. Cells of an older epoch are empty.
+struct RaceCell {
+  uint32_t epoch = 0;
+  uint16_t writer = 0;      // linear thread index + 1; 0: none this epoch
+  uint16_t readers_warp = 0;  // warp of the readers, kManyWarps when several warps read
+  uint32_t reader_lanes = 0;  // lanes of readers_warp that read (non-zero when anyone read)
+  uint16_t writer_gen = 0;  // the writer's warp's __syncwarp number at the write
+  uint16_t reader_gen = 0;  // the readers' warp's __syncwarp number at the latest read
+};
+constexpr uint16_t kManyWarps = 0xFFFF;
+// Where each cell's last write and read happened (shared memory only), for messages.
+struct RacePcs {
+  const void* write = nullptr;
+  const void* read = nullptr;
+};
+
+// ---- Blocks -----------------------------------------------------------------------------------
+struct SharedVariable {
+  const SharedSite* site;
+  size_t offset;
+};
+
+struct BlockRun {
+  struct GridRun* grid = nullptr;
+  unsigned slot = 0;
+  bool active = false;
+  uint64_t linear_block = 0;
+  uint3 block_idx{};
+  std::vector<SimThread> threads;
+  std::vector<Warp> warps;
+  Barrier barrier;
+  unsigned exited = 0;
+  uint32_t epoch = 0;  // race-check epoch: renewed at every block start and __syncthreads
+  // Shared memory: [redzone][dynamic][redzone][variable][redzone][variable]…, poisoned per block.
+  unsigned char* smem = nullptr;
+  size_t smem_capacity = 0;
+  size_t dynamic_offset = 0;
+  size_t cursor = 0;       // next free byte for a variable
+  size_t high_water = 0;   // bytes to poison at the next block start
+  size_t static_bytes = 0;
+  std::vector<SharedVariable> variables;  // by offset
+  std::vector<RaceCell> shadow;           // one per byte of smem (race check on)
+  std::vector<RacePcs> shadow_pcs;
+};
+
+// A tracked page of global memory (race check): cells for its 4096 bytes.
+constexpr size_t kShadowPageBytes = 4096;
+struct ShadowPage {
+  RaceCell cells[kShadowPageBytes];
+};
+
+struct AllocationRange {
+  uintptr_t base, end;
+  int device;
+  AllocationInfo::Kind kind;
+};
+
+// ---- The grid ---------------------------------------------------------------------------------
+struct GridRun {
+  const GridLaunch* launch = nullptr;
+  const std::function<void()>* body = nullptr;
+  Schedule schedule;
+  Checks checks;
+  bool hooks = false;    // instrumented accesses are looked at (a check is on, or random preemption)
+  bool preempt = false;  // random schedule: switch threads at some accesses
+  uint64_t rng = 0;
+  uint64_t grid_number = 0;
+  int device = 0;
+  unsigned threads_per_block = 0;
+  uint64_t blocks = 0, next_block = 0, block_stride = 1, block_offset = 0;
+  std::vector<std::unique_ptr<BlockRun>> slots;
+  std::deque<SimThread*> ready;
+  fc::fcontext_t scheduler = nullptr;
+  void* scheduler_fake_stack = nullptr;
+  const void* scheduler_bottom = nullptr;
+  size_t scheduler_size = 0;
+  SimThread* running = nullptr;
+  bool aborting = false;
+  std::string error;  // the first fault's message
+  cudaError_t error_code = cudaErrorLaunchFailure;
+  uint64_t polls_without_progress = 0;
+  uint64_t progress_ticks = 0;
+  uint64_t spin_budget = 0;
+  // Grid barrier (cooperative launches).
+  unsigned grid_arrived = 0;
+  std::vector<SimThread*> grid_waiters;
+  // Memory the checks accept, taken at the grid's start.
+  std::vector<AllocationRange> allocations;  // by base
+  std::unordered_map<uintptr_t, std::unique_ptr<ShadowPage>> shadow_pages;
+  uint32_t shadow_generation = 0;  // bumped when pages are dropped
+
+  uint64_t next_random() {
+    rng += 0x9E3779B97F4A7C15ull;
+    uint64_t z = rng;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
+// The grid and thread the calling host thread is running (null outside a kernel).
+GridRun* current_grid();
+SimThread* current_sim_thread();
+
+// ---- Executor services for checks.cpp and ptx.cpp ---------------------------------------------
+// Throws the fault (a NamedFault naming kernel, block, thread and the schedule) with `code`.
+[[noreturn]] void fault_with_code(const std::string& message, cudaError_t code);
+// "kernel K, block (x,y,z)" and "thread (x,y,z) (linear L, warp W lane N)".
+std::string where(const BlockRun& block);
+std::string thread_name(const SimThread& thread);
+std::string thread_name(const BlockRun& block, unsigned linear);
+// Ends the grid with `message` (already naming kernel, block and thread) and abandons the calling
+// thread without unwinding it: for faults found where nothing may be thrown (instrumented calls).
+[[noreturn]] void abandon_thread(const std::string& message, cudaError_t code);
+// Progress and polls (spin detection), and a possible switch to another thread. Neither throws.
+void note_progress(GridRun& grid);
+void poll(GridRun& grid, SimThread& me);
+void preempt(GridRun& grid, SimThread& me);  // with a random schedule, now and then
+inline void maybe_preempt(GridRun& grid, SimThread& me) {
+  if (grid.preempt) preempt(grid, me);
+}
+
+// ---- checks.cpp services for the executor and ptx.cpp -----------------------------------------
+// Starts/ends the hooks for a thread being resumed / switched out.
+void hooks_enter(GridRun& grid, SimThread& thread);
+void hooks_leave();
+// Checks one access by `thread` (memcheck, race) as the instrumented code would report it.
+// `may_switch`: a random schedule may switch threads after it (not from inside a collective).
+void check_access(SimThread& thread, const void* address, size_t bytes, bool write, bool aligned,
+                  const void* pc, bool may_switch = true);
+// Race-checks the thread's last store, which has happened by now (every executor entry point and
+// the next access call this first).
+void settle_write(SimThread& thread);
+// A new epoch for the block's race check (block start, __syncthreads).
+void new_epoch(BlockRun& block);
+// Where `address` is, for messages: "shared offset 0x40 (`tile` declared at f.cu:12, +8)".
+std::string describe_address(const BlockRun& block, const void* address);
+// "f.cu:42" for a code address, or "" (addr2line on the running binary, at fault time only).
+std::string source_line(const void* pc);
+// Grid start/end: the allocation snapshot, the shadow pages.
+void checks_begin_grid(GridRun& grid);
+void checks_end_grid(GridRun& grid);
+
+}  // namespace blockscope::sim::exec

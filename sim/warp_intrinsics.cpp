@@ -1,0 +1,153 @@
+// Warp shuffles, votes, match and reductions on top of warp_collective (device.h): the semantics
+// of PTX shfl.sync, vote.sync, match.sync and redux.sync, including the width segments of the
+// shuffles. Lanes of the mask that exited take no part (in[]/out[] are nullptr for them).
+#include <cstring>
+#include <string>
+
+#include "sim/device.h"
+
+namespace blockscope::sim {
+namespace {
+
+constexpr size_t kMaxShuffleBytes = 16;
+
+// What each lane hands in; every lane carries its own b and width (srcLane usually differs).
+struct ShuffleOperand {
+  unsigned char value[kMaxShuffleBytes];
+  int b, width;
+};
+
+// PTX shfl.sync: the lane to read, or -1 for "keep your own value".
+int source_lane(ShuffleMode mode, int lane, int b, int width) {
+  const int segment = lane & ~(width - 1);  // first lane of the caller's width segment
+  const int last = segment + width - 1;
+  b &= 31;  // PTX takes the low 5 bits of the operand
+  switch (mode) {
+    case kShuffleIdx: return segment | (b & (width - 1));
+    case kShuffleUp: return lane - b >= segment ? lane - b : -1;
+    case kShuffleDown: return lane + b <= last ? lane + b : -1;
+    case kShuffleXor: return (lane ^ b) <= last ? lane ^ b : -1;  // earlier segments are readable
+  }
+  return -1;
+}
+
+struct MatchOperand {
+  unsigned char value[8];
+};
+
+}  // namespace
+
+void warp_shuffle(const char* what, ShuffleMode mode, unsigned mask, const void* value, void* out, size_t bytes,
+                  int b, int width) {
+  if (bytes == 0 || bytes > kMaxShuffleBytes) fault((std::string(what) + ": unsupported operand size " + std::to_string(bytes)).c_str());
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) {
+    fault((std::string(what) + ": width " + std::to_string(width) + " is not a power of 2 in [1, 32]").c_str());
+  }
+  ShuffleOperand in;
+  std::memcpy(in.value, value, bytes);
+  in.b = b;
+  in.width = width;
+  warp_collective(what, mask, &in, sizeof in, out, bytes, [mode, bytes](const WarpCollectiveArgs& args) {
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.out[lane] == nullptr) continue;  // outside the mask, or exited
+      const auto& mine = *static_cast<const ShuffleOperand*>(args.in[lane]);
+      int source = source_lane(mode, lane, mine.b, mine.width);
+      if (source < 0) source = lane;
+      if (args.in[source] != nullptr) {
+        std::memcpy(args.out[lane], static_cast<const ShuffleOperand*>(args.in[source])->value, bytes);
+      } else {
+        std::memset(args.out[lane], 0xFF, bytes);  // outside the mask or exited: undefined on a GPU
+      }
+    }
+  });
+}
+
+unsigned warp_vote(const char* what, unsigned mask, int predicate) {
+  const int in = predicate != 0;
+  unsigned out = 0;
+  warp_collective(what, mask, &in, sizeof in, &out, sizeof out, [](const WarpCollectiveArgs& args) {
+    unsigned ballot = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.in[lane] != nullptr && *static_cast<const int*>(args.in[lane])) ballot |= 1u << lane;
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.out[lane] != nullptr) *static_cast<unsigned*>(args.out[lane]) = ballot;
+    }
+  });
+  return out;
+}
+
+unsigned warp_match_any(unsigned mask, const void* value, size_t bytes) {
+  if (bytes != 4 && bytes != 8) fault("__match_any_sync: the value must be 4 or 8 bytes");
+  MatchOperand in{};
+  std::memcpy(in.value, value, bytes);
+  unsigned out = 0;
+  warp_collective("__match_any_sync", mask, &in, sizeof in, &out, sizeof out, [bytes](const WarpCollectiveArgs& args) {
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.out[lane] == nullptr) continue;
+      const auto* mine = static_cast<const MatchOperand*>(args.in[lane]);
+      unsigned same = 0;
+      for (int other = 0; other < 32; ++other) {
+        const auto* theirs = static_cast<const MatchOperand*>(args.in[other]);
+        if (theirs != nullptr && std::memcmp(mine->value, theirs->value, bytes) == 0) same |= 1u << other;
+      }
+      *static_cast<unsigned*>(args.out[lane]) = same;
+    }
+  });
+  return out;
+}
+
+unsigned warp_match_all(unsigned mask, const void* value, size_t bytes, int* all) {
+  if (bytes != 4 && bytes != 8) fault("__match_all_sync: the value must be 4 or 8 bytes");
+  MatchOperand in{};
+  std::memcpy(in.value, value, bytes);
+  unsigned out = 0;
+  warp_collective("__match_all_sync", mask, &in, sizeof in, &out, sizeof out, [bytes](const WarpCollectiveArgs& args) {
+    const MatchOperand* first = nullptr;
+    bool equal = true;
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto* theirs = static_cast<const MatchOperand*>(args.in[lane]);
+      if (theirs == nullptr) continue;
+      if (first == nullptr) first = theirs;
+      equal = equal && std::memcmp(first->value, theirs->value, bytes) == 0;
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.out[lane] != nullptr) *static_cast<unsigned*>(args.out[lane]) = equal ? args.mask : 0u;
+    }
+  });
+  *all = out != 0;
+  return out;
+}
+
+unsigned warp_reduce(const char* what, unsigned mask, WarpReduce op, unsigned value) {
+  unsigned out = 0;
+  warp_collective(what, mask, &value, sizeof value, &out, sizeof out, [op](const WarpCollectiveArgs& args) {
+    bool first = true;
+    unsigned acc = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.in[lane] == nullptr) continue;
+      const unsigned v = *static_cast<const unsigned*>(args.in[lane]);
+      if (first) {
+        acc = v;
+        first = false;
+        continue;
+      }
+      switch (op) {
+        case WarpReduce::add: acc += v; break;
+        case WarpReduce::umin: acc = v < acc ? v : acc; break;
+        case WarpReduce::umax: acc = v > acc ? v : acc; break;
+        case WarpReduce::min: acc = static_cast<int>(v) < static_cast<int>(acc) ? v : acc; break;
+        case WarpReduce::max: acc = static_cast<int>(v) > static_cast<int>(acc) ? v : acc; break;
+        case WarpReduce::and_: acc &= v; break;
+        case WarpReduce::or_: acc |= v; break;
+        case WarpReduce::xor_: acc ^= v; break;
+      }
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+      if (args.out[lane] != nullptr) *static_cast<unsigned*>(args.out[lane]) = acc;
+    }
+  });
+  return out;
+}
+
+}  // namespace blockscope::sim
