@@ -487,12 +487,17 @@ std::tuple<std::decay_t<A>...> capture(A&&... args) {
   return std::tuple<std::decay_t<A>...>(std::forward<A>(args)...);
 }
 
-template <class... P>
-const void* address(void (&f)(P...)) {
+template <class F>
+using FunctionTypeOf = std::remove_pointer_t<std::decay_t<F>>;
+// A function (by reference) or a pointer to one, and nothing else.
+template <class F, std::enable_if_t<std::is_function_v<std::remove_reference_t<F>>, int> = 0>
+const void* address(F&& f) {
   return reinterpret_cast<const void*>(&f);
 }
-template <class... P>
-const void* address(void (*f)(P...)) {
+template <class F, std::enable_if_t<!std::is_function_v<std::remove_reference_t<F>> &&
+                                        std::is_pointer_v<std::decay_t<F>> && std::is_function_v<FunctionTypeOf<F>>,
+                                    int> = 0>
+const void* address(F&& f) {
   return reinterpret_cast<const void*>(f);
 }
 // One function (or a pointer to one) without overload resolution.

@@ -146,8 +146,12 @@ class coalesced_group : public warp_lanes_group {
 inline coalesced_group coalesced_threads() { return coalesced_group(__activemask()); }
 
 // A tile of Size consecutive threads (Size a power of 2, at most 32): lanes of one warp.
+// thread_block_tile<N, Parent> (what tiled_partition returns) converts to thread_block_tile<N>.
 template <unsigned Size, class Parent = void>
-class thread_block_tile : public warp_lanes_group {
+class thread_block_tile;
+
+template <unsigned Size>
+class thread_block_tile<Size, void> : public warp_lanes_group {
   static_assert(Size >= 1 && Size <= 32 && (Size & (Size - 1)) == 0,
                 "thread_block_tile: the simulator supports tiles of 1, 2, 4, 8, 16 or 32 threads");
 
@@ -181,6 +185,9 @@ class thread_block_tile : public warp_lanes_group {
     return Size == 32 ? 0xffffffffu : ((1u << Size) - 1u) << first;
   }
 };
+
+template <unsigned Size, class Parent>
+class thread_block_tile : public thread_block_tile<Size, void> {};
 
 template <unsigned Size, class ParentT>
 thread_block_tile<Size, ParentT> tiled_partition(const ParentT&) {

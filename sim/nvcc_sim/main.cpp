@@ -261,7 +261,7 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
     for (const std::string& e : result.errors) std::cerr << e << "\n";
     if (!result.errors.empty()) status = 1;
   }
-  std::string figures;
+  std::string figures, nvcc_failure;
   if (nvcc_pid > 0) {
     int nvcc_status = 0;
     waitpid(nvcc_pid, &nvcc_status, 0);
@@ -269,10 +269,8 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
     read_file(ptxas_log, &log);
     if (WIFEXITED(nvcc_status) && WEXITSTATUS(nvcc_status) == 0) {
       figures = blockscope::sim::nvcc::resource_table(blockscope::sim::nvcc::parse_ptxas(log));
-    } else if (status == 0) {
-      std::cerr << "nvcc-sim: warning: nvcc could not compile " << c.source
-                << " for sm_90, so its kernels' registers and static shared memory are unknown on the simulator:\n"
-                << log;
+    } else {
+      nvcc_failure = log;
     }
     if (!c.keep) {
       std::remove(ptxas_log.c_str());
@@ -296,6 +294,11 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
     for (const std::string& f : instrumentation(paths.cxx, c.flags)) compile.push_back(f);
     for (const std::string& f : Args{"-c", rewritten, "-o", c.object}) compile.push_back(f);
     status = run(compile);
+  }
+  if (status == 0 && !nvcc_failure.empty()) {
+    std::cerr << "nvcc-sim: warning: nvcc could not compile " << c.source
+              << " for sm_90, so its kernels' registers and static shared memory are unknown on the simulator:\n"
+              << nvcc_failure;
   }
   if (!c.keep) {
     std::remove(preprocessed.c_str());
