@@ -341,7 +341,7 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
   }
   hook_fault(t, std::string("illegal ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) + at_line(pc) +
                  ": not memory of the simulated GPU (no live allocation, __device__ variable, shared memory of this "
-                 "block or read-only data there — host memory, freed memory, another thread's local memory?)" +
+                 "block or read-only data there: host memory, freed memory, another thread's local memory?)" +
                  nearest_allocation(g, a),
              cudaErrorIllegalAddress);
 }
@@ -465,7 +465,8 @@ std::string describe_address(const BlockRun& b, const void* address) {
   size_t best = SIZE_MAX;
   if (offset >= b.dynamic_offset + dynamic && offset - (b.dynamic_offset + dynamic) < best) {
     best = offset - (b.dynamic_offset + dynamic);
-    nearest = bytes_word(best + 1 - 1) + " past the end of dynamic shared memory (" + bytes_word(dynamic) + ")";
+    nearest = (best == 0 ? std::string("just") : bytes_word(best)) + " past the end of dynamic shared memory (" +
+              bytes_word(dynamic) + ")";
   }
   if (offset < b.dynamic_offset && b.dynamic_offset - offset < best) {
     best = b.dynamic_offset - offset;
@@ -475,7 +476,7 @@ std::string describe_address(const BlockRun& b, const void* address) {
     const size_t end = v.offset + v.site->size;
     if (offset >= end && offset - end < best) {
       best = offset - end;
-      nearest = bytes_word(best) + " past the end of " + variable_label(v);
+      nearest = (best == 0 ? std::string("just") : bytes_word(best)) + " past the end of " + variable_label(v);
     } else if (offset < v.offset && v.offset - offset < best) {
       best = v.offset - offset;
       nearest = bytes_word(best) + " before the start of " + variable_label(v);

@@ -45,6 +45,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   if (prop == nullptr) return result(cudaErrorInvalidValue);
   if (!valid_device(device)) return result(cudaErrorInvalidDevice);
   std::memset(prop, 0, sizeof *prop);
+  // "(simulated)" is how blockscope's runtime tells the simulator from a GPU (cuda_simulated()).
   std::snprintf(prop->name, sizeof prop->name, "NVIDIA H200 (simulated)");
   prop->uuid.bytes[0] = static_cast<char>(device + 1);
   prop->totalGlobalMem = kTotalGlobalMem;

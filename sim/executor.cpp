@@ -420,7 +420,7 @@ void on_segv(int sig, siginfo_t* info, void* context) {
       set_error(*grid,
                 where(*t->block) + ", " + thread_name(*t) + ": stack overflow: the thread used more than its " +
                     std::to_string(stack_bytes() >> 10) +
-                    " KiB stack (local arrays and call depth; BLOCKSCOPE_SIM_STACK_KIB sets the size — a GPU gives a "
+                    " KiB stack (local arrays and call depth; BLOCKSCOPE_SIM_STACK_KIB sets the size; a GPU gives a "
                     "thread up to 512 KiB of local memory)",
                 cudaErrorLaunchFailure);
       t->lost = true;
@@ -872,7 +872,12 @@ Checks& checks_setting() {
 }  // namespace
 
 Schedule current_schedule() { return schedule_setting(); }
-void set_schedule(const Schedule& schedule) { schedule_setting() = schedule; }
+// A new schedule is a new run: its grids count from 1 again, so the same seed replays it.
+void set_schedule(const Schedule& schedule) {
+  std::lock_guard<std::mutex> lock(g_grid_mutex);
+  schedule_setting() = schedule;
+  g_grid_count = 0;
+}
 
 bool parse_checks(const std::string& text, Checks* checks, std::string* error) {
   Checks c{false, false};

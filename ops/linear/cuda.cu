@@ -7,6 +7,8 @@
 //             instead, with a note on stderr once per shape
 //   addmm     bias_broadcast_copy_kernel into y, then GEMM with beta = 1 [, gelu_tanh_kernel]
 //             (what torch.compile makes of matmul + add)
+#include <type_traits>
+
 #include "ops/activation/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/common/rows.h"
@@ -15,6 +17,7 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_check.h"
 #include "ops/common/cuda/elementwise_map.cuh"
+#include "ops/common/cuda/fast_divmod.h"
 #include "ops/common/cuda/launch.cuh"
 #include "ops/common/cuda/vector_io.cuh"
 
@@ -26,19 +29,34 @@ __global__ void bias_add_kernel(T* y, const T* bias, int64_t n, int64_t cols, bo
   binary_map(y, bias, y, n, cols, vectorized, [](float v, float b) { return v + b; });
 }
 
-// y[r, c] = bias[c]: the bias broadcast into the output before a beta = 1 GEMM.
-template <typename T>
-__global__ void bias_broadcast_copy_kernel(const T* bias, T* y, int64_t n, int64_t cols, bool vectorized) {
+// y[r, c] = bias[c]: the bias broadcast into the output before a beta = 1 GEMM. When every index is
+// below 2^31 (kNarrow) the indices are 32-bit and the column of an element comes from a FastDivmod
+// (multiply-high and shift); only beyond, 64-bit indices and a 64-bit modulo (a call to the
+// division routine per element).
+template <typename T, bool kNarrow>
+__global__ void bias_broadcast_copy_kernel(const T* bias, T* y, int64_t n, int64_t cols, FastDivmod column,
+                                           bool vectorized) {
+  using Index = std::conditional_t<kNarrow, uint32_t, int64_t>;
   constexpr int P = Pack<T>::size;
-  int64_t done = 0;
-  if (vectorized) {
-    const int64_t packs = n / P;
-    for (int64_t p = global_thread(); p < packs; p += global_threads()) {
-      store_pack(y + p * P, load_pack(bias + (p * P) % cols));
+  const auto column_of = [&](Index i) -> Index {
+    if constexpr (kNarrow) {
+      uint32_t q, r;
+      column.divmod(i, q, r);
+      return r;
+    } else {
+      return i % cols;
     }
+  };
+  const Index first = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
+  const Index total = static_cast<Index>(n);
+  Index done = 0;
+  if (vectorized) {
+    const Index packs = total / P;
+    for (Index p = first; p < packs; p += stride) store_pack(y + p * P, load_pack(bias + column_of(p * P)));
     done = packs * P;
   }
-  for (int64_t i = done + global_thread(); i < n; i += global_threads()) y[i] = bias[i % cols];
+  for (Index i = done + first; i < total; i += stride) y[i] = bias[column_of(i)];
 }
 
 }  // namespace blockscope::ops::cuda::kernels
@@ -70,9 +88,12 @@ void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, T
     if (add) {
       launch(ctx, name, kernels::bias_add_kernel<T>, blocks, kThreads, 0, y.data_as<T>(),
              bias.data_as<const T>(), n, cols, vectorized);
+    } else if (kernels::fits_fast_divmod(cols, n)) {
+      launch(ctx, name, kernels::bias_broadcast_copy_kernel<T, true>, blocks, kThreads, 0, bias.data_as<const T>(),
+             y.data_as<T>(), n, cols, kernels::FastDivmod(static_cast<uint32_t>(cols)), vectorized);
     } else {
-      launch(ctx, name, kernels::bias_broadcast_copy_kernel<T>, blocks, kThreads, 0, bias.data_as<const T>(),
-             y.data_as<T>(), n, cols, vectorized);
+      launch(ctx, name, kernels::bias_broadcast_copy_kernel<T, false>, blocks, kThreads, 0, bias.data_as<const T>(),
+             y.data_as<T>(), n, cols, kernels::FastDivmod(), vectorized);
     }
   });
 }

@@ -9,11 +9,6 @@
 namespace blockscope {
 
 bool cuda_built() { return true; }
-#ifdef BLOCKSCOPE_CUDA_SIM
-bool cuda_simulated() { return true; }
-#else
-bool cuda_simulated() { return false; }
-#endif
 
 int cuda_device_count() {
   int count = 0;
@@ -25,6 +20,20 @@ int cuda_device_count() {
 }
 
 bool cuda_available() { return cuda_device_count() > 0; }
+
+// The simulated GPU names its devices "… (simulated)" (sim/device_properties.cpp): what the build
+// links decides, seen through the runtime like any other property of the device.
+bool cuda_simulated() {
+  static const bool simulated = [] {
+    cudaDeviceProp properties{};
+    if (cuda_device_count() == 0 || cudaGetDeviceProperties(&properties, 0) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return std::strstr(properties.name, "(simulated)") != nullptr;
+  }();
+  return simulated;
+}
 
 std::shared_ptr<Backend> make_cuda_backend(int index) { return std::make_shared<CudaBackend>(index); }
 

@@ -360,7 +360,7 @@ const char* kUsage =
     "  -o FILE            output (default a.out; with -c, FILE.o per source)\n"
     "  -c                 compile only        -E  preprocess and rewrite only (the C++ the sim compiles)\n"
     "  -I DIR -D NAME[=V] -U NAME -include F -isystem DIR   as nvcc\n"
-    "  -O0..3 -g -G -lineinfo -std=c++17|c++20 -w -W…     as nvcc (-G: -g)\n"
+    "  -O0..3 -g -G -lineinfo -std=c++17|c++20 -w -W...   as nvcc (-G: -g)\n"
     "  -l LIB -L DIR      cudart, cuda, cublasLt are the simulator's own; others are linked\n"
     "  -Xcompiler A,B     host compiler options     -Xlinker A   linker option\n"
     "  -arch/-gencode/-code, --expt-relaxed-constexpr, --expt-extended-lambda, --use_fast_math: accepted\n"

@@ -372,6 +372,13 @@ TEST(Executor, DynamicSharedMemoryOver48KiBNeedsTheAttribute) {
 }
 
 // ---- Faults ---------------------------------------------------------------------------------------
+// Which thread meets a fault first depends on the schedule: these tests name it, so they run in
+// order (the schedules themselves are tested in checks_test.cu).
+class ExecutorFaults : public ::testing::Test {
+ protected:
+  void SetUp() override { sim::set_schedule(sim::Schedule{}); }
+};
+
 __global__ void early_exit_kernel(int* out) {
   if (blockIdx.x == 3 && threadIdx.x >= 16) return;
   __syncthreads();
@@ -408,7 +415,7 @@ __global__ void two_barriers_kernel() {
   }
 }
 
-TEST(Executor, ThreadsAtDifferentBarriersAreAFault) {
+TEST_F(ExecutorFaults, ThreadsAtDifferentBarriersAreAFault) {
   const std::string message = fault_of("two_barriers_kernel", two_barriers_kernel, 1, 32);
   EXPECT_NE(message.find("kernel two_barriers_kernel, block (0,0,0), thread (16,0,0)"), std::string::npos) << message;
   EXPECT_NE(message.find("divergent barrier"), std::string::npos) << message;
@@ -421,7 +428,7 @@ __global__ void mask_disagreement_kernel(int* out) {
   out[lane] = __shfl_xor_sync(mask, static_cast<int>(lane), 1);
 }
 
-TEST(Executor, ShuffleMasksThatDisagreeAreAFault) {
+TEST_F(ExecutorFaults, ShuffleMasksThatDisagreeAreAFault) {
   Managed<int> out(32);
   const std::string message = fault_of("mask_disagreement_kernel", mask_disagreement_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("kernel mask_disagreement_kernel, block (0,0,0), thread (1,0,0)"), std::string::npos)
@@ -451,7 +458,7 @@ TEST(Executor, ShuffleDoesNotWaitForAnExitedMaskLane) {
 
 __global__ void self_excluded_kernel(int* out) { out[threadIdx.x] = __shfl_sync(0xfffffffeu, 1, 0); }
 
-TEST(Executor, MaskWithoutTheCallingLaneIsAFault) {
+TEST_F(ExecutorFaults, MaskWithoutTheCallingLaneIsAFault) {
   Managed<int> out(32);
   const std::string message = fault_of("self_excluded_kernel", self_excluded_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("thread (0,0,0)"), std::string::npos) << message;
@@ -463,7 +470,7 @@ __global__ void mixed_variants_kernel(int* out) {
   out[lane] = lane < 16 ? __shfl_up_sync(0xffffffffu, lane, 1) : __shfl_down_sync(0xffffffffu, lane, 1);
 }
 
-TEST(Executor, DifferentCollectivesUnderOneMaskAreAFault) {
+TEST_F(ExecutorFaults, DifferentCollectivesUnderOneMaskAreAFault) {
   Managed<int> out(32);
   const std::string message = fault_of("mixed_variants_kernel", mixed_variants_kernel, 1, 32, out.data());
   EXPECT_NE(message.find("thread (16,0,0)"), std::string::npos) << message;
@@ -483,7 +490,7 @@ __global__ void throwing_kernel(int* destroyed) {
   __syncthreads();
 }
 
-TEST(Executor, ExceptionInAThreadEndsTheGridAndUnwindsTheOthers) {
+TEST_F(ExecutorFaults, ExceptionInAThreadEndsTheGridAndUnwindsTheOthers) {
   Managed<int> destroyed(1, 0);
   const std::string message = fault_of("throwing_kernel", throwing_kernel, 3, 32, destroyed.data());
   EXPECT_NE(message.find("kernel throwing_kernel, block (1,0,0), thread (7,0,0) (linear 7, warp 0 lane 7): uncaught "
@@ -500,7 +507,7 @@ __global__ void trap_kernel() {
   if (threadIdx.y == 1 && blockIdx.y == 2) __trap();
 }
 
-TEST(Executor, TrapNamesKernelBlockAndThread) {
+TEST_F(ExecutorFaults, TrapNamesKernelBlockAndThread) {
   const std::string message = fault_of("trap_kernel", trap_kernel, dim3(1, 3), dim3(2, 2));
   EXPECT_NE(message.find("kernel trap_kernel, block (0,2,0), thread (0,1,0) (linear 2, warp 0 lane 2): __trap() called"),
             std::string::npos)
