@@ -59,8 +59,12 @@ std::string at_line(const void* pc) {
 
 // ---- Faults from a hook: the thread is abandoned, the grid ends ------------------------------------
 // `t` is the thread the access belongs to (for ldmatrix rows, the lane that gave the address).
-[[noreturn]] void hook_fault(const SimThread& t, const std::string& message, cudaError_t code) {
-  abandon_thread(where(*t.block) + ", " + thread_name(t) + ": " + message, code);
+// The message is composed here, in a statement of its own: the abandoned thread's frames are never
+// unwound, so no string may still be alive in them (the callers pass a lambda, not a string).
+template <class Compose>
+[[noreturn]] void hook_fault(const SimThread& t, cudaError_t code, Compose compose) {
+  std::string full = where(*t.block) + ", " + thread_name(t) + ": " + compose();
+  abandon_thread(std::move(full), code);
 }
 
 // ---- Shared memory ---------------------------------------------------------------------------------
@@ -128,16 +132,17 @@ struct Hazard {
 };
 
 [[noreturn]] void report_race(const BlockRun& b, const SimThread& t, const Hazard& h, bool write, size_t n,
-                              const std::string& location, const void* pc) {
-  const std::string other =
-      h.other == UINT32_MAX ? std::string("threads of other warps") : thread_name(b, h.other);
-  hook_fault(t, std::string(location.rfind("shared", 0) == 0 ? "shared" : "global") + "-memory race (" + h.kind +
-                 ", racecheck's " + h.racecheck + " hazard): this thread " + (write ? "writes " : "reads ") +
-                 bytes_word(n) + " at " + location + at_line(pc) + ", which " + other + (h.other_wrote ? " wrote" : " read") +
-                 at_line(h.other_pc) +
-                 " since the block's last __syncthreads, and no barrier orders the two (__syncthreads; within a warp, "
-                 "__syncwarp)",
-             cudaErrorLaunchFailure);
+                              uintptr_t address, const void* pc) {
+  hook_fault(t, cudaErrorLaunchFailure, [&] {
+    const std::string location = describe_address(b, reinterpret_cast<const void*>(address));
+    const std::string other = h.other == UINT32_MAX ? std::string("threads of other warps") : thread_name(b, h.other);
+    return std::string(location.rfind("shared", 0) == 0 ? "shared" : "global") + "-memory race (" + h.kind +
+           ", racecheck's " + h.racecheck + " hazard): this thread " + (write ? "writes " : "reads ") + bytes_word(n) +
+           " at " + location + at_line(pc) + ", which " + other + (h.other_wrote ? " wrote" : " read") +
+           at_line(h.other_pc) +
+           " since the block's last __syncthreads, and no barrier orders the two (__syncthreads; within a warp, "
+           "__syncwarp)";
+  });
 }
 
 void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs* pcs, size_t n, bool write,
@@ -194,7 +199,7 @@ void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs*
       }
     }
     if (hazard.kind != nullptr) {
-      report_race(b, t, hazard, write, n, describe_address(b, reinterpret_cast<const void*>(address + i)), pc);
+      report_race(b, t, hazard, write, n, address + i, pc);
     }
     if (write) {
       c.writer = me;
@@ -297,18 +302,20 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
   if (const AllocationRange* r = allocation_containing(g, a)) {
     if (g.checks.memcheck) {
       if (a + n > r->end) {
-        hook_fault(t, std::string("out-of-bounds global ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) +
+        hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("out-of-bounds global ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) +
                        at_line(pc) + ": it runs " + bytes_word(a + n - r->end) + " past the end of a " +
-                       bytes_word(r->end - r->base) + " " + kind_name(r->kind) + " allocation at " + hex_address(r->base),
-                   cudaErrorIllegalAddress);
+                       bytes_word(r->end - r->base) + " " + kind_name(r->kind) + " allocation at " + hex_address(r->base);
+  });
       }
       const bool everywhere = r->kind == AllocationInfo::Kind::pinned_host || r->kind == AllocationInfo::Kind::managed;
       if (!everywhere && r->device != g.device && !peer_access_enabled(g.device, r->device)) {
-        hook_fault(t, std::string("global ") + verb + " at " + hex_address(a) + at_line(pc) + " of device " +
+        hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("global ") + verb + " at " + hex_address(a) + at_line(pc) + " of device " +
                        std::to_string(r->device) + "'s memory (" + kind_name(r->kind) + ", " +
                        bytes_word(r->end - r->base) + " at " + hex_address(r->base) + ") from a kernel on device " +
-                       std::to_string(g.device) + " without peer access (cudaDeviceEnablePeerAccess)",
-                   cudaErrorIllegalAddress);
+                       std::to_string(g.device) + " without peer access (cudaDeviceEnablePeerAccess)";
+  });
       }
     }
     t.global_begin = r->base;  // checked: later accesses inside it need no lookup
@@ -318,14 +325,16 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
   if (const SymbolRange* s = find_symbol(a)) {
     if (g.checks.memcheck) {
       if (a + n > s->end) {
-        hook_fault(t, std::string("out-of-bounds ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) + at_line(pc) +
-                       ": it runs " + bytes_word(a + n - s->end) + " past the end of __device__ variable `" + s->name + "`",
-                   cudaErrorIllegalAddress);
+        hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("out-of-bounds ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) + at_line(pc) +
+                       ": it runs " + bytes_word(a + n - s->end) + " past the end of __device__ variable `" + s->name + "`";
+  });
       }
       if (write && s->constant) {
-        hook_fault(t, std::string("write of ") + bytes_word(n) + " to __constant__ variable `" + s->name + "`" + at_line(pc) +
-                       ": constant memory is read-only in kernels (cudaMemcpyToSymbol writes it)",
-                   cudaErrorIllegalAddress);
+        hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("write of ") + bytes_word(n) + " to __constant__ variable `" + s->name + "`" + at_line(pc) +
+                       ": constant memory is read-only in kernels (cudaMemcpyToSymbol writes it)";
+  });
       }
     }
     return;
@@ -334,16 +343,18 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
   if (!write && readonly_image(a, n)) return;  // string literals, constant tables
   for (const auto& slot : g.slots) {
     if (slot.get() != &b && slot->active && a - reinterpret_cast<uintptr_t>(slot->smem) < slot->smem_capacity) {
-      hook_fault(t, std::string(verb) + " at " + hex_address(a) + at_line(pc) + ": shared memory of another block (" +
-                     where(*slot) + ")",
-                 cudaErrorIllegalAddress);
+      hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string(verb) + " at " + hex_address(a) + at_line(pc) + ": shared memory of another block (" +
+                     where(*slot) + ")";
+  });
     }
   }
-  hook_fault(t, std::string("illegal ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) + at_line(pc) +
+  hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("illegal ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) + at_line(pc) +
                  ": not memory of the simulated GPU (no live allocation, __device__ variable, shared memory of this "
                  "block or read-only data there: host memory, freed memory, another thread's local memory?)" +
-                 nearest_allocation(g, a),
-             cudaErrorIllegalAddress);
+                 nearest_allocation(g, a);
+  });
 }
 
 inline void on_access(const void* p, size_t n, bool write, bool aligned, const void* pc) {
@@ -392,19 +403,21 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
   if (may_switch) maybe_preempt(g, t);  // before the access: the interleaving a GPU could have
   const auto a = reinterpret_cast<uintptr_t>(address);
   if (g.checks.memcheck && aligned && n > 1 && (a & (n - 1)) != 0) {  // n: 2, 4, 8 or 16
-    hook_fault(t, std::string("misaligned ") + std::to_string(n) + "-byte " + (write ? "write" : "read") + at_line(pc) +
+    hook_fault(t, cudaErrorMisalignedAddress, [&] {
+    return std::string("misaligned ") + std::to_string(n) + "-byte " + (write ? "write" : "read") + at_line(pc) +
                       ": " + describe_address(b, address) + " is " + std::to_string(a % n) +
-                      " bytes past a multiple of " + std::to_string(n) + "; a GPU faults (cudaErrorMisalignedAddress)",
-               cudaErrorMisalignedAddress);
+                      " bytes past a multiple of " + std::to_string(n) + "; a GPU faults (cudaErrorMisalignedAddress)";
+  });
   }
   const uintptr_t offset = a - reinterpret_cast<uintptr_t>(b.smem);
   const bool shared = offset < b.smem_capacity;
   if (shared) {
     if (g.checks.memcheck && !(offset >= t.shared_begin && offset + n <= t.shared_end) &&
         !shared_range_valid(b, offset, n, &t.shared_begin, &t.shared_end)) {
-      hook_fault(t, std::string("out-of-bounds shared-memory ") + (write ? "write" : "read") + " of " + bytes_word(n) +
-                        at_line(pc) + ": " + shared_overrun(b, offset, n),
-                 cudaErrorIllegalAddress);
+      hook_fault(t, cudaErrorIllegalAddress, [&] {
+    return std::string("out-of-bounds shared-memory ") + (write ? "write" : "read") + " of " + bytes_word(n) +
+                        at_line(pc) + ": " + shared_overrun(b, offset, n);
+  });
     }
   } else {
     global_access(g, b, t, a, n, write, pc);

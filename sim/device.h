@@ -89,9 +89,21 @@ struct WarpCollectiveArgs {
   const void* const* in;  // [32]
   void* const* out;       // [32]
 };
+// A reference to the combine step (a callable of the caller's frame): no allocation, so nothing to
+// leak when a fault abandons a thread inside a collective.
+class CombineStep {
+ public:
+  template <class F>
+  CombineStep(const F& f)  // NOLINT: implicit, from any callable of WarpCollectiveArgs
+      : object_(&f), call_([](const void* o, const WarpCollectiveArgs& a) { (*static_cast<const F*>(o))(a); }) {}
+  void operator()(const WarpCollectiveArgs& args) const { call_(object_, args); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*, const WarpCollectiveArgs&);
+};
 void warp_collective(const char* what, unsigned mask, const void* in, size_t in_bytes, void* out,
-                     size_t out_bytes, const std::function<void(const WarpCollectiveArgs&)>& combine,
-                     bool all_lanes = false);
+                     size_t out_bytes, CombineStep combine, bool all_lanes = false);
 
 // __activemask: the calling lane waits until no lane of its warp can run on (each has exited,
 // blocked at a barrier or collective, or reached __activemask); the lanes waiting in

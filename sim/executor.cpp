@@ -23,6 +23,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sim/executor_state.h"
@@ -207,9 +208,9 @@ std::string schedule_note(const GridRun& grid) {
          name + " replays it]";
 }
 
-void set_error(GridRun& grid, const std::string& message, cudaError_t code) {
+void set_error(GridRun& grid, std::string message, cudaError_t code) {
   if (grid.error.empty()) {
-    grid.error = message + schedule_note(grid);
+    grid.error = std::move(message) + schedule_note(grid);
     grid.error_code = code;
   }
   grid.aborting = true;
@@ -407,6 +408,7 @@ GridRun& require_grid(const char* what) {
 }
 
 // ---- Stack overflow: the guard page's SIGSEGV becomes a fault of the thread ------------------
+#ifndef BLOCKSCOPE_SIM_ASAN
 struct sigaction g_previous_segv;
 
 void on_segv(int sig, siginfo_t* info, void* context) {
@@ -436,6 +438,7 @@ void on_segv(int sig, siginfo_t* info, void* context) {
   }
   signal(SIGSEGV, SIG_DFL);  // returning re-runs the access, which now kills the process
 }
+#endif
 
 // Once per host thread that runs grids: an alternate signal stack (the fiber's own is exhausted
 // when the guard page is hit), and once per process the handler. Not under ASan, which reports
@@ -529,6 +532,21 @@ struct SlotMemory {
   size_t capacity = 0;
   std::vector<RaceCell> shadow;
   std::vector<RacePcs> shadow_pcs;
+
+  SlotMemory() = default;
+  SlotMemory(SlotMemory&& other) noexcept
+      : smem(std::exchange(other.smem, nullptr)), capacity(other.capacity), shadow(std::move(other.shadow)),
+        shadow_pcs(std::move(other.shadow_pcs)) {}
+  SlotMemory& operator=(SlotMemory&& other) noexcept {
+    std::swap(smem, other.smem);
+    std::swap(capacity, other.capacity);
+    std::swap(shadow, other.shadow);
+    std::swap(shadow_pcs, other.shadow_pcs);
+    return *this;
+  }
+  ~SlotMemory() {
+    if (smem != nullptr) ::operator delete(smem, std::align_val_t{4096});
+  }
 };
 std::vector<SlotMemory> g_slot_memory;  // guarded by g_grid_mutex
 
@@ -549,7 +567,7 @@ void take_slot_memory(BlockRun& run, bool race) {
     memory.shadow.resize(memory.capacity);
     memory.shadow_pcs.resize(memory.capacity);
   }
-  run.smem = memory.smem;
+  run.smem = std::exchange(memory.smem, nullptr);  // the slot owns it until give_slot_memory
   run.smem_capacity = memory.capacity;
   run.shadow = std::move(memory.shadow);
   run.shadow_pcs = std::move(memory.shadow_pcs);
@@ -767,22 +785,25 @@ void note_progress(GridRun& grid) {
   if ((++grid.progress_ticks & 255u) == 0) g_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
-[[noreturn]] void abandon_thread(const std::string& message, cudaError_t code) {
-  set_error(*t_grid, message, code);
+// `message` is moved out before the jump: the caller's frame is never unwound, so a string it
+// still owned would leak (the callers build it in a statement of its own for the same reason).
+[[noreturn]] void abandon_thread(std::string&& message, cudaError_t code) {
+  set_error(*t_grid, std::move(message), code);
   abandon(*t_grid, *t_thread);
 }
 
 void poll(GridRun& grid, SimThread& me) {
   if (++grid.polls_without_progress > grid.spin_budget) {
-    abandon_thread(where(*me.block) + ", " + thread_name(me) + ": no progress after " + std::to_string(grid.spin_budget) +
+    std::string message =
+        where(*me.block) + ", " + thread_name(me) + ": no progress after " + std::to_string(grid.spin_budget) +
                        " polls (atomics, volatile accesses, fences, __nanosleep) with nothing else to run: a "
                        "spin-wait that cannot finish. Blocks run " +
                        (grid.slots.size() == 1 ? std::string("one at a time")
                                                : std::to_string(grid.slots.size()) + " at a time") +
                        " on the simulated GPU, and a GPU does not promise that a block waited for is resident "
                        "either (order inter-block work by an atomic ticket, not by blockIdx; or launch "
-                       "cooperatively). BLOCKSCOPE_SIM_SPIN_BUDGET sets the limit",
-                   cudaErrorLaunchFailure);
+                       "cooperatively). BLOCKSCOPE_SIM_SPIN_BUDGET sets the limit";
+    abandon_thread(std::move(message), cudaErrorLaunchFailure);
   }
   make_ready(grid, me);
   suspend(grid, me, false);
@@ -1097,7 +1118,7 @@ void sync_grid() {
 }
 
 void warp_collective(const char* what, unsigned mask, const void* in, size_t in_bytes, void* out, size_t out_bytes,
-                     const std::function<void(const WarpCollectiveArgs&)>& combine, bool all_lanes) {
+                     CombineStep combine, bool all_lanes) {
   GridRun& grid = require_grid(what);
   SimThread& me = *t_thread;
   BlockRun& run = *me.block;

@@ -79,7 +79,7 @@ struct PendingCollective {
   bool all_lanes = false;
   const void* in[kWarpSize] = {};
   void* out[kWarpSize] = {};
-  const std::function<void(const WarpCollectiveArgs&)>* combine = nullptr;  // a waiting lane's
+  const CombineStep* combine = nullptr;  // a waiting lane's (alive in its frame while it waits)
 };
 
 constexpr unsigned kSyncHistory = 64;
@@ -219,7 +219,7 @@ std::string thread_name(const SimThread& thread);
 std::string thread_name(const BlockRun& block, unsigned linear);
 // Ends the grid with `message` (already naming kernel, block and thread) and abandons the calling
 // thread without unwinding it: for faults found where nothing may be thrown (instrumented calls).
-[[noreturn]] void abandon_thread(const std::string& message, cudaError_t code);
+[[noreturn]] void abandon_thread(std::string&& message, cudaError_t code);
 // Progress and polls (spin detection), and a possible switch to another thread. Neither throws.
 void note_progress(GridRun& grid);
 void poll(GridRun& grid, SimThread& me);

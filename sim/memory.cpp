@@ -30,7 +30,9 @@ struct Allocation {
   bool freeing = false;  // a stream-ordered free is queued
 };
 
-std::map<uintptr_t, Allocation> g_allocations;  // by base address
+// By base address. Never destroyed: device memory lives until the process ends, as on a GPU, and
+// this keeps it reachable for LeakSanitizer in the sanitizer builds.
+std::map<uintptr_t, Allocation>& g_allocations = *new std::map<uintptr_t, Allocation>();
 size_t g_device_bytes[8] = {};
 
 Allocation* find(const void* p) {

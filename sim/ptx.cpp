@@ -22,14 +22,17 @@ SimThread& this_thread(const char* what) {
 }
 
 // A 16-byte shared-memory operand of `owner` at `p`: inside the block's shared memory and aligned.
-void check_shared_16(SimThread& owner, const void* p, const char* what, bool write) {
+// `lane` >= 0: the ldmatrix row address of that lane.
+void check_shared_16(SimThread& owner, const void* p, const char* what, bool write, int lane = -1) {
   exec::BlockRun& b = *owner.block;
   const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(b.smem);
+  // Composed only to throw (check_access below may abandon the thread: no string may be alive then).
+  const auto operand = [&] { return lane < 0 ? std::string(what) : std::string(what) + " of lane " + std::to_string(lane); };
   if (p == nullptr || offset >= b.smem_capacity) {
-    fault((std::string(what) + ": address " + (p ? "is not in this block's shared memory" : "is null")).c_str());
+    fault((operand() + ": address " + (p ? "is not in this block's shared memory" : "is null")).c_str());
   }
   if (reinterpret_cast<uintptr_t>(p) % 16 != 0) {
-    fault((std::string(what) + ": shared-memory address " + exec::describe_address(b, p) + " is not 16-byte aligned").c_str());
+    fault((operand() + ": shared-memory address " + exec::describe_address(b, p) + " is not 16-byte aligned").c_str());
   }
   exec::GridRun& g = *b.grid;
   if (g.hooks) exec::check_access(owner, p, 16, write, true, __builtin_return_address(0), false);
@@ -94,16 +97,20 @@ void ldmatrix(int num, bool trans, uint32_t* r, const void* smem_row_ptr) {
   exec::BlockRun* block = me.block;
   const unsigned warp_base = me.state.warp * exec::kWarpSize;
   uint32_t out[4] = {0, 0, 0, 0};
-  const std::string what = std::string("ldmatrix.sync.aligned.m8n8.x") + std::to_string(num) + (trans ? ".trans" : "") +
-                           ".shared.b16";
+  // A static name: a fault in the collective abandons the thread, whose frames are never unwound.
+  static const char* const kNames[2][3] = {
+      {"ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
+       "ldmatrix.sync.aligned.m8n8.x4.shared.b16"},
+      {"ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}};
   warp_collective(
-      what.c_str(), 0xffffffffu, &smem_row_ptr, sizeof smem_row_ptr, out, sizeof out,
+      kNames[trans][num == 4 ? 2 : num - 1], 0xffffffffu, &smem_row_ptr, sizeof smem_row_ptr, out, sizeof out,
       [num, trans, block, warp_base](const WarpCollectiveArgs& args) {
         const void* rows[model::kWarpSize] = {};
         for (int t = 0; t < 8 * num; ++t) {  // only these lanes' addresses count
           std::memcpy(&rows[t], args.in[t], sizeof rows[t]);
-          check_shared_16(block->threads[warp_base + static_cast<unsigned>(t)], rows[t],
-                          ("ldmatrix row address of lane " + std::to_string(t)).c_str(), false);
+          check_shared_16(block->threads[warp_base + static_cast<unsigned>(t)], rows[t], "ldmatrix row address",
+                          false, t);
         }
         uint32_t regs[model::kWarpSize][4] = {};
         model::ldmatrix_m8n8_b16(rows, num, trans, regs);

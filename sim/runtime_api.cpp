@@ -616,10 +616,9 @@ cudaError_t cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t,
 extern "C" [[noreturn]] void __assert_fail(const char* assertion, const char* file, unsigned int line,
                                            const char* function) noexcept {
   if (blockscope::sim::exec::current_sim_thread() != nullptr) {
-    blockscope::sim::exec::abandon_thread(
-        std::string("device-side assertion `") + assertion + "' failed at " + file + ":" + std::to_string(line) + " in " +
-            function,
-        cudaErrorAssert);
+    std::string message = std::string("device-side assertion `") + assertion + "' failed at " + file + ":" +
+                          std::to_string(line) + " in " + function;
+    blockscope::sim::exec::abandon_thread(std::move(message), cudaErrorAssert);
   }
   std::fprintf(stderr, "%s:%u: %s: Assertion `%s' failed.\n", file, line, function, assertion);
   std::abort();

@@ -80,6 +80,7 @@ prepare() {
   mkdir -p "$kit/bin" "$kit/lib" "$kit/loader"
   cp "$build"/bin/* "$kit/bin/"
   cp "$build"/test/*_test "$kit/bin/"
+  cp "$build"/conformance/conformance_* "$kit/bin/" 2>/dev/null || true
   strip --strip-unneeded "$kit"/bin/*
 
   # Shared libraries: the machine's own CUDA libraries stay behind; the C runtime goes to
@@ -358,6 +359,18 @@ PY
     fi
   done
 
+  # ---- the conformance programs (test/sim/conformance): plain CUDA, checked against the CPU ----
+  # The simulated GPU runs them in every CI run; here they meet the hardware.
+  for t in "$KIT"/bin/conformance_*; do
+    [[ -x "$t" ]] || continue
+    name=$(basename "$t")
+    [[ "$name" == *_planted ]] && continue
+    set_bin "$name"
+    if run_step "conformance ${name#conformance_}" 20 "$LOGS/$name.log" "${BIN[@]}"; then
+      record "conformance ${name#conformance_}" "$(status_of $STEP_RC)" "$STEP_S" "$(tail -1 "$LOGS/$name.log")"
+    fi
+  done
+
   # ---- the series configs through the CLI (cheap: part of the tests phase) --------------------
   local config name line variant reason
   for config in "$ROOT"/configs/series/*.yaml; do
@@ -411,6 +424,23 @@ PY
     sanitize memcheck memcheck cuda_graph_test '*ReplayIsBitIdentical*/bf16' 90
     sanitize racecheck racecheck softmax_test '*CudaOps.Softmax*/bf16' 60
     sanitize racecheck racecheck norm_test '*CudaOps.LayerNorm*/f32' 60
+    # The conformance twins' planted hazards as compute-sanitizer sees them on the GPU: the
+    # simulator reports every one (ctest conformance.*.planted.*); does the hardware's tool agree?
+    # "reported" = the tool's error exit.
+    planted() {
+      local name="conformance_$2_planted" log="$LOGS/$1_$2_planted.log"
+      [[ -x "$KIT/bin/$name" ]] || return 0
+      set_bin "$name"
+      if run_step "$1 planted $2" 20 "$log" "$sanitizer" --tool "$1" --error-exitcode 99 "${BIN[@]}"; then
+        if [[ "$STEP_RC" == 99 ]]; then
+          record "$1 planted $2" ok "$STEP_S" "reported: $(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+ [a-z]+' "$log" | tail -1)"
+        else
+          record "$1 planted $2" WARN "$STEP_S" "the planted hazard went unreported by compute-sanitizer (rc $STEP_RC)"
+        fi
+      fi
+    }
+    for t in reduce_shared scan histogram cg_tiles last_block; do planted racecheck "$t"; done
+    for t in matmul_tiled dynamic_smem transpose; do planted memcheck "$t"; done
   fi
 
   # ---- benchmarks -------------------------------------------------------------------------------
