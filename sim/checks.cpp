@@ -439,6 +439,16 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
   if (write) note_progress(g);
 }
 
+void check_async_write(SimThread& t, const void* destination, const void* incoming, size_t n, const void* pc) {
+  settle_write(t);
+  BlockRun& b = *t.block;
+  if (!b.grid->hooks || !b.grid->checks.race || b.shadow.empty()) return;
+  if (std::memcmp(destination, incoming, n) == 0) return;
+  const auto a = reinterpret_cast<uintptr_t>(destination);
+  const uintptr_t offset = a - reinterpret_cast<uintptr_t>(b.smem);
+  race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, true, pc, a);
+}
+
 void settle_write(SimThread& t) {
   SimThread::PendingWrite& w = t.pending_write;
   if (!w.active) return;
@@ -512,7 +522,8 @@ void checks_begin_grid(GridRun& grid) {
 void checks_end_grid(GridRun& grid) { grid.shadow_pages.clear(); }
 
 // "file.cu:42" of a code address: addr2line on the object that holds it (kernels are compiled with
-// line tables). Only ever run to word a fault.
+// line tables). Code inlined from a helper names its callers too: "tensor_core.cuh:179, called
+// from flash.cu:93". Only ever run to word a fault.
 std::string source_line(const void* pc) {
   if (pc == nullptr) return "";
   Dl_info info{};
@@ -525,19 +536,21 @@ std::string source_line(const void* pc) {
   if (path.empty() || path.find('\'') != std::string::npos) return "";
   if (path.find('/') == std::string::npos) path = "/proc/self/exe";
   char command[4200];
-  std::snprintf(command, sizeof command, "addr2line -e '%s' 0x%llx 2>/dev/null", path.c_str(),
+  std::snprintf(command, sizeof command, "addr2line -i -e '%s' 0x%llx 2>/dev/null", path.c_str(),
                 static_cast<unsigned long long>(address));
   FILE* pipe = popen(command, "r");
   if (pipe == nullptr) return "";
+  std::string text;
   char line[4096] = {};
-  const bool got = std::fgets(line, sizeof line, pipe) != nullptr;
+  for (int frame = 0; frame < 3 && std::fgets(line, sizeof line, pipe) != nullptr; ++frame) {
+    std::string place = line;  // innermost first, then the places it was inlined into
+    while (!place.empty() && (place.back() == '\n' || place.back() == '\r')) place.pop_back();
+    const size_t discriminator = place.find(" (discriminator");
+    if (discriminator != std::string::npos) place.resize(discriminator);
+    if (place.empty() || place[0] == '?') break;
+    text += (text.empty() ? "" : ", called from ") + place;
+  }
   pclose(pipe);
-  if (!got) return "";
-  std::string text = line;
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  const size_t discriminator = text.find(" (discriminator");
-  if (discriminator != std::string::npos) text.resize(discriminator);
-  if (text.empty() || text[0] == '?') return "";
   return text;
 }
 

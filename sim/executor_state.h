@@ -34,7 +34,8 @@ struct Stack {
 // at the cp.async.wait_group that covers it (ptx.cpp).
 struct PendingCopy {
   void* dst;
-  unsigned char bytes[16];
+  unsigned char bytes[16];  // read from global memory at the issue (zeros past src-size)
+  const void* pc;           // where it was issued, for reports
 };
 
 struct BlockRun;
@@ -236,6 +237,11 @@ void hooks_leave();
 // `may_switch`: a random schedule may switch threads after it (not from inside a collective).
 void check_access(SimThread& thread, const void* address, size_t bytes, bool write, bool aligned,
                   const void* pc, bool may_switch = true);
+// cp.async's shared destination as written at its issue: the copy may land at any moment until the
+// thread's wait_group (which writes it again, through check_access). Bytes equal to those already
+// there are benign, as for a store.
+void check_async_write(SimThread& thread, const void* destination, const void* incoming, size_t bytes,
+                       const void* pc);
 // Race-checks the thread's last store, which has happened by now (every executor entry point and
 // the next access call this first).
 void settle_write(SimThread& thread);

@@ -22,8 +22,8 @@ SimThread& this_thread(const char* what) {
 }
 
 // A 16-byte shared-memory operand of `owner` at `p`: inside the block's shared memory and aligned.
-// `lane` >= 0: the ldmatrix row address of that lane.
-void check_shared_16(SimThread& owner, const void* p, const char* what, bool write, int lane = -1) {
+// `lane` >= 0: the ldmatrix row address of that lane. `pc`: the instruction's place in the kernel.
+void check_shared_16(SimThread& owner, const void* p, const char* what, bool write, const void* pc, int lane = -1) {
   exec::BlockRun& b = *owner.block;
   const uintptr_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(b.smem);
   // Composed only to throw (check_access below may abandon the thread: no string may be alive then).
@@ -35,7 +35,7 @@ void check_shared_16(SimThread& owner, const void* p, const char* what, bool wri
     fault((operand() + ": shared-memory address " + exec::describe_address(b, p) + " is not 16-byte aligned").c_str());
   }
   exec::GridRun& g = *b.grid;
-  if (g.hooks) exec::check_access(owner, p, 16, write, true, __builtin_return_address(0), false);
+  if (g.hooks) exec::check_access(owner, p, 16, write, true, pc, false);
 }
 
 struct MmaIn {
@@ -47,7 +47,7 @@ struct MmaIn {
 // Performs the oldest committed group of `t`.
 void perform(SimThread& t, const std::vector<exec::PendingCopy>& group) {
   for (const exec::PendingCopy& copy : group) {
-    check_shared_16(t, copy.dst, "cp.async destination", true);
+    check_shared_16(t, copy.dst, "cp.async destination", true, copy.pc);
     std::memcpy(copy.dst, copy.bytes, 16);
   }
 }
@@ -94,6 +94,7 @@ void mma_m16n8k16(bool bf16, float (&d)[4], const uint32_t (&a)[4], const uint32
 void ldmatrix(int num, bool trans, uint32_t* r, const void* smem_row_ptr) {
   if (num != 1 && num != 2 && num != 4) fault("ldmatrix loads 1, 2 or 4 matrices");
   SimThread& me = this_thread("ldmatrix");
+  const void* pc = __builtin_return_address(0);  // the same instruction in every lane (.sync.aligned)
   exec::BlockRun* block = me.block;
   const unsigned warp_base = me.state.warp * exec::kWarpSize;
   uint32_t out[4] = {0, 0, 0, 0};
@@ -105,12 +106,12 @@ void ldmatrix(int num, bool trans, uint32_t* r, const void* smem_row_ptr) {
        "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"}};
   warp_collective(
       kNames[trans][num == 4 ? 2 : num - 1], 0xffffffffu, &smem_row_ptr, sizeof smem_row_ptr, out, sizeof out,
-      [num, trans, block, warp_base](const WarpCollectiveArgs& args) {
+      [num, trans, block, warp_base, pc](const WarpCollectiveArgs& args) {
         const void* rows[model::kWarpSize] = {};
         for (int t = 0; t < 8 * num; ++t) {  // only these lanes' addresses count
           std::memcpy(&rows[t], args.in[t], sizeof rows[t]);
           check_shared_16(block->threads[warp_base + static_cast<unsigned>(t)], rows[t], "ldmatrix row address",
-                          false, t);
+                          false, pc, t);
         }
         uint32_t regs[model::kWarpSize][4] = {};
         model::ldmatrix_m8n8_b16(rows, num, trans, regs);
@@ -127,7 +128,8 @@ void cp_async(void* smem, const void* gmem, int src_bytes) {
   const uintptr_t offset = reinterpret_cast<uintptr_t>(smem) - reinterpret_cast<uintptr_t>(b.smem);
   if (smem == nullptr || offset >= b.smem_capacity) fault("cp.async: the destination is not in this block's shared memory");
   if (reinterpret_cast<uintptr_t>(smem) % 16 != 0) fault("cp.async: the shared destination is not 16-byte aligned");
-  exec::PendingCopy copy{smem, {}};
+  const void* pc = __builtin_return_address(0);
+  exec::PendingCopy copy{smem, {}, pc};
   if (src_bytes > 0) {
     if (gmem == nullptr) fault("cp.async: null global source");
     if (reinterpret_cast<uintptr_t>(gmem) % 16 != 0) fault("cp.async: global source not 16-byte aligned");
@@ -135,9 +137,11 @@ void cp_async(void* smem, const void* gmem, int src_bytes) {
       fault("cp.async: the source is in shared memory, not global memory");
     }
     exec::GridRun& g = *b.grid;
-    if (g.hooks) exec::check_access(me, gmem, static_cast<size_t>(src_bytes), false, false, __builtin_return_address(0), false);
+    if (g.hooks) exec::check_access(me, gmem, static_cast<size_t>(src_bytes), false, false, pc, false);
     std::memcpy(copy.bytes, gmem, static_cast<size_t>(src_bytes));
   }
+  // A GPU may land the copy before the wait: other threads must be done with the destination now.
+  exec::check_async_write(me, smem, copy.bytes, 16, pc);
   me.open_copies.push_back(copy);
 }
 

@@ -79,9 +79,11 @@ def load_list(path, src):
     if not isinstance(mutations, list) or not mutations:
         raise ListProblem(f"{path}: needs a non-empty list 'mutations'")
     for i, m in enumerate(mutations):
-        for key in ("name", "file", "find", "replace", "preset"):
+        for key in ("name", "file", "find", "preset"):
             if not isinstance(m.get(key), str) or not m[key]:
                 raise ListProblem(f"{path}: mutation {i + 1} needs a string '{key}'")
+        if not isinstance(m.get("replace"), str):  # may be empty: the mutation deletes its find text
+            raise ListProblem(f"{path}: mutation {i + 1} needs a string 'replace' (empty deletes 'find')")
         file = os.path.join(src, m["file"])
         if not os.path.isfile(file):
             raise ListProblem(f"{path}: mutation '{m['name']}': no file {m['file']}")

@@ -618,6 +618,44 @@ TEST(TensorCoreSim, CopiesNeverWaitedForAreDropped) {
   EXPECT_EQ(out.download()[0], 0x03000000u);
 }
 
+// A copy may land at any moment between its issue and the wait, so issuing it into a tile another
+// warp still reads is a race even where the data would only move at the wait: the simulator counts
+// the destination as written at the issue (and again at the wait). A barrier between makes it right.
+__global__ void overwrite_read_tile_kernel(const uint32_t* g, uint32_t* out, bool barrier_before_copy) {
+  auto* s = reinterpret_cast<uint32_t*>(dynamic_smem());  // one 16-byte tile
+  if (threadIdx.x < 4) s[threadIdx.x] = 10u + threadIdx.x;
+  __syncthreads();
+  if (threadIdx.x == 32) out[0] = s[0];  // warp 1 reads the tile
+  if (barrier_before_copy) __syncthreads();
+  if (threadIdx.x == 0) {  // warp 0 refills it, waiting only after the next barrier
+    tc::cp_async_16(s, g);
+    tc::cp_async_commit();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) tc::cp_async_wait<0>();
+  __syncthreads();
+  if (threadIdx.x == 33) out[1] = s[0];
+}
+TEST(TensorCoreSim, CopyIntoATileAnotherWarpReadsIsARace) {
+  namespace sim = blockscope::sim;
+  for (const char* schedule : {"inorder", "reverse", "random:3"}) {
+    std::string error;
+    sim::Schedule chosen;
+    ASSERT_TRUE(sim::parse_schedule(schedule, &chosen, &error)) << error;
+    sim::set_schedule(chosen);
+    sim::set_checks(sim::Checks{});
+    std::vector<uint32_t> g = {0x04000000u, 1, 2, 3};
+    DeviceBuffer<uint32_t> gg(g.data(), 4), out(2);
+    overwrite_read_tile_kernel<<<dim3(1), dim3(64), 16>>>(gg.ptr, out.ptr, false);
+    const std::string race = synchronize();
+    EXPECT_NE(race.find("shared-memory race"), std::string::npos) << schedule << ": " << race;
+    overwrite_read_tile_kernel<<<dim3(1), dim3(64), 16>>>(gg.ptr, out.ptr, true);
+    ASSERT_EQ(synchronize(), "") << schedule;
+    EXPECT_EQ(out.download(), (std::vector<uint32_t>{10u, 0x04000000u})) << schedule;
+  }
+  blockscope::sim::set_schedule(blockscope::sim::Schedule{});
+}
+
 // Misuse is a Fault naming what went wrong.
 __global__ void misaligned_cp_async_kernel(const uint32_t* g) {
   tc::cp_async_16(dynamic_smem() + 8, g);
