@@ -290,6 +290,7 @@ const char* kind_name(AllocationInfo::Kind kind) {
     case AllocationInfo::Kind::pool: return "cudaMallocAsync";
     case AllocationInfo::Kind::graph: return "graph allocation";
     case AllocationInfo::Kind::pinned_host: return "cudaMallocHost";
+    case AllocationInfo::Kind::registered_host: return "cudaHostRegister";
     case AllocationInfo::Kind::managed: return "cudaMallocManaged";
   }
   return "?";
@@ -308,7 +309,8 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
                        bytes_word(r->end - r->base) + " " + kind_name(r->kind) + " allocation at " + hex_address(r->base);
   });
       }
-      const bool everywhere = r->kind == AllocationInfo::Kind::pinned_host || r->kind == AllocationInfo::Kind::managed;
+      const bool everywhere = r->kind == AllocationInfo::Kind::pinned_host ||
+                              r->kind == AllocationInfo::Kind::registered_host || r->kind == AllocationInfo::Kind::managed;
       if (!everywhere && r->device != g.device && !peer_access_enabled(g.device, r->device)) {
         hook_fault(t, cudaErrorIllegalAddress, [&] {
     return std::string("global ") + verb + " at " + hex_address(a) + at_line(pc) + " of device " +

@@ -136,6 +136,66 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
     case cudaDevAttrCanMapHostMemory: *value = p.canMapHostMemory; break;
     case cudaDevAttrStreamPrioritiesSupported: *value = p.streamPrioritiesSupported; break;
     case cudaDevAttrClusterLaunch: *value = p.clusterLaunch; break;
+    case cudaDevAttrMaxPitch: *value = static_cast<int>(p.memPitch); break;
+    case cudaDevAttrTextureAlignment: *value = static_cast<int>(p.textureAlignment); break;
+    case cudaDevAttrTexturePitchAlignment: *value = static_cast<int>(p.texturePitchAlignment); break;
+    case cudaDevAttrSurfaceAlignment: *value = 512; break;
+    case cudaDevAttrGpuOverlap: *value = 1; break;
+    case cudaDevAttrKernelExecTimeout: *value = 0; break;  // no display watchdog
+    case cudaDevAttrComputeMode: *value = cudaComputeModeDefault; break;
+    case cudaDevAttrPciDeviceId: *value = 0; break;
+    case cudaDevAttrPciDomainId: *value = 0; break;
+    case cudaDevAttrTccDriver: *value = 0; break;
+    case cudaDevAttrGlobalL1CacheSupported: *value = p.globalL1CacheSupported; break;
+    case cudaDevAttrLocalL1CacheSupported: *value = p.localL1CacheSupported; break;
+    case cudaDevAttrIsMultiGpuBoard: *value = 0; break;
+    case cudaDevAttrMultiGpuBoardGroupID: *value = device; break;
+    case cudaDevAttrHostNativeAtomicSupported: *value = 0; break;
+    case cudaDevAttrSingleToDoublePrecisionPerfRatio: *value = 2; break;
+    case cudaDevAttrPageableMemoryAccess: *value = 0; break;
+    case cudaDevAttrPageableMemoryAccessUsesHostPageTables: *value = 0; break;
+    case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+    case cudaDevAttrDirectManagedMemAccessFromHost: *value = 0; break;
+    case cudaDevAttrComputePreemptionSupported: *value = p.computePreemptionSupported; break;
+    case cudaDevAttrCanUseHostPointerForRegisteredMem: *value = 1; break;
+    case cudaDevAttrHostRegisterSupported: *value = p.hostRegisterSupported; break;
+    case cudaDevAttrHostRegisterReadOnlySupported: *value = 1; break;
+    case cudaDevAttrCanFlushRemoteWrites: *value = 0; break;
+    case cudaDevAttrMaxPersistingL2CacheSize: *value = p.persistingL2CacheMaxSize; break;
+    case cudaDevAttrMaxAccessPolicyWindowSize: *value = p.accessPolicyMaxWindowSize; break;
+    case cudaDevAttrMemoryPoolSupportedHandleTypes: *value = static_cast<int>(p.memoryPoolSupportedHandleTypes); break;
+    case cudaDevAttrMemSyncDomainCount: *value = 4; break;
+    case cudaDevAttrNumaId: *value = -1; break;
+    case cudaDevAttrHostNumaId: *value = -1; break;
+    // Not modelled: textures, surfaces and CUDA arrays (their limits read 0, and the APIs are
+    // absent); IPC, RDMA, MPS, NUMA placement, graphics interop.
+    case cudaDevAttrMaxTexture1DWidth: case cudaDevAttrMaxTexture2DWidth: case cudaDevAttrMaxTexture2DHeight:
+    case cudaDevAttrMaxTexture3DWidth: case cudaDevAttrMaxTexture3DHeight: case cudaDevAttrMaxTexture3DDepth:
+    case cudaDevAttrMaxTexture2DLayeredWidth: case cudaDevAttrMaxTexture2DLayeredHeight:
+    case cudaDevAttrMaxTexture2DLayeredLayers: case cudaDevAttrMaxTexture1DLayeredWidth:
+    case cudaDevAttrMaxTexture1DLayeredLayers: case cudaDevAttrMaxTexture2DGatherWidth:
+    case cudaDevAttrMaxTexture2DGatherHeight: case cudaDevAttrMaxTexture3DWidthAlt:
+    case cudaDevAttrMaxTexture3DHeightAlt: case cudaDevAttrMaxTexture3DDepthAlt:
+    case cudaDevAttrMaxTextureCubemapWidth: case cudaDevAttrMaxTextureCubemapLayeredWidth:
+    case cudaDevAttrMaxTextureCubemapLayeredLayers: case cudaDevAttrMaxSurface1DWidth:
+    case cudaDevAttrMaxSurface2DWidth: case cudaDevAttrMaxSurface2DHeight: case cudaDevAttrMaxSurface3DWidth:
+    case cudaDevAttrMaxSurface3DHeight: case cudaDevAttrMaxSurface3DDepth: case cudaDevAttrMaxSurface1DLayeredWidth:
+    case cudaDevAttrMaxSurface1DLayeredLayers: case cudaDevAttrMaxSurface2DLayeredWidth:
+    case cudaDevAttrMaxSurface2DLayeredHeight: case cudaDevAttrMaxSurface2DLayeredLayers:
+    case cudaDevAttrMaxSurfaceCubemapWidth: case cudaDevAttrMaxSurfaceCubemapLayeredWidth:
+    case cudaDevAttrMaxSurfaceCubemapLayeredLayers: case cudaDevAttrMaxTexture1DLinearWidth:
+    case cudaDevAttrMaxTexture2DLinearWidth: case cudaDevAttrMaxTexture2DLinearHeight:
+    case cudaDevAttrMaxTexture2DLinearPitch: case cudaDevAttrMaxTexture2DMipmappedWidth:
+    case cudaDevAttrMaxTexture2DMipmappedHeight: case cudaDevAttrMaxTexture1DMipmappedWidth:
+    case cudaDevAttrSparseCudaArraySupported: case cudaDevAttrDeferredMappingCudaArraySupported:
+    case cudaDevAttrTimelineSemaphoreInteropSupported: case cudaDevAttrGPUDirectRDMASupported:
+    case cudaDevAttrGPUDirectRDMAFlushWritesOptions: case cudaDevAttrGPUDirectRDMAWritesOrdering:
+    case cudaDevAttrIpcEventSupport: case cudaDevAttrNumaConfig: case cudaDevAttrMpsEnabled:
+    case cudaDevAttrD3D12CigSupported: case cudaDevAttrVulkanCigSupported:
+    case cudaDevAttrHostNumaMemoryPoolsSupported: case cudaDevAttrHostNumaMultinodeIpcSupported:
+    case cudaDevAttrHostMemoryPoolsSupported: case cudaDevAttrOnlyPartialHostNativeAtomicSupported:
+      *value = 0;
+      break;
     default: return result(cudaErrorInvalidValue);
   }
   return cudaSuccess;
@@ -204,6 +264,26 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
     by_registers = (kRegistersPerSm / per_warp) / warps;
   }
   *blocks = std::min({by_threads, kMaxBlocksPerSm, by_smem, by_registers});
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, const void* function, int block_size,
+                                                                   size_t dynamic_smem, unsigned int flags) {
+  // cudaOccupancyDisableCachingOverride: about the L1/shared split, which the count above ignores.
+  if (flags != cudaOccupancyDefault && flags != cudaOccupancyDisableCachingOverride) return result(cudaErrorInvalidValue);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, function, block_size, dynamic_smem);
+}
+
+// The dynamic shared memory each of `blocks` resident blocks of `block_size` threads can have.
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* bytes, const void* function, int blocks,
+                                                      int block_size) {
+  if (bytes == nullptr || blocks <= 0 || block_size <= 0 || block_size > 1024) return result(cudaErrorInvalidValue);
+  if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  blockscope::sim::KernelResources resources{};
+  const bool known = blockscope::sim::kernel_resources(function, &resources);
+  const size_t per_block = kSharedPerSm / static_cast<size_t>(blocks);
+  const size_t fixed = kReservedSharedPerBlock + (known ? static_cast<size_t>(resources.static_smem) : 0);
+  *bytes = per_block > fixed ? std::min(per_block - fixed, kSharedPerBlockOptin) : 0;
   return cudaSuccess;
 }
 

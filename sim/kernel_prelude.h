@@ -41,6 +41,7 @@
 #include <utility>
 
 #include "sim/device.h"
+#include "sim/device_math.h"
 #include "sim/ptx.h"
 #include "sim/sim.h"
 

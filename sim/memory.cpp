@@ -27,7 +27,8 @@ namespace {
 struct Allocation {
   AllocationInfo info;
   CUmemPoolHandle_st* pool = nullptr;
-  bool freeing = false;  // a stream-ordered free is queued
+  bool freeing = false;     // a stream-ordered free is queued
+  unsigned host_flags = 0;  // cudaHostAlloc / cudaHostRegister flags
 };
 
 // By base address. Never destroyed: device memory lives until the process ends, as on a GPU, and
@@ -52,7 +53,10 @@ Allocation* find_range(const void* p, size_t bytes) {
   return offset + bytes <= a->info.size ? a : nullptr;
 }
 
-bool is_device_kind(const Allocation& a) { return a.info.kind != AllocationInfo::Kind::pinned_host; }
+bool is_host_kind(AllocationInfo::Kind kind) {
+  return kind == AllocationInfo::Kind::pinned_host || kind == AllocationInfo::Kind::registered_host;
+}
+bool is_device_kind(const Allocation& a) { return !is_host_kind(a.info.kind); }
 
 CUmemPoolHandle_st* default_pool(int device) {
   static CUmemPoolHandle_st pools[8];
@@ -99,7 +103,7 @@ void track(void* ptr, size_t size, AllocationInfo::Kind kind, int device, CUmemP
   a.info = AllocationInfo{ptr, size, device, kind};
   a.pool = pool;
   g_allocations[reinterpret_cast<uintptr_t>(ptr)] = a;
-  if (kind != AllocationInfo::Kind::pinned_host) g_device_bytes[device] += size;
+  if (!is_host_kind(kind)) g_device_bytes[device] += size;
   if (pool != nullptr) {
     pool->used_current += size;
     pool->used_high = std::max(pool->used_high, pool->used_current);
@@ -110,15 +114,24 @@ void untrack_and_free(void* ptr) {
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_allocations.end()) return;
   const Allocation& a = it->second;
-  if (a.info.kind != AllocationInfo::Kind::pinned_host) g_device_bytes[a.info.device] -= a.info.size;
+  if (!is_host_kind(a.info.kind)) g_device_bytes[a.info.device] -= a.info.size;
   if (a.pool != nullptr) a.pool->used_current -= a.info.size;
+  const bool owned = a.info.kind != AllocationInfo::Kind::registered_host;  // the caller's memory stays
   g_allocations.erase(it);
-  std::free(ptr);
+  if (owned) std::free(ptr);
 }
 
 bool is_pinned(const void* p, size_t bytes) {
   const Allocation* a = find_range(p, bytes);
-  return a != nullptr && a->info.kind == AllocationInfo::Kind::pinned_host;
+  return a != nullptr && is_host_kind(a->info.kind);
+}
+
+void forget_device_memory(int device) {
+  std::vector<void*> gone;
+  for (const auto& [base, a] : g_allocations) {
+    if (a.info.device == device && a.info.kind != AllocationInfo::Kind::graph) gone.push_back(a.info.base);
+  }
+  for (void* p : gone) untrack_and_free(p);
 }
 
 size_t free_device_bytes(int device) {
@@ -169,37 +182,43 @@ std::function<void()> copy_op(void* dst, const void* src, size_t count, bool sta
   return [dst, src, count]() { std::memmove(dst, src, count); };
 }
 
-// Resolves cudaMemcpyDefault and checks the device side(s) of a copy against live allocations.
-cudaError_t check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind* kind) {
+// Resolves cudaMemcpyDefault and checks the device side(s) of a copy against live allocations:
+// the destination spans dst_bytes, the source src_bytes (they differ for pitched copies).
+cudaError_t check_copy(void* dst, size_t dst_bytes, const void* src, size_t src_bytes, cudaMemcpyKind* kind) {
   if (*kind == cudaMemcpyDefault) {
-    const bool dst_device = device_range_ok(dst, count), src_device = device_range_ok(src, count);
+    const bool dst_device = device_range_ok(dst, dst_bytes), src_device = device_range_ok(src, src_bytes);
     *kind = dst_device ? (src_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                        : (src_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   }
   switch (*kind) {
     case cudaMemcpyHostToHost: return cudaSuccess;
-    case cudaMemcpyHostToDevice: return device_range_ok(dst, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDeviceToHost: return device_range_ok(src, count) ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyHostToDevice: return device_range_ok(dst, dst_bytes) ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToHost: return device_range_ok(src, src_bytes) ? cudaSuccess : cudaErrorInvalidValue;
     case cudaMemcpyDeviceToDevice:
-      return device_range_ok(dst, count) && device_range_ok(src, count) ? cudaSuccess : cudaErrorInvalidValue;
+      return device_range_ok(dst, dst_bytes) && device_range_ok(src, src_bytes) ? cudaSuccess : cudaErrorInvalidValue;
     default: return cudaErrorInvalidMemcpyDirection;
   }
+}
+
+const char* copy_name(cudaMemcpyKind kind) {
+  return kind == cudaMemcpyHostToDevice   ? "Memcpy HtoD"
+         : kind == cudaMemcpyDeviceToHost ? "Memcpy DtoH"
+         : kind == cudaMemcpyDeviceToDevice ? "Memcpy DtoD"
+                                            : "Memcpy HtoH";
 }
 
 cudaError_t memcpy_async(void* dst, const void* src, size_t count, cudaMemcpyKind kind, CUstream_st* s,
                          bool synchronous) {
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
-  if (const cudaError_t error = check_copy(dst, src, count, &kind); error != cudaSuccess) return error;
+  if (const cudaError_t error = check_copy(dst, count, src, count, &kind); error != cudaSuccess) return error;
   const bool capturing = s->capture != nullptr;
   // Staging a pageable source is what makes the call safe to return early; a graph node reads
   // its source at every launch instead.
   const bool stage = kind == cudaMemcpyHostToDevice && !is_pinned(src, count) && !capturing;
-  const char* name = kind == cudaMemcpyHostToDevice   ? "Memcpy HtoD"
-                     : kind == cudaMemcpyDeviceToHost ? "Memcpy DtoH"
-                     : kind == cudaMemcpyDeviceToDevice ? "Memcpy DtoD"
-                                                        : "Memcpy HtoH";
-  if (const cudaError_t error = submit(s, name, copy_op(dst, src, count, stage)); error != cudaSuccess) return error;
+  if (const cudaError_t error = submit(s, copy_name(kind), copy_op(dst, src, count, stage)); error != cudaSuccess) {
+    return error;
+  }
   const bool to_pageable = (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) && !is_pinned(dst, count);
   if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq);
   return cudaSuccess;
@@ -209,6 +228,50 @@ cudaError_t memset_async(void* ptr, int value, size_t count, CUstream_st* s) {
   if (count == 0) return cudaSuccess;
   if (!device_range_ok(ptr, count)) return cudaErrorInvalidValue;
   return submit(s, "Memset", [ptr, value, count]() { std::memset(ptr, value, count); });
+}
+
+// The bytes a pitched region of `height` rows of `width` bytes spans.
+size_t pitched_span(size_t pitch, size_t width, size_t height) { return pitch * (height - 1) + width; }
+
+// A 2D copy: `height` rows of `width` bytes, rows `spitch` apart in the source, `dpitch` in the
+// destination; one op, with the same staging and synchronisation rules as a 1D copy.
+cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                           cudaMemcpyKind kind, CUstream_st* s, bool synchronous) {
+  if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
+  const size_t dst_span = pitched_span(dpitch, width, height), src_span = pitched_span(spitch, width, height);
+  if (const cudaError_t error = check_copy(dst, dst_span, src, src_span, &kind); error != cudaSuccess) return error;
+  const bool capturing = s->capture != nullptr;
+  const bool stage = kind == cudaMemcpyHostToDevice && !is_pinned(src, src_span) && !capturing;
+  std::function<void()> op;
+  auto* to = static_cast<unsigned char*>(dst);
+  if (stage) {
+    auto rows = std::make_shared<std::vector<unsigned char>>(width * height);
+    for (size_t r = 0; r < height; ++r) std::memcpy(rows->data() + r * width, static_cast<const unsigned char*>(src) + r * spitch, width);
+    op = [to, dpitch, width, height, rows]() {
+      for (size_t r = 0; r < height; ++r) std::memcpy(to + r * dpitch, rows->data() + r * width, width);
+    };
+  } else {
+    const auto* from = static_cast<const unsigned char*>(src);
+    op = [to, dpitch, from, spitch, width, height]() {
+      for (size_t r = 0; r < height; ++r) std::memmove(to + r * dpitch, from + r * spitch, width);
+    };
+  }
+  if (const cudaError_t error = submit(s, copy_name(kind), std::move(op)); error != cudaSuccess) return error;
+  const bool to_pageable = (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) && !is_pinned(dst, dst_span);
+  if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq);
+  return cudaSuccess;
+}
+
+cudaError_t memset2d_async(void* ptr, size_t pitch, int value, size_t width, size_t height, CUstream_st* s) {
+  if (width > pitch) return cudaErrorInvalidPitchValue;
+  if (width == 0 || height == 0) return cudaSuccess;
+  if (!device_range_ok(ptr, pitched_span(pitch, width, height))) return cudaErrorInvalidValue;
+  auto* to = static_cast<unsigned char*>(ptr);
+  return submit(s, "Memset", [to, pitch, value, width, height]() {
+    for (size_t r = 0; r < height; ++r) std::memset(to + r * pitch, value, width);
+  });
 }
 
 }  // namespace
@@ -229,7 +292,7 @@ cudaError_t cudaFree(void* ptr) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_allocations.end() || it->second.freeing || it->second.info.kind == Kind::pinned_host ||
+  if (it == g_allocations.end() || it->second.freeing || is_host_kind(it->second.info.kind) ||
       it->second.info.kind == Kind::graph) {
     return result(cudaErrorInvalidValue);
   }
@@ -240,7 +303,8 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   Lock lock(state_mutex());
-  if (ptr == nullptr) return result(cudaErrorInvalidValue);
+  constexpr unsigned kKnown = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+  if (ptr == nullptr || (flags & ~kKnown) != 0) return result(cudaErrorInvalidValue);
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;
@@ -248,6 +312,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   void* p = allocate_bytes(size, 4096);
   if (p == nullptr) return result(cudaErrorMemoryAllocation);
   track(p, size, Kind::pinned_host, current_device());
+  g_allocations[reinterpret_cast<uintptr_t>(p)].host_flags = flags;
   *ptr = p;
   return cudaSuccess;
 }
@@ -309,6 +374,172 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t str
   CUstream_st* s = resolve_stream(stream);
   if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
   return result(memset_async(ptr, value, count, s));
+}
+
+// ---- Pitched memory and 2D copies ----------------------------------------------------------------
+// Rows padded to a multiple of 512 bytes, as cudaMallocPitch does on current GPUs.
+cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
+  Lock lock(state_mutex());
+  if (ptr == nullptr || pitch == nullptr) return result(cudaErrorInvalidValue);
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  *ptr = nullptr;
+  *pitch = (width + 511) / 512 * 512;
+  if (width == 0 || height == 0) return cudaSuccess;
+  return result(device_allocate(ptr, *pitch * height, Kind::device, current_device(), nullptr));
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                         enum cudaMemcpyKind kind) {
+  Lock lock(state_mutex());
+  if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
+  return result(memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, resolve_stream(nullptr), true));
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              enum cudaMemcpyKind kind, cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  return result(memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, s, false));
+}
+
+cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
+  Lock lock(state_mutex());
+  return result(memset2d_async(ptr, pitch, value, width, height, resolve_stream(nullptr)));
+}
+
+cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  return result(memset2d_async(ptr, pitch, value, width, height, s));
+}
+
+// ---- Copies between devices ----------------------------------------------------------------------
+// Device memory of `device` (or managed memory) holding [p, p + bytes).
+bool on_device(const void* p, size_t bytes, int device) {
+  const Allocation* a = find_range(p, bytes);
+  return a != nullptr && is_device_kind(*a) && !a->freeing && (a->info.device == device || a->info.kind == Kind::managed);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                                cudaStream_t stream) {
+  Lock lock(state_mutex());
+  if (!valid_device(dst_device) || !valid_device(src_device)) return result(cudaErrorInvalidDevice);
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (count == 0) return cudaSuccess;
+  if (!on_device(dst, count, dst_device) || !on_device(src, count, src_device)) return result(cudaErrorInvalidValue);
+  return result(memcpy_async(dst, src, count, cudaMemcpyDeviceToDevice, s, false));
+}
+
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
+  return cudaMemcpyPeerAsync(dst, dst_device, src, src_device, count, nullptr);
+}
+
+// ---- Host memory the device may use ----------------------------------------------------------------
+// The caller's memory, pinned: copies read it when they run, kernels may use it (device pointer =
+// host pointer: addressing is unified). Never poisoned: its contents are the caller's.
+cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
+  Lock lock(state_mutex());
+  constexpr unsigned kKnown =
+      cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory | cudaHostRegisterReadOnly;
+  if (ptr == nullptr || size == 0 || (flags & ~kKnown) != 0) return result(cudaErrorInvalidValue);
+  const auto begin = reinterpret_cast<uintptr_t>(ptr);
+  auto next = g_allocations.lower_bound(begin);  // the first allocation starting at or after ptr
+  if (find(ptr) != nullptr || (next != g_allocations.end() && next->first < begin + size)) {
+    return result(cudaErrorHostMemoryAlreadyRegistered);
+  }
+  track(ptr, size, Kind::registered_host, current_device());
+  g_allocations[begin].host_flags = flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void* ptr) {
+  Lock lock(state_mutex());
+  auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (ptr == nullptr || it == g_allocations.end() || it->second.info.kind != Kind::registered_host) {
+    return result(cudaErrorHostMemoryNotRegistered);
+  }
+  const cudaError_t status = run_through(UINT64_MAX);  // queued copies may still use it
+  untrack_and_free(ptr);                               // forgets it; the memory stays the caller's
+  return result(status);
+}
+
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags) {
+  Lock lock(state_mutex());
+  if (device_ptr == nullptr || flags != 0) return result(cudaErrorInvalidValue);
+  const Allocation* a = find(host_ptr);
+  if (a == nullptr || !is_host_kind(a->info.kind)) return result(cudaErrorInvalidValue);
+  *device_ptr = host_ptr;
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr) {
+  Lock lock(state_mutex());
+  if (flags == nullptr) return result(cudaErrorInvalidValue);
+  const Allocation* a = find(host_ptr);
+  if (a == nullptr || !is_host_kind(a->info.kind)) return result(cudaErrorInvalidValue);
+  *flags = a->host_flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
+  Lock lock(state_mutex());
+  if (attributes == nullptr) return result(cudaErrorInvalidValue);
+  std::memset(attributes, 0, sizeof *attributes);
+  void* p = const_cast<void*>(ptr);
+  const Allocation* a = find(ptr);
+  if (a == nullptr) {  // memory the runtime does not know: unregistered host memory (since CUDA 11)
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = -2;  // no device
+    attributes->hostPointer = p;
+    return cudaSuccess;
+  }
+  attributes->device = a->info.device;
+  attributes->devicePointer = p;
+  if (is_host_kind(a->info.kind)) {
+    attributes->type = cudaMemoryTypeHost;
+    attributes->hostPointer = p;
+  } else if (a->info.kind == Kind::managed) {
+    attributes->type = cudaMemoryTypeManaged;
+    attributes->hostPointer = p;
+  } else {
+    attributes->type = cudaMemoryTypeDevice;
+  }
+  return cudaSuccess;
+}
+
+// ---- Managed memory hints: checked, then nothing to do (there is one copy, never migrated) ---------
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* ptr, size_t length, unsigned int flags) {
+  Lock lock(state_mutex());
+  if (resolve_stream(stream) == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost && flags != cudaMemAttachSingle) {
+    return result(cudaErrorInvalidValue);
+  }
+  const Allocation* a = find(ptr);
+  if (a == nullptr || a->info.kind != Kind::managed || (length != 0 && find_range(ptr, length) != a)) {
+    return result(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* ptr, size_t count, struct cudaMemLocation location, unsigned int flags,
+                                 cudaStream_t stream) {
+  Lock lock(state_mutex());
+  if (resolve_stream(stream) == nullptr) return result(cudaErrorInvalidResourceHandle);
+  const Allocation* a = find_range(ptr, count);
+  if (a == nullptr || a->info.kind != Kind::managed || flags != 0) return result(cudaErrorInvalidValue);
+  if (location.type == cudaMemLocationTypeDevice && !valid_device(location.id)) return result(cudaErrorInvalidDevice);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemAdvise(const void* ptr, size_t count, enum cudaMemoryAdvise, struct cudaMemLocation location) {
+  Lock lock(state_mutex());
+  const Allocation* a = find_range(ptr, count);
+  if (a == nullptr || a->info.kind != Kind::managed) return result(cudaErrorInvalidValue);
+  if (location.type == cudaMemLocationTypeDevice && !valid_device(location.id)) return result(cudaErrorInvalidDevice);
+  return cudaSuccess;
 }
 
 // ---- Stream-ordered allocator ------------------------------------------------------------------
@@ -389,7 +620,7 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_allocations.end() || it->second.freeing || it->second.info.kind == Kind::pinned_host) {
+  if (it == g_allocations.end() || it->second.freeing || is_host_kind(it->second.info.kind)) {
     return result(cudaErrorInvalidValue);
   }
   Allocation& a = it->second;

@@ -6,11 +6,13 @@
 // synchronising calls. A fault while it runs is returned as cudaErrorLaunchFailure by that call
 // (and by cudaGetLastError / cudaPeekAtLastError of that host thread) and the rest of the queue
 // is dropped. Unlike a GPU, the error is not sticky: later calls succeed again.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <set>
 #include <unordered_set>
@@ -41,6 +43,23 @@ std::set<std::string> g_fault_messages;  // cudaGetErrorString's pointers stay v
 const char* g_fault_message = nullptr;
 cudaError_t g_fault_code = cudaErrorLaunchFailure;  // the code the latest fault was returned as
 bool g_peer_access[8][8] = {};  // [device][peer]: kernels on device may access peer's memory
+unsigned g_device_flags[8] = {};  // cudaSetDeviceFlags
+cudaFuncCache g_cache_config[8] = {};
+
+// cudaDeviceSetLimit's values per device, by cudaLimit, and their defaults on an H200.
+constexpr int kLimits = cudaLimitPersistingL2CacheSize + 1;
+constexpr size_t kDefaultLimits[kLimits] = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0};
+size_t g_limits[8][kLimits];
+bool g_limits_set[8] = {};
+size_t* device_limits(int device) {
+  if (!g_limits_set[device]) {
+    std::copy(kDefaultLimits, kDefaultLimits + kLimits, g_limits[device]);
+    g_limits_set[device] = true;
+  }
+  return g_limits[device];
+}
+
+constexpr int kLeastPriority = 0, kGreatestPriority = -5;  // cudaDeviceGetStreamPriorityRange on an H200
 
 CUstream_st* legacy_stream(int device) {
   static CUstream_st streams[8];
@@ -264,6 +283,12 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
     {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
     {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {cudaErrorUnsupportedLimit, "cudaErrorUnsupportedLimit", "limit is not supported on this architecture"},
+    {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
+     "pointer does not correspond to a registered memory region"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
@@ -359,16 +384,230 @@ cudaError_t cudaDeviceSynchronize(void) {
   return result(run_through(UINT64_MAX));
 }
 
+// Runs what is queued, then frees every allocation of the current device and destroys its streams
+// and events, so a later use of any of them is an error as on a GPU; flags, limits, cache
+// preference and its peer access return to their defaults.
+cudaError_t cudaDeviceReset(void) {
+  Lock lock(state_mutex());
+  if (!open_captures().empty()) return result(cudaErrorStreamCaptureUnsupported);
+  const int device = current_device();
+  run_through(UINT64_MAX);  // its faults no longer matter: the device's state goes
+  forget_device_memory(device);
+  for (auto it = g_streams.begin(); it != g_streams.end();) {
+    if ((*it)->device == device) {
+      delete *it;
+      it = g_streams.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = g_events.begin(); it != g_events.end();) {
+    if ((*it)->device == device) {
+      delete *it;
+      it = g_events.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (int d = 0; d < 8; ++d) g_peer_access[device][d] = g_peer_access[d][device] = false;
+  g_device_flags[device] = 0;
+  g_cache_config[device] = cudaFuncCachePreferNone;
+  g_limits_set[device] = false;
+  t_last_error = cudaSuccess;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  const unsigned schedule = flags & cudaDeviceScheduleMask;
+  const bool known_schedule = schedule == cudaDeviceScheduleAuto || schedule == cudaDeviceScheduleSpin ||
+                              schedule == cudaDeviceScheduleYield || schedule == cudaDeviceScheduleBlockingSync;
+  if (!known_schedule || (flags & ~unsigned{cudaDeviceMask}) != 0) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  g_device_flags[current_device()] = flags;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  if (flags == nullptr) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  *flags = g_device_flags[current_device()] | cudaDeviceMapHost;  // mapping is always on (unified addressing)
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  if (limit < 0 || limit >= kLimits) return result(cudaErrorUnsupportedLimit);
+  if (limit == cudaLimitMaxL2FetchGranularity && value > 128) return result(cudaErrorInvalidValue);
+  if (limit == cudaLimitPersistingL2CacheSize && value > 0x4B0000) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  device_limits(current_device())[limit] = value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t* value, enum cudaLimit limit) {
+  if (value == nullptr) return result(cudaErrorInvalidValue);
+  if (limit < 0 || limit >= kLimits) return result(cudaErrorUnsupportedLimit);
+  Lock lock(state_mutex());
+  *value = device_limits(current_device())[limit];
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache config) {
+  if (config < cudaFuncCachePreferNone || config > cudaFuncCachePreferEqual) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  g_cache_config[current_device()] = config;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* config) {
+  if (config == nullptr) return result(cudaErrorInvalidValue);
+  Lock lock(state_mutex());
+  *config = g_cache_config[current_device()];
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void* function, enum cudaFuncCache config) {
+  if (function == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  if (config < cudaFuncCachePreferNone || config > cudaFuncCachePreferEqual) return result(cudaErrorInvalidValue);
+  return cudaSuccess;  // a preference: the simulated L1 and shared memory do not compete
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
+  if (least != nullptr) *least = kLeastPriority;
+  if (greatest != nullptr) *greatest = kGreatestPriority;
+  return cudaSuccess;
+}
+
+// Every simulated device is the same H200: any of them matches; the current one is chosen.
+cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop) {
+  if (device == nullptr || prop == nullptr) return result(cudaErrorInvalidValue);
+  *device = current_device();
+  return cudaSuccess;
+}
+
+// "0000:18:00.0" for device 0 (the bus id of cudaDeviceProp::pciBusID).
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int length, int device) {
+  if (!valid_device(device)) return result(cudaErrorInvalidDevice);
+  if (bus_id == nullptr || length <= 0) return result(cudaErrorInvalidValue);
+  char text[32];
+  std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x18 + device);
+  if (static_cast<size_t>(length) <= std::strlen(text)) return result(cudaErrorInvalidValue);
+  std::snprintf(bus_id, static_cast<size_t>(length), "%s", text);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* bus_id) {
+  if (device == nullptr || bus_id == nullptr) return result(cudaErrorInvalidValue);
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  if (std::sscanf(bus_id, "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4 &&
+      std::sscanf(bus_id, "%x:%x.%x", &bus, &slot, &function) != 3) {
+    return result(cudaErrorInvalidValue);
+  }
+  const int d = static_cast<int>(bus) - 0x18;
+  if (domain != 0 || slot != 0 || function != 0 || !valid_device(d)) return result(cudaErrorInvalidDevice);
+  *device = d;
+  return cudaSuccess;
+}
+
+// Profiling ranges for a profiler attached to the process: nothing attaches to the simulated GPU.
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+
+// No L2 cache is modelled: nothing persists, nothing to reset.
+cudaError_t cudaCtxResetPersistingL2Cache(void) { return cudaSuccess; }
+
 // ---- Streams ----------------------------------------------------------------------------------
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
   if (stream == nullptr || (flags & ~unsigned{cudaStreamNonBlocking}) != 0) return result(cudaErrorInvalidValue);
   Lock lock(state_mutex());
   auto* s = new CUstream_st;
   s->device = current_device();
   s->flags = flags;
+  s->priority = std::clamp(priority, kGreatestPriority, kLeastPriority);  // the runtime clamps too
   g_streams.insert(s);
   *stream = s;
   return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  return cudaStreamCreateWithPriority(stream, flags, kLeastPriority);
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t stream, int* priority) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (priority == nullptr) return result(cudaErrorInvalidValue);
+  *priority = s->priority;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int* flags) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (flags == nullptr) return result(cudaErrorInvalidValue);
+  *flags = s->flags;
+  return cudaSuccess;
+}
+
+// The attributes a stream takes (access policy window, synchronisation policy, priority, memory
+// synchronisation domains): checked and kept; none changes how the simulator runs the stream.
+cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaStreamAttrID attr, const cudaStreamAttrValue* value) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr || s->legacy) return result(cudaErrorInvalidResourceHandle);
+  if (value == nullptr) return result(cudaErrorInvalidValue);
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: {
+      const cudaAccessPolicyWindow& w = value->accessPolicyWindow;
+      if (w.hitRatio < 0.0f || w.hitRatio > 1.0f || w.num_bytes > 134213632) return result(cudaErrorInvalidValue);
+      break;
+    }
+    case cudaLaunchAttributePriority:
+      s->priority = std::clamp(value->priority, kGreatestPriority, kLeastPriority);
+      break;
+    case cudaLaunchAttributeSynchronizationPolicy:
+    case cudaLaunchAttributeMemSyncDomainMap:
+    case cudaLaunchAttributeMemSyncDomain: break;
+    default: return result(cudaErrorInvalidValue);
+  }
+  s->attributes[attr] = *value;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaStreamAttrID attr, cudaStreamAttrValue* value) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (value == nullptr) return result(cudaErrorInvalidValue);
+  std::memset(value, 0, sizeof *value);
+  auto it = s->attributes.find(attr);
+  if (it != s->attributes.end()) *value = it->second;
+  if (attr == cudaLaunchAttributePriority) value->priority = s->priority;
+  return cudaSuccess;
+}
+
+// A host function in stream order: it runs when the queue reaches it (at a synchronising call).
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (fn == nullptr) return result(cudaErrorInvalidValue);
+  return result(submit(s, "cudaLaunchHostFunc", [fn, user_data]() { fn(user_data); }));
+}
+
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* user_data,
+                                  unsigned int flags) {
+  Lock lock(state_mutex());
+  CUstream_st* s = resolve_stream(stream);
+  if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
+  if (callback == nullptr || flags != 0) return result(cudaErrorInvalidValue);
+  if (s->capture != nullptr) {  // not capturable (cudaLaunchHostFunc is)
+    s->capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  return result(submit(s, "cudaStreamAddCallback",
+                       [stream, callback, user_data]() { callback(stream, cudaSuccess, user_data); }));
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
@@ -510,6 +749,11 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
         if (e->destroyed) delete e;
       },
       true));
+}
+
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  if (flags != cudaEventRecordDefault && flags != cudaEventRecordExternal) return result(cudaErrorInvalidValue);
+  return cudaEventRecord(event, stream);  // external or not: the same point of the queue (or graph)
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {

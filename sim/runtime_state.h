@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,8 @@ struct GraphMemory;
 struct CUstream_st {
   int device = 0;
   unsigned flags = 0;    // cudaStreamNonBlocking or not
+  int priority = 0;      // kept and reported; the one FIFO runs every stream in enqueue order
+  std::map<int, cudaLaunchAttributeValue> attributes;  // cudaStreamSetAttribute, by cudaLaunchAttributeID
   bool legacy = false;   // the per-device legacy default stream (also stands for cudaStreamPerThread)
   uint64_t last_seq = 0; // queue position of its most recent op
   blockscope::sim::detail::Capture* capture = nullptr;  // open capture it records into
@@ -140,6 +143,9 @@ void* allocate_bytes(size_t bytes, size_t alignment);  // poisoned with 0xFF; nu
 void track(void* ptr, size_t size, AllocationInfo::Kind kind, int device, CUmemPoolHandle_st* pool = nullptr);
 void untrack_and_free(void* ptr);
 bool is_pinned(const void* p, size_t bytes);
+// cudaDeviceReset: frees every allocation made on `device` (host memory registered there is only
+// forgotten; graph allocations stay with their graphs).
+void forget_device_memory(int device);
 size_t free_device_bytes(int device);
 
 }  // namespace blockscope::sim::detail

@@ -122,7 +122,8 @@ int stream_device(cudaStream_t stream);
 // ---- Memory ---------------------------------------------------------------------------------
 // What the sim knows about a pointer into memory it handed out.
 struct AllocationInfo {
-  enum class Kind { device, pool, graph, pinned_host, managed };
+  // pinned_host: cudaMallocHost/cudaHostAlloc; registered_host: the caller's memory, cudaHostRegister'ed.
+  enum class Kind { device, pool, graph, pinned_host, registered_host, managed };
   void* base = nullptr;  // start of the allocation containing the pointer
   size_t size = 0;       // bytes asked for
   int device = 0;        // device current at allocation (pinned host memory: that device too)

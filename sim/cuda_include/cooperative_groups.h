@@ -10,7 +10,9 @@
 //                      thread_rank(), size(), meta_group_rank/size(), shfl, shfl_up/down/xor,
 //                      any, all, ballot (bits by rank in the tile), match_any, match_all
 //   coalesced_group    coalesced_threads(): the same on the lanes active together
-//   thread_group       tiled_partition(block, n): sync(), thread_rank(), size()
+//   thread_group       the base of them all, as in CUDA: any group passed by value as a
+//                      thread_group keeps what it is (sync(), thread_rank(), size(), by a tag);
+//                      tiled_partition(group, n) at run time, n a power of 2 up to 32
 //   cooperative_groups::sync(group)
 // Lanes of a tile that exited or do not exist (a partial last warp) count as arrived.
 #pragma once
@@ -40,9 +42,34 @@ inline int nth_lane(unsigned mask, unsigned n) {
 }
 }  // namespace details
 
-class thread_block {
+// Every group is a thread_group (CUDA's base class, also passed by value): what it is travels in
+// a tag, so sync(), thread_rank() and size() of a sliced copy still do the right thing.
+class thread_group {
  public:
-  void sync() const { ::blockscope::sim::sync_block_at("thread_block::sync", __FILE__, __LINE__, 0); }
+  void sync() const;
+  unsigned long long thread_rank() const;
+  unsigned long long size() const;
+  unsigned long long num_threads() const { return size(); }
+  bool is_valid() const { return true; }
+
+ protected:
+  enum class Kind { block, lanes, grid };
+  explicit thread_group(Kind kind, unsigned lanes = 0) : kind_(kind), lanes_(lanes) {}
+  Kind kind_;
+  unsigned lanes_;  // Kind::lanes: the warp's lanes in the group
+  friend thread_group tiled_partition(const thread_group& parent, unsigned tile);
+};
+
+namespace details {
+// One barrier site for every way of syncing a block (a barrier is identified by its site).
+inline void block_sync() { ::blockscope::sim::sync_block_at("thread_block::sync", __FILE__, __LINE__, 0); }
+inline unsigned rank_in(unsigned lanes) { return static_cast<unsigned>(__popc(lanes & ((1u << lane()) - 1u))); }
+}  // namespace details
+
+class thread_block : public thread_group {
+ public:
+  thread_block() : thread_group(Kind::block) {}
+  void sync() const { details::block_sync(); }
   unsigned thread_rank() const { return details::block_rank_of_thread(); }
   unsigned size() const { return details::block_threads(); }
   unsigned num_threads() const { return details::block_threads(); }
@@ -60,8 +87,9 @@ class thread_block {
 
 inline thread_block this_thread_block() { return thread_block(); }
 
-class grid_group {
+class grid_group : public thread_group {
  public:
+  grid_group() : thread_group(Kind::grid) {}
   void sync() const { ::blockscope::sim::sync_grid(); }
   bool is_valid() const { return ::blockscope::sim::grid_is_cooperative(); }
   unsigned long long block_rank() const {
@@ -87,11 +115,11 @@ class grid_group {
 inline grid_group this_grid() { return grid_group(); }
 
 // A group of lanes of one warp, given by its mask: what tiles and coalesced groups share.
-class warp_lanes_group {
+class warp_lanes_group : public thread_group {
  public:
-  explicit warp_lanes_group(unsigned mask) : mask_(mask) {}
+  explicit warp_lanes_group(unsigned mask) : thread_group(Kind::lanes, mask), mask_(mask) {}
   void sync() const { __syncwarp(mask_); }
-  unsigned thread_rank() const { return static_cast<unsigned>(__popc(mask_ & ((1u << details::lane()) - 1u))); }
+  unsigned thread_rank() const { return details::rank_in(mask_); }
   unsigned size() const { return static_cast<unsigned>(__popc(mask_)); }
   unsigned num_threads() const { return size(); }
   template <class T>
@@ -194,30 +222,48 @@ thread_block_tile<Size, ParentT> tiled_partition(const ParentT&) {
   return thread_block_tile<Size, ParentT>();
 }
 
-// tiled_partition(parent, n) at run time: a thread_group of n consecutive threads.
-class thread_group {
- public:
-  explicit thread_group(unsigned tile) : tile_(tile) {}
-  void sync() const {
-    if (tile_ > 32) {
-      ::blockscope::sim::fault("tiled_partition(parent, n) with n > 32 is not supported by the simulator");
-    }
-    const unsigned first = details::lane() / tile_ * tile_;
-    __syncwarp(tile_ == 32 ? 0xffffffffu : ((1u << tile_) - 1u) << first);
+inline void thread_group::sync() const {
+  switch (kind_) {
+    case Kind::block: details::block_sync(); break;
+    case Kind::lanes: __syncwarp(lanes_); break;
+    case Kind::grid: ::blockscope::sim::sync_grid(); break;
   }
-  unsigned thread_rank() const { return details::block_rank_of_thread() % tile_; }
-  unsigned size() const { return tile_; }
-  unsigned num_threads() const { return tile_; }
+}
+inline unsigned long long thread_group::thread_rank() const {
+  switch (kind_) {
+    case Kind::block: return details::block_rank_of_thread();
+    case Kind::lanes: return details::rank_in(lanes_);
+    case Kind::grid: return grid_group().thread_rank();
+  }
+  return 0;
+}
+inline unsigned long long thread_group::size() const {
+  switch (kind_) {
+    case Kind::block: return details::block_threads();
+    case Kind::lanes: return static_cast<unsigned>(__popc(lanes_));
+    case Kind::grid: return grid_group().size();
+  }
+  return 0;
+}
 
- private:
-  unsigned tile_;
-};
-
-inline thread_group tiled_partition(const thread_block&, unsigned tile) {
+// tiled_partition(parent, n) at run time: the n consecutive threads of the parent (a block or a
+// tile of it) this thread is in, n a power of 2 up to 32 (the simulator's limit).
+inline thread_group tiled_partition(const thread_group& parent, unsigned tile) {
   if (tile == 0 || tile > 32 || (tile & (tile - 1)) != 0) {
-    ::blockscope::sim::fault("tiled_partition(block, n): n must be a power of 2 up to 32 on the simulator");
+    ::blockscope::sim::fault("tiled_partition(group, n): n must be a power of 2 up to 32 on the simulator");
   }
-  return thread_group(tile);
+  unsigned parent_lanes = 0xffffffffu;
+  if (parent.kind_ == thread_group::Kind::lanes) {
+    parent_lanes = parent.lanes_;
+    if (static_cast<unsigned>(__popc(parent_lanes)) < tile) {
+      ::blockscope::sim::fault("tiled_partition(group, n): n is larger than the group");
+    }
+  } else if (parent.kind_ == thread_group::Kind::grid) {
+    ::blockscope::sim::fault("tiled_partition of a grid_group is not supported");
+  }
+  const unsigned first = details::lane() / tile * tile;
+  const unsigned lanes = (tile == 32 ? 0xffffffffu : ((1u << tile) - 1u) << first) & parent_lanes;
+  return thread_group(thread_group::Kind::lanes, lanes);
 }
 
 template <class Group>

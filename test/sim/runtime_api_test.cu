@@ -570,4 +570,329 @@ TEST_F(Runtime, ForkedStreamMustJoinBeforeTheCaptureEnds) {
   cudaStreamDestroy(side);
 }
 
+
+// ---- Host memory the device uses ------------------------------------------------------------------
+__global__ void add_one_kernel(int* p, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) p[i] += 1;
+}
+
+TEST_F(Runtime, RegisteredHostMemoryIsPinnedKernelUsableAndStaysTheCallers) {
+  std::vector<int> host(100);
+  for (int i = 0; i < 100; ++i) host[i] = i;
+  ASSERT_EQ(cudaHostRegister(host.data(), 100 * sizeof(int), cudaHostRegisterMapped), cudaSuccess);
+  sim::AllocationInfo info;
+  ASSERT_TRUE(sim::find_allocation(host.data() + 99, &info));
+  EXPECT_EQ(info.kind, sim::AllocationInfo::Kind::registered_host);
+  EXPECT_EQ(cudaHostRegister(host.data() + 50, 4, 0), cudaErrorHostMemoryAlreadyRegistered);  // inside
+  std::vector<int> other(64);
+  ASSERT_EQ(cudaHostRegister(other.data() + 32, 8 * sizeof(int), 0), cudaSuccess);
+  EXPECT_EQ(cudaHostRegister(other.data(), 33 * sizeof(int), 0), cudaErrorHostMemoryAlreadyRegistered);  // ends inside
+  EXPECT_EQ(cudaHostRegister(other.data(), 32 * sizeof(int), 0), cudaSuccess);  // ends where it starts
+  EXPECT_EQ(cudaHostUnregister(other.data()), cudaSuccess);
+  EXPECT_EQ(cudaHostUnregister(other.data() + 32), cudaSuccess);
+  EXPECT_EQ(cudaHostRegister(other.data(), 4, 0x80), cudaErrorInvalidValue);  // unknown flag
+  cudaGetLastError();
+  unsigned flags = 0;
+  ASSERT_EQ(cudaHostGetFlags(&flags, host.data()), cudaSuccess);
+  EXPECT_EQ(flags, unsigned{cudaHostRegisterMapped});
+  int* device_view = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_view), host.data(), 0), cudaSuccess);
+  EXPECT_EQ(device_view, host.data());  // unified addressing
+  add_one_kernel<<<2, 64>>>(device_view, 100);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(host[i], i + 1) << i;
+  // Pinned: an async copy reads it when the copy runs, not at the call.
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, sizeof(int)), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(d, host.data(), sizeof(int), cudaMemcpyHostToDevice, s), cudaSuccess);
+  host[0] = 42;
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(d[0], 42);
+  EXPECT_EQ(cudaFree(host.data()), cudaErrorInvalidValue);      // not device memory
+  EXPECT_EQ(cudaFreeHost(host.data()), cudaErrorInvalidValue);  // not the runtime's to free
+  cudaGetLastError();
+  ASSERT_EQ(cudaHostUnregister(host.data()), cudaSuccess);
+  EXPECT_FALSE(sim::find_allocation(host.data(), nullptr));
+  EXPECT_EQ(host[0], 42);  // still the caller's, unchanged
+  EXPECT_EQ(cudaHostUnregister(host.data()), cudaErrorHostMemoryNotRegistered);
+  EXPECT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_view), host.data(), 0), cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+TEST_F(Runtime, PointerAttributesSayWhoseMemoryItIs) {
+  float *device = nullptr, *pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, 64), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 64), cudaSuccess);
+  Managed<float> managed(4);
+  float on_stack[4];
+  cudaPointerAttributes a;
+  ASSERT_EQ(cudaPointerGetAttributes(&a, device + 3), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeDevice);
+  EXPECT_EQ(a.device, 0);
+  EXPECT_EQ(a.devicePointer, device + 3);
+  EXPECT_EQ(a.hostPointer, nullptr);
+  ASSERT_EQ(cudaPointerGetAttributes(&a, pinned), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeHost);
+  EXPECT_EQ(a.hostPointer, pinned);
+  ASSERT_EQ(cudaPointerGetAttributes(&a, managed.data()), cudaSuccess);
+  EXPECT_EQ(a.type, cudaMemoryTypeManaged);
+  ASSERT_EQ(cudaPointerGetAttributes(&a, on_stack), cudaSuccess);  // not an error since CUDA 11
+  EXPECT_EQ(a.type, cudaMemoryTypeUnregistered);
+  EXPECT_EQ(cudaPointerGetAttributes(nullptr, device), cudaErrorInvalidValue);
+  cudaGetLastError();
+  // Managed-memory hints are checked, then change nothing (one copy, never migrated).
+  cudaMemLocation here{};
+  here.type = cudaMemLocationTypeDevice;
+  here.id = 0;
+  EXPECT_EQ(cudaMemPrefetchAsync(managed.data(), 16, here, 0, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaMemPrefetchAsync(managed.data(), 17, here, 0, nullptr), cudaErrorInvalidValue);  // past it
+  EXPECT_EQ(cudaMemPrefetchAsync(device, 16, here, 0, nullptr), cudaErrorInvalidValue);  // not managed
+  EXPECT_EQ(cudaMemAdvise(managed.data(), 16, cudaMemAdviseSetReadMostly, here), cudaSuccess);
+  here.id = 8;
+  EXPECT_EQ(cudaMemAdvise(managed.data(), 16, cudaMemAdviseSetReadMostly, here), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaStreamAttachMemAsync(nullptr, managed.data(), 0, cudaMemAttachSingle), cudaSuccess);
+  EXPECT_EQ(cudaStreamAttachMemAsync(nullptr, managed.data(), 0, 7), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamAttachMemAsync(nullptr, device, 0, cudaMemAttachGlobal), cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_EQ(cudaFree(device), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
+// ---- Pitched memory, 2D and peer copies -------------------------------------------------------------
+TEST_F(Runtime, PitchedRowsCopyAndSetOnlyTheirWidth) {
+  constexpr size_t kRows = 7, kCols = 100;  // floats: 400 bytes a row
+  float* d = nullptr;
+  size_t pitch = 0;
+  ASSERT_EQ(cudaMallocPitch(reinterpret_cast<void**>(&d), &pitch, kCols * sizeof(float), kRows), cudaSuccess);
+  EXPECT_EQ(pitch, 512u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(d) % 256, 0u);
+  std::vector<float> host(kRows * kCols);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(std::rand()) / RAND_MAX;
+  const size_t width = kCols * sizeof(float);
+  ASSERT_EQ(cudaMemcpy2D(d, pitch, host.data(), width, width, kRows, cudaMemcpyHostToDevice), cudaSuccess);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(d);
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols; ++c) ASSERT_EQ(d[r * pitch / sizeof(float) + c], host[r * kCols + c]) << r << "," << c;
+    for (size_t b = width; b < pitch; ++b) ASSERT_EQ(bytes[r * pitch + b], 0xFF) << "padding of row " << r;
+  }
+  // Back into rows 3 floats apart (a wider host pitch), and one row short: the rest untouched.
+  const size_t host_pitch = width + 3 * sizeof(float);
+  std::vector<float> back(kRows * (kCols + 3), -1.0f);
+  ASSERT_EQ(cudaMemcpy2D(back.data(), host_pitch, d, pitch, width, kRows - 1, cudaMemcpyDefault), cudaSuccess);
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t c = 0; c < kCols + 3; ++c) {
+      const float want = r < kRows - 1 && c < kCols ? host[r * kCols + c] : -1.0f;
+      ASSERT_EQ(back[r * (kCols + 3) + c], want) << r << "," << c;
+    }
+  }
+  ASSERT_EQ(cudaMemset2D(d, pitch, 0, width - 4, kRows), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a memset of device memory may return early
+  for (size_t r = 0; r < kRows; ++r) {
+    EXPECT_EQ(d[r * pitch / sizeof(float) + kCols - 2], 0.0f);
+    EXPECT_EQ(d[r * pitch / sizeof(float) + kCols - 1], host[r * kCols + kCols - 1]);  // beyond the width
+  }
+  // Errors: a width wider than a pitch; a last row past the allocation.
+  EXPECT_EQ(cudaMemcpy2D(d, pitch, host.data(), width, pitch + 1, 1, cudaMemcpyHostToDevice), cudaErrorInvalidPitchValue);
+  EXPECT_EQ(cudaMemcpy2D(d, pitch, host.data(), width, width, kRows + 1, cudaMemcpyHostToDevice), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemset2D(d, pitch, 0, pitch + 1, 1), cudaErrorInvalidPitchValue);
+  EXPECT_EQ(cudaMemset2D(d, pitch, 0, width, kRows + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetErrorName(cudaErrorInvalidPitchValue), std::string("cudaErrorInvalidPitchValue"));
+  cudaGetLastError();
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Runtime, PeerCopiesNameBothDevices) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) GTEST_SKIP() << "needs two simulated devices";
+  int *on_zero = nullptr, *on_one = nullptr;
+  ASSERT_EQ(cudaMalloc(&on_zero, 16 * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&on_one, 16 * sizeof(int)), cudaSuccess);
+  for (int i = 0; i < 16; ++i) on_one[i] = 3 * i;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  // No peer access needed: the copy may go through the host.
+  ASSERT_EQ(cudaMemcpyPeer(on_zero, 0, on_one, 1, 16 * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the copy is asynchronous to the host
+  for (int i = 0; i < 16; ++i) ASSERT_EQ(on_zero[i], 3 * i);
+  EXPECT_EQ(cudaMemcpyPeer(on_zero, 1, on_one, 1, 4), cudaErrorInvalidValue);  // on_zero is not device 1's
+  EXPECT_EQ(cudaMemcpyPeer(on_zero, 0, on_one, 1, 17 * sizeof(int)), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaMemcpyPeerAsync(on_zero, 0, on_one, 8, 4, nullptr), cudaErrorInvalidDevice);
+  cudaGetLastError();
+  EXPECT_EQ(cudaFree(on_zero), cudaSuccess);
+  EXPECT_EQ(cudaFree(on_one), cudaSuccess);
+}
+
+// ---- Host functions, priorities, attributes ---------------------------------------------------------
+struct HostCall {
+  const int* log;
+  int seen = -1;
+  cudaStream_t stream = nullptr;
+  cudaError_t status = cudaErrorUnknown;
+};
+
+TEST_F(Runtime, HostFunctionsAndCallbacksRunInStreamOrder) {
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  Managed<int> log(8, 0);
+  HostCall by_func{log.data()}, by_callback{log.data()};
+  append_kernel<<<1, 32, 0, s>>>(log.data(), 1);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                s, [](void* p) { static_cast<HostCall*>(p)->seen = static_cast<HostCall*>(p)->log[0]; }, &by_func),
+            cudaSuccess);
+  append_kernel<<<1, 32, 0, s>>>(log.data(), 2);
+  ASSERT_EQ(cudaStreamAddCallback(
+                s,
+                [](cudaStream_t stream, cudaError_t status, void* p) {
+                  auto* call = static_cast<HostCall*>(p);
+                  call->seen = call->log[0], call->stream = stream, call->status = status;
+                },
+                &by_callback, 0),
+            cudaSuccess);
+  append_kernel<<<1, 32, 0, s>>>(log.data(), 3);
+  EXPECT_EQ(by_func.seen, -1);  // queued, like the kernels
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(by_func.seen, 1);      // after the first kernel, before the second
+  EXPECT_EQ(by_callback.seen, 2);  // after the second, before the third
+  EXPECT_EQ(by_callback.stream, s);
+  EXPECT_EQ(by_callback.status, cudaSuccess);
+  EXPECT_EQ(log[0], 3);
+  EXPECT_EQ(cudaLaunchHostFunc(s, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamAddCallback(s, [](cudaStream_t, cudaError_t, void*) {}, nullptr, 1), cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+TEST_F(Runtime, StreamPrioritiesAreClampedAndAttributesKept) {
+  int least = 1, greatest = 1;
+  ASSERT_EQ(cudaDeviceGetStreamPriorityRange(&least, &greatest), cudaSuccess);
+  EXPECT_EQ(least, 0);
+  EXPECT_EQ(greatest, -5);
+  cudaStream_t high, low;
+  ASSERT_EQ(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, -100), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithPriority(&low, cudaStreamDefault, 7), cudaSuccess);
+  int priority = 1;
+  unsigned flags = 9;
+  ASSERT_EQ(cudaStreamGetPriority(high, &priority), cudaSuccess);
+  EXPECT_EQ(priority, -5);
+  ASSERT_EQ(cudaStreamGetPriority(low, &priority), cudaSuccess);
+  EXPECT_EQ(priority, 0);
+  ASSERT_EQ(cudaStreamGetFlags(high, &flags), cudaSuccess);
+  EXPECT_EQ(flags, unsigned{cudaStreamNonBlocking});
+  cudaStreamAttrValue value{};
+  value.priority = -2;
+  ASSERT_EQ(cudaStreamSetAttribute(low, cudaLaunchAttributePriority, &value), cudaSuccess);
+  ASSERT_EQ(cudaStreamGetPriority(low, &priority), cudaSuccess);
+  EXPECT_EQ(priority, -2);
+  float* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  value = {};
+  value.accessPolicyWindow.base_ptr = d;
+  value.accessPolicyWindow.num_bytes = 4096;
+  value.accessPolicyWindow.hitRatio = 0.6f;
+  value.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  value.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  ASSERT_EQ(cudaStreamSetAttribute(low, cudaLaunchAttributeAccessPolicyWindow, &value), cudaSuccess);
+  cudaStreamAttrValue read{};
+  ASSERT_EQ(cudaStreamGetAttribute(low, cudaLaunchAttributeAccessPolicyWindow, &read), cudaSuccess);
+  EXPECT_EQ(read.accessPolicyWindow.base_ptr, d);
+  EXPECT_EQ(read.accessPolicyWindow.hitRatio, 0.6f);
+  value.accessPolicyWindow.hitRatio = 1.5f;
+  EXPECT_EQ(cudaStreamSetAttribute(low, cudaLaunchAttributeAccessPolicyWindow, &value), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamSetAttribute(nullptr, cudaLaunchAttributePriority, &value), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaStreamSetAttribute(low, cudaLaunchAttributeCooperative, &value), cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(high), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(low), cudaSuccess);
+}
+
+// ---- Device state --------------------------------------------------------------------------------
+TEST_F(Runtime, LimitsFlagsCacheConfigAndBusIds) {
+  size_t limit = 0;
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(limit, 1024u);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64u << 20), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitMallocHeapSize), cudaSuccess);
+  EXPECT_EQ(limit, 64u << 20);
+  EXPECT_EQ(cudaDeviceSetLimit(static_cast<cudaLimit>(0x40), 1), cudaErrorUnsupportedLimit);
+  EXPECT_EQ(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 256), cudaErrorInvalidValue);
+  cudaGetLastError();
+  ASSERT_EQ(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync), cudaSuccess);
+  unsigned flags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&flags), cudaSuccess);
+  EXPECT_EQ(flags & cudaDeviceScheduleMask, unsigned{cudaDeviceScheduleBlockingSync});
+  EXPECT_NE(flags & cudaDeviceMapHost, 0u);
+  EXPECT_EQ(cudaSetDeviceFlags(0x3), cudaErrorInvalidValue);  // spin | yield: not one schedule
+  cudaGetLastError();
+  ASSERT_EQ(cudaDeviceSetCacheConfig(cudaFuncCachePreferShared), cudaSuccess);
+  cudaFuncCache cache = cudaFuncCachePreferNone;
+  ASSERT_EQ(cudaDeviceGetCacheConfig(&cache), cudaSuccess);
+  EXPECT_EQ(cache, cudaFuncCachePreferShared);
+  EXPECT_EQ(cudaFuncSetCacheConfig(reinterpret_cast<const void*>(sleep_kernel), cudaFuncCachePreferL1), cudaSuccess);
+  char bus[16];
+  ASSERT_EQ(cudaDeviceGetPCIBusId(bus, sizeof bus, 0), cudaSuccess);
+  int device = -1;
+  ASSERT_EQ(cudaDeviceGetByPCIBusId(&device, bus), cudaSuccess);
+  EXPECT_EQ(device, 0);
+  EXPECT_EQ(cudaDeviceGetPCIBusId(bus, 5, 0), cudaErrorInvalidValue);  // too short for the id
+  EXPECT_EQ(cudaDeviceGetByPCIBusId(&device, "0000:99:00.0"), cudaErrorInvalidDevice);
+  EXPECT_EQ(cudaDeviceGetByPCIBusId(&device, "bus"), cudaErrorInvalidValue);
+  cudaGetLastError();
+  // Every attribute the runtime declares answers (texture and surface limits with 0: not modelled).
+  int value = -1;
+  ASSERT_EQ(cudaDeviceGetAttribute(&value, cudaDevAttrComputeMode, 0), cudaSuccess);
+  EXPECT_EQ(value, cudaComputeModeDefault);
+  ASSERT_EQ(cudaDeviceGetAttribute(&value, cudaDevAttrMaxTexture2DWidth, 0), cudaSuccess);
+  EXPECT_EQ(value, 0);
+  ASSERT_EQ(cudaDeviceGetAttribute(&value, cudaDevAttrHostRegisterSupported, 0), cudaSuccess);
+  EXPECT_EQ(value, 1);
+  for (int attr = 1; attr < cudaDevAttrMax; ++attr) {
+    const cudaError_t error = cudaDeviceGetAttribute(&value, static_cast<cudaDeviceAttr>(attr), 0);
+    EXPECT_TRUE(error == cudaSuccess || error == cudaErrorInvalidValue) << attr;
+  }
+  cudaGetLastError();
+  ASSERT_EQ(cudaSetDeviceFlags(0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSetCacheConfig(cudaFuncCachePreferNone), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 8u << 20), cudaSuccess);
+}
+
+TEST_F(Runtime, DeviceResetFreesTheDevicesMemoryStreamsAndSettings) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  if (count < 2) GTEST_SKIP() << "resets device 1; needs two simulated devices";
+  float* on_zero = nullptr;
+  ASSERT_EQ(cudaMalloc(&on_zero, 64), cudaSuccess);
+  Managed<int> log(4, 0);  // device 0's: survives the reset of device 1
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  float *d = nullptr, *pinned = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 1024), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), 64), cudaSuccess);
+  cudaStream_t s;
+  cudaEvent_t e;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+  append_kernel<<<1, 32, 0, s>>>(log.data(), 7);
+  ASSERT_EQ(cudaDeviceSetLimit(cudaLimitStackSize, 4096), cudaSuccess);
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  EXPECT_EQ(log[0], 1);  // queued work ran first
+  EXPECT_FALSE(sim::find_allocation(d, nullptr));
+  EXPECT_FALSE(sim::find_allocation(pinned, nullptr));
+  EXPECT_EQ(cudaFree(d), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(cudaEventQuery(e), cudaErrorInvalidResourceHandle);
+  cudaGetLastError();
+  size_t limit = 0;
+  ASSERT_EQ(cudaDeviceGetLimit(&limit, cudaLimitStackSize), cudaSuccess);
+  EXPECT_EQ(limit, 1024u);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_TRUE(sim::find_allocation(on_zero, nullptr));  // another device's memory stays
+  EXPECT_EQ(cudaFree(on_zero), cudaSuccess);
+}
+
 }  // namespace
