@@ -1,6 +1,8 @@
 // The cuBLASLt subset blockscope calls, for the simulated GPU: the real <cublasLt.h> signatures,
 // linked in place of libcublasLt. Written from NVIDIA's cuBLASLt documentation (the cuBLAS
 // library guide's cuBLASLt chapter and the doc comments of <cublasLt.h>), not from any caller.
+// This file is the API: handles, descriptors and their attributes, validation, the heuristic;
+// the GEMM it queues, and its numerics, are cublaslt_model.cpp's.
 //
 // What it computes (cublasLtMatmul): D = epilogue(alpha * op(A) * op(B) + beta * C [+ bias]),
 // column-major (CUBLASLT_ORDER_COL only), per batch of a strided batch, on the host, as one op on
@@ -26,17 +28,6 @@
 //   exceptions being IMMA and fp8 kernels, which the sim does not have.
 //   Epilogues: DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS (no AUX outputs, no gradients).
 //
-// Numerics: the compute type is f32 (CUBLAS_COMPUTE_32F), and so is the sim's arithmetic, so
-//   its errors have the size a GPU's have. Inputs are converted exactly to float (FAST_TF32: A
-//   and B first rounded to TF32, 10 mantissa bits, round-to-nearest ties-away like
-//   cvt.rna.tf32.f32, the precision a tensor core keeps); the k-sum runs as four interleaved f32
-//   FMA chains added pairwise at the end (a fixed order: a GPU's order, tiles and split-k, is
-//   unknowable, but its accumulation is f32 too); alpha, beta * C, the bias and the activation
-//   are applied in f32; D is rounded once, to nearest even, to its type. (A double accumulator
-//   would make the sim's GEMMs more accurate than any GPU's, and so make the paths built on them
-//   look better in the accuracy rule than they would on a GPU.) beta == 0: C is not read (it may
-//   hold NaN or be nullptr), as BLAS defines for beta == 0.
-//
 // Status codes: cublasLtMatmulAlgoGetHeuristic answers CUBLAS_STATUS_INVALID_VALUE only where its
 // documentation says so (requestedAlgoCount <= 0; here also null pointers) and
 // CUBLAS_STATUS_NOT_SUPPORTED for every configuration it has no algorithm for, conflicting
@@ -48,16 +39,15 @@
 // outside the list above.
 #include <cublasLt.h>
 
+#include "sim/cublaslt_model.h"
 #include "sim/sim.h"
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <mutex>
 #include <set>
 #include <string>
-#include <vector>
 
 // The handle's opaque type, declared (not defined) by <cublasLt.h>.
 struct cublasLtContext {
@@ -65,6 +55,14 @@ struct cublasLtContext {
 };
 
 namespace {
+
+using blockscope::sim::cublaslt::Elem;
+using blockscope::sim::cublaslt::elem_of;
+using blockscope::sim::cublaslt::elem_size;
+using blockscope::sim::cublaslt::Gemm;
+using blockscope::sim::cublaslt::gemm_name;
+using blockscope::sim::cublaslt::Operand;
+using blockscope::sim::cublaslt::Problem;
 
 constexpr uint64_t kHandleMagic = 0x53494d4c54484e44ull;  // "SIMLTHND"
 constexpr uint32_t kLayoutMagic = 0x4c41594fu;
@@ -191,158 +189,7 @@ bool valid_op(int32_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op 
 // For real data CUBLAS_OP_C (conjugate transpose) is the transpose.
 bool transposed(int32_t op) { return op != CUBLAS_OP_N; }
 
-// ---- Element types ---------------------------------------------------------------------------
-enum class Elem { F32, F16, BF16 };
-
-bool elem_of(uint32_t type, Elem* out) {
-  switch (type) {
-    case CUDA_R_32F: *out = Elem::F32; return true;
-    case CUDA_R_16F: *out = Elem::F16; return true;
-    case CUDA_R_16BF: *out = Elem::BF16; return true;
-    default: return false;
-  }
-}
-size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : 2; }
-const char* elem_name(Elem e) { return e == Elem::F32 ? "f32" : e == Elem::F16 ? "f16" : "bf16"; }
-
-double f16_to_double(uint16_t h) {
-  const int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  double v;
-  if (exp == 0x1f) v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);
-  else v = std::ldexp(static_cast<double>(mant | 0x400), exp - 25);
-  return sign ? -v : v;
-}
-
-double bf16_to_double(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-double f32_to_double(float f) { return f; }
-
-// TF32: float's 8-bit exponent, 10 explicit mantissa bits; round to nearest, ties away from zero
-// (cvt.rna.tf32.f32). Infinities and NaN are kept.
-float round_tf32(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7f800000u) == 0x7f800000u) return f;
-  bits = (bits + 0x1000u) & ~0x1fffu;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// Rounds x once, to nearest even, to a binary format with `precision` significand bits, minimum
-// normal exponent `emin` (gradual underflow below it) and maximum exponent `emax`; overflow gives
-// infinity. The result is exactly representable in that format (and in double).
-double round_to_format(double x, int precision, int emin, int emax) {
-  if (!std::isfinite(x) || x == 0.0) return x;
-  int e;
-  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
-  int lead = e - 1;
-  if (lead < emin) lead = emin;
-  const double quantum = std::ldexp(1.0, lead - (precision - 1));
-  const double r = std::nearbyint(x / quantum) * quantum;  // default rounding: nearest even
-  if (std::fabs(r) >= std::ldexp(1.0, emax + 1)) return std::copysign(std::numeric_limits<double>::infinity(), x);
-  return r;
-}
-
-uint16_t double_to_bf16(double x) {
-  if (std::isnan(x)) return std::signbit(x) ? 0xffc0 : 0x7fc0;
-  const float f = static_cast<float>(round_to_format(x, 8, -126, 127));  // exact
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-uint16_t double_to_f16(double x) {
-  if (std::isnan(x)) return std::signbit(x) ? 0xfe00 : 0x7e00;
-  const double r = round_to_format(x, 11, -14, 15);
-  const uint16_t sign = std::signbit(r) ? 0x8000 : 0;
-  const double a = std::fabs(r);
-  if (std::isinf(a)) return sign | 0x7c00;
-  if (a == 0.0) return sign;
-  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(std::ldexp(a, 24));  // subnormal
-  const int e = std::ilogb(a);
-  const uint16_t mant = static_cast<uint16_t>(std::ldexp(a, 10 - e) - 1024.0);
-  return sign | static_cast<uint16_t>((e + 15) << 10) | mant;
-}
-
-double load_elem(const void* base, int64_t index, Elem e, bool tf32) {
-  switch (e) {
-    case Elem::F32: {
-      float f;
-      std::memcpy(&f, static_cast<const char*>(base) + index * 4, 4);
-      return f32_to_double(tf32 ? round_tf32(f) : f);
-    }
-    case Elem::F16: {
-      uint16_t h;
-      std::memcpy(&h, static_cast<const char*>(base) + index * 2, 2);
-      return f16_to_double(h);
-    }
-    case Elem::BF16: {
-      uint16_t b;
-      std::memcpy(&b, static_cast<const char*>(base) + index * 2, 2);
-      return bf16_to_double(b);
-    }
-  }
-  return 0.0;
-}
-
-void store_elem(void* base, int64_t index, Elem e, double v) {
-  char* p = static_cast<char*>(base);
-  switch (e) {
-    case Elem::F32: {
-      const float f = static_cast<float>(v);  // one rounding, to nearest even
-      std::memcpy(p + index * 4, &f, 4);
-      return;
-    }
-    case Elem::F16: {
-      const uint16_t h = double_to_f16(v);
-      std::memcpy(p + index * 2, &h, 2);
-      return;
-    }
-    case Elem::BF16: {
-      const uint16_t b = double_to_bf16(v);
-      std::memcpy(p + index * 2, &b, 2);
-      return;
-    }
-  }
-}
-
-// GELU. The documentation (cublasLtEpilogue_t) says only "GELU, apply GELU point-wise transform
-// to the results (x:=GELU(x))" and, for GELU_BIAS, "GELU and Bias, apply Bias and then GELU
-// transform": it does not say which GELU. The sim uses the tanh approximation,
-//   GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-// because that is what the library is observed to compute: PyTorch's decomposition of
-// aten._addmm_activation (whose CUDA implementation is the cuBLASLt GELU_BIAS epilogue) uses
-// gelu(approximate="tanh") on CUDA and the erf form on the CPU. A caller that needs the erf
-// form must not use this epilogue; at x = -1 the two differ by ~1.5e-4, beyond f32 and f16
-// rounding.
-double gelu_tanh(double x) {
-  const double c = std::sqrt(2.0 / 3.14159265358979323846);
-  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-}
-
 // ---- The problem, validated ------------------------------------------------------------------
-struct Operand {
-  Elem elem;
-  int64_t ld;
-  int64_t stride;
-};
-
-struct Problem {
-  uint64_t m = 0, n = 0, k = 0;
-  int32_t batch = 1;
-  bool ta = false, tb = false, tf32 = false;
-  Operand a{}, b{}, c{}, d{};
-  bool has_bias = false, relu = false, gelu = false;
-  Elem bias_elem = Elem::F32;
-  int64_t bias_batch_stride = 0;
-};
-
 // Checks the descriptor and layouts. Returns INVALID_VALUE for conflicts and impossible
 // configurations, NOT_SUPPORTED for combinations outside the supported list.
 cublasStatus_t check_problem(const DescState& desc, const LayoutState& la, const LayoutState& lb,
@@ -441,25 +288,6 @@ bool load_desc(cublasLtMatmulDesc_t d, DescState* out) {
   return out->magic == kDescMagic;
 }
 
-// Kernel-like name of the GEMM, for the sim's launch records and the profiler's kernel table:
-// sim_gemm_<in>[_<out>]_<ta><tb>[_batched][_bias][_relu|_gelu], e.g. sim_gemm_bf16_tn_bias_gelu.
-std::string gemm_name(const Problem& p) {
-  std::string name = "sim_gemm_";
-  name += p.tf32 ? "tf32" : elem_name(p.a.elem);
-  if (p.d.elem != p.a.elem) {
-    name += "_";
-    name += elem_name(p.d.elem);
-  }
-  name += "_";
-  name += p.ta ? 't' : 'n';
-  name += p.tb ? 't' : 'n';
-  if (p.batch > 1) name += "_batched";
-  if (p.has_bias) name += "_bias";
-  if (p.relu) name += "_relu";
-  if (p.gelu) name += "_gelu";
-  return name;
-}
-
 // enqueue takes a const char*: names are interned so the pointer outlives the queued op.
 const char* intern(const std::string& s) {
   static std::mutex mutex;
@@ -467,89 +295,6 @@ const char* intern(const std::string& s) {
   std::lock_guard<std::mutex> lock(mutex);
   return names.insert(s).first->c_str();
 }
-
-struct Gemm {
-  Problem p;
-  double alpha = 1.0, beta = 0.0;
-  const void* A = nullptr;
-  const void* B = nullptr;
-  const void* C = nullptr;
-  void* D = nullptr;
-  const void* bias = nullptr;
-
-  const char* name = "sim_gemm";
-
-  // An operand that runs past the end of the sim allocation it starts in is what a GPU reports
-  // as an illegal address: a Fault, checked when the GEMM runs (the memory may be freed or
-  // reallocated between the call and then). Pointers the sim did not allocate (host memory) are
-  // not checked.
-  void check_extent(const char* what, const void* ptr, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride,
-                    int32_t batch, Elem e) const {
-    if (ptr == nullptr || rows == 0 || cols == 0) return;
-    blockscope::sim::AllocationInfo info;
-    if (!blockscope::sim::find_allocation(ptr, &info)) return;
-    const uint64_t elems = static_cast<uint64_t>(batch - 1) * static_cast<uint64_t>(stride) +
-                           (cols - 1) * static_cast<uint64_t>(ld) + rows;
-    const uintptr_t end = reinterpret_cast<uintptr_t>(ptr) + elems * elem_size(e);
-    if (end > reinterpret_cast<uintptr_t>(info.base) + info.size) {
-      const std::string message = std::string(name) + ": " + what + " (" + std::to_string(elems * elem_size(e)) +
-                                  " bytes from " + std::to_string(reinterpret_cast<uintptr_t>(ptr) -
-                                                                   reinterpret_cast<uintptr_t>(info.base)) +
-                                  " bytes into its allocation) runs past the end of the " + std::to_string(info.size) +
-                                  "-byte allocation";
-      throw blockscope::sim::Fault(message);
-    }
-  }
-
-  void operator()() const {
-    const int64_t m = static_cast<int64_t>(p.m), n = static_cast<int64_t>(p.n), k = static_cast<int64_t>(p.k);
-    if (m == 0 || n == 0) return;
-    check_extent("A", A, p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.a.ld, p.a.stride, p.batch, p.a.elem);
-    check_extent("B", B, p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.b.ld, p.b.stride, p.batch, p.b.elem);
-    if (beta != 0.0) check_extent("C", C, p.m, p.n, p.c.ld, p.c.stride, p.batch, p.c.elem);
-    check_extent("D", D, p.m, p.n, p.d.ld, p.d.stride, p.batch, p.d.elem);
-    if (p.has_bias) check_extent("bias", bias, p.m, 1, static_cast<int64_t>(p.m), p.bias_batch_stride, p.batch, p.bias_elem);
-    std::vector<float> a_rows(static_cast<size_t>(m * k));  // op(A) row i at [i * k]
-    std::vector<float> b_cols(static_cast<size_t>(n * k));  // op(B) column j at [j * k]
-    for (int32_t batch = 0; batch < p.batch; ++batch) {
-      const int64_t a_off = batch * p.a.stride, b_off = batch * p.b.stride;
-      const int64_t c_off = batch * p.c.stride, d_off = batch * p.d.stride;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t q = 0; q < k; ++q) {
-          const int64_t idx = p.ta ? q + i * p.a.ld : i + q * p.a.ld;
-          a_rows[static_cast<size_t>(i * k + q)] = static_cast<float>(load_elem(A, a_off + idx, p.a.elem, p.tf32));
-        }
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t q = 0; q < k; ++q) {
-          const int64_t idx = p.tb ? j + q * p.b.ld : q + j * p.b.ld;
-          b_cols[static_cast<size_t>(j * k + q)] = static_cast<float>(load_elem(B, b_off + idx, p.b.elem, p.tf32));
-        }
-      for (int64_t j = 0; j < n; ++j) {
-        const float* bj = b_cols.data() + j * k;
-        for (int64_t i = 0; i < m; ++i) {
-          const float* ai = a_rows.data() + i * k;
-          float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          int64_t q = 0;
-          for (; q + 4 <= k; q += 4) {
-            s0 = std::fma(ai[q], bj[q], s0);
-            s1 = std::fma(ai[q + 1], bj[q + 1], s1);
-            s2 = std::fma(ai[q + 2], bj[q + 2], s2);
-            s3 = std::fma(ai[q + 3], bj[q + 3], s3);
-          }
-          for (; q < k; ++q) s0 = std::fma(ai[q], bj[q], s0);
-          float v = static_cast<float>(alpha) * ((s0 + s1) + (s2 + s3));
-          if (beta != 0.0) v += static_cast<float>(beta) * static_cast<float>(load_elem(C, c_off + i + j * p.c.ld, p.c.elem, false));
-          if (p.has_bias) v += static_cast<float>(load_elem(bias, batch * p.bias_batch_stride + i, p.bias_elem, false));
-          // "ReLu, apply ReLu point-wise transform to the results (x:=max(x, 0))"; fmax, so a
-          // NaN becomes 0, as the library is reported to do.
-          if (p.relu) v = std::fmax(v, 0.0);
-          if (p.gelu) v = gelu_tanh(v);
-          store_elem(D, d_off + i + j * p.d.ld, p.d.elem, v);
-        }
-      }
-    }
-  }
-};
 
 const char* status_name(cublasStatus_t s) {
   switch (s) {

@@ -3,19 +3,25 @@
 //
 // Execution is lazy: every stream's work goes into one global FIFO, which respects each stream's
 // order and every event wait (a wait always refers to an earlier record), and the FIFO runs at
-// synchronising calls. A fault while it runs is returned as cudaErrorLaunchFailure by that call
-// (and by cudaGetLastError / cudaPeekAtLastError of that host thread) and the rest of the queue
-// is dropped. Unlike a GPU, the error is not sticky: later calls succeed again.
+// synchronising calls — and, up to a host function (cudaLaunchHostFunc, a stream callback), on a
+// background thread, as a GPU's stream reaches those by itself. A fault while it runs is returned
+// as its code (cudaErrorLaunchFailure …) by that call, or by the next synchronising one after a
+// background run (and by cudaGetLastError / cudaPeekAtLastError of that host thread), and the
+// rest of the queue is dropped. Unlike a GPU, the error is not sticky: later calls succeed again.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_set>
+#include <utility>
 
 #include "sim/executor_state.h"
 #include "sim/runtime_state.h"
@@ -140,11 +146,15 @@ cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> 
   return cudaSuccess;
 }
 
+// A fault met while the queue ran in the background (for a host function), for the next
+// synchronising call to return.
+cudaError_t g_background_fault = cudaSuccess;
+
 cudaError_t run_through(uint64_t seq) {
   Lock lock(state_mutex());
   if (g_running) return cudaSuccess;  // an op that synchronises: the outer run goes on
   g_running = true;
-  cudaError_t status = cudaSuccess;
+  cudaError_t status = std::exchange(g_background_fault, cudaSuccess);
   while (!g_queue.empty() && g_queue.front().seq <= seq) {
     Op op = std::move(g_queue.front());
     g_queue.pop_front();
@@ -162,6 +172,36 @@ cudaError_t run_through(uint64_t seq) {
   }
   g_running = false;
   return status;
+}
+
+// A GPU's stream reaches a host function without the host waiting, and programs rely on it (a
+// callback that releases a host thread the program then waits for). So the queue up to a host
+// function also runs on a background thread, with the state lock held as any run holds it.
+void run_in_background_through(uint64_t seq) {
+  // Never destroyed: the thread outlives main() blocked on them.
+  static auto* mutex = new std::mutex;
+  static auto* wake = new std::condition_variable;
+  static uint64_t target = 0;
+  static bool started = false;
+  std::lock_guard<std::mutex> guard(*mutex);
+  target = std::max(target, seq);
+  if (!started) {
+    started = true;
+    std::thread([] {
+      uint64_t done = 0;
+      for (;;) {
+        std::unique_lock<std::mutex> wait(*mutex);
+        wake->wait(wait, [&] { return target > done; });
+        const uint64_t through = target;
+        wait.unlock();
+        Lock lock(state_mutex());
+        const cudaError_t status = run_through(through);
+        if (status != cudaSuccess) g_background_fault = status;
+        done = through;
+      }
+    }).detach();
+  }
+  wake->notify_one();
 }
 
 void forget_capture_events(const Capture* capture) {
@@ -587,13 +627,19 @@ cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaStreamAttrID attr, c
   return cudaSuccess;
 }
 
-// A host function in stream order: it runs when the queue reaches it (at a synchronising call).
+// A host function in stream order: it runs when the queue reaches it, at a synchronising call or
+// in the background, whichever comes first (a captured one runs when its graph does).
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
   Lock lock(state_mutex());
   CUstream_st* s = resolve_stream(stream);
   if (s == nullptr) return result(cudaErrorInvalidResourceHandle);
   if (fn == nullptr) return result(cudaErrorInvalidValue);
-  return result(submit(s, "cudaLaunchHostFunc", [fn, user_data]() { fn(user_data); }));
+  if (const cudaError_t error = submit(s, "cudaLaunchHostFunc", [fn, user_data]() { fn(user_data); });
+      error != cudaSuccess) {
+    return result(error);
+  }
+  if (s->capture == nullptr) run_in_background_through(s->last_seq);
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* user_data,
@@ -606,8 +652,13 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
     s->capture->invalidated = true;
     return result(cudaErrorStreamCaptureUnsupported);
   }
-  return result(submit(s, "cudaStreamAddCallback",
-                       [stream, callback, user_data]() { callback(stream, cudaSuccess, user_data); }));
+  if (const cudaError_t error = submit(s, "cudaStreamAddCallback",
+                                       [stream, callback, user_data]() { callback(stream, cudaSuccess, user_data); });
+      error != cudaSuccess) {
+    return result(error);
+  }
+  run_in_background_through(s->last_seq);
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
