@@ -385,7 +385,7 @@ TEST(Workload, DumpMetadataDescribesTheBlock) {
     EXPECT_TRUE(meta.contains(key)) << key;
   EXPECT_EQ(meta["family"], "llama");
   EXPECT_EQ(meta["n_layers"], 1);  // a block runs one layer
-  // The knobs a dump records are Hugging Face Llama's (tools/torch_reference.py checks them too).
+  // The knobs a dump records are Hugging Face Llama's (tools/peers/torch_reference.py checks them too).
   const ref::FamilySemantics& hf = *ref::hf_family(bs::ModelFamily::llama);
   EXPECT_EQ(meta["activation"], bs::ops::activation_name(hf.activation));
   EXPECT_EQ(meta["norm"], bs::norm_name(hf.norm));

@@ -1,5 +1,5 @@
-// The non-GPU parts of the CUDA tooling: tools/check_ptxas.sh (the CI spill gate) on synthetic
-// build logs, and tools/device_check.sh failing cleanly, with "no GPU", where no GPU exists.
+// The non-GPU parts of the CUDA tooling: tools/ci/check_ptxas.sh (the CI spill gate) on synthetic
+// build logs, and tools/device/device_check.sh failing cleanly, with "no GPU", where no GPU exists.
 // Runs everywhere (no CUDA needed); skips only if bash is missing.
 #include <gtest/gtest.h>
 
@@ -64,7 +64,7 @@ TEST_F(CheckPtxas, PassesACleanCudaBuildLog) {
   const std::string log = write("clean.log",
                                 "[1/2] Building CUDA object CMakeFiles/blockscope.dir/ops/softmax/cuda.cu.o\n"
                                 "[2/2] Linking CXX static library libblockscope.a\n");
-  const Result r = run("bash " + tool("check_ptxas.sh") + " " + log);
+  const Result r = run("bash " + tool("ci/check_ptxas.sh") + " " + log);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("no register spills"), std::string::npos) << r.output;
 }
@@ -76,7 +76,7 @@ TEST_F(CheckPtxas, FailsOnASpillInOurKernelsAndNamesIt) {
             "ptxas warning : Registers are spilled to local memory in function "
             "'_ZN10blockscope12cuda_kernels15rms_norm_kernelIfEEvPKT_S4_PS2_llfb', 16 bytes spill stores, "
             "16 bytes spill loads\n");
-  const Result r = run("bash " + tool("check_ptxas.sh") + " " + log);
+  const Result r = run("bash " + tool("ci/check_ptxas.sh") + " " + log);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("rms_norm_kernel"), std::string::npos) << r.output;
 }
@@ -88,13 +88,13 @@ TEST_F(CheckPtxas, IgnoresLibraryKernelsAndZeroCounts) {
                                 "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
                                 "ptxas warning : Registers are spilled to local memory in function "
                                 "'_Z12someone_elsev', 8 bytes spill stores, 8 bytes spill loads\n");
-  const Result r = run("bash " + tool("check_ptxas.sh") + " " + log);
+  const Result r = run("bash " + tool("ci/check_ptxas.sh") + " " + log);
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
 TEST_F(CheckPtxas, BadUsageAndMissingLogExitTwo) {
-  EXPECT_EQ(run("bash " + tool("check_ptxas.sh")).status, 2);
-  const Result r = run("bash " + tool("check_ptxas.sh") + " " + (dir_ / "absent.log").string());
+  EXPECT_EQ(run("bash " + tool("ci/check_ptxas.sh")).status, 2);
+  const Result r = run("bash " + tool("ci/check_ptxas.sh") + " " + (dir_ / "absent.log").string());
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("cannot read build log"), std::string::npos) << r.output;
 }
@@ -102,7 +102,7 @@ TEST_F(CheckPtxas, BadUsageAndMissingLogExitTwo) {
 using DeviceCheck = ScratchDir;
 
 TEST_F(DeviceCheck, ParsesAsBash) {
-  const Result r = run("bash -n " + tool("device_check.sh"));
+  const Result r = run("bash -n " + tool("device/device_check.sh"));
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
@@ -111,13 +111,13 @@ TEST_F(DeviceCheck, FailsCleanlyWithNoGpuWhenNvidiaSmiIsAbsentOrFails) {
   const std::string fake = write("nvidia-smi", "#!/bin/sh\necho 'NVIDIA-SMI has failed'; exit 9\n");
   fs::permissions(fake, fs::perms::owner_all);
   const Result failing =
-      run("NVIDIA_SMI=" + fake + " OUT=" + dir_.string() + " bash " + tool("device_check.sh"));
+      run("NVIDIA_SMI=" + fake + " OUT=" + dir_.string() + " bash " + tool("device/device_check.sh"));
   EXPECT_EQ(failing.status, 3) << failing.output;
   EXPECT_NE(failing.output.find("no GPU: nvidia-smi found no usable device"), std::string::npos) << failing.output;
 
   // No nvidia-smi at all.
   const Result absent =
-      run("NVIDIA_SMI=" + (dir_ / "absent-nvidia-smi").string() + " bash " + tool("device_check.sh"));
+      run("NVIDIA_SMI=" + (dir_ / "absent-nvidia-smi").string() + " bash " + tool("device/device_check.sh"));
   EXPECT_EQ(absent.status, 3) << absent.output;
   EXPECT_NE(absent.output.find("no GPU: nvidia-smi is not installed"), std::string::npos) << absent.output;
 }
@@ -177,7 +177,7 @@ class FakeGpu : public ScratchDir {
     fs::create_directories(out);
     return run("NVIDIA_SMI=" + nvidia_smi + " DEVICE_CHECK_KIT=" + kit_ + " OUT=" + out.string() +
                " COMPUTE_SANITIZER=" + sanitizer_ + " DEVICE_CHECK_MIN_STEP_S=1 DEVICE_CHECK_SANITIZERS_S=2 " + extra +
-               " bash " + tool("device_check.sh"));
+               " bash " + tool("device/device_check.sh"));
   }
   std::string args_log_, kit_, sanitizer_;
 };
@@ -241,7 +241,7 @@ TEST_F(FakeGpu, RefusesAKitTheGpuCannotRun) {
 }
 
 TEST_F(DeviceCheck, UnknownArgumentIsBadUsage) {
-  const Result r = run("bash " + tool("device_check.sh") + " --no-such-flag");
+  const Result r = run("bash " + tool("device/device_check.sh") + " --no-such-flag");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("unknown argument"), std::string::npos) << r.output;
 }

@@ -2,8 +2,8 @@
 //
 // Every benchmark is one workload on one device, named `<key>/<device>` where the key is
 // `<workload>/<variant>/<dtype>/<shape>` (e.g. `attention/flash/bf16/B=8,H=16,S=1024,D=64,causal=1`).
-// The key is also the benchmark's label, so tools/torch_peer.py and tools/side_by_side.py can
-// match PyTorch's time for the same workload, and tools/bench_gate.py can recompute FLOPs and
+// The key is also the benchmark's label, so tools/peers/torch_peer.py and tools/peers/side_by_side.py can
+// match PyTorch's time for the same workload, and tools/ci/bench_gate.py can recompute FLOPs and
 // bytes from the shape.
 //
 // Timing: warm-up iterations outside the timed region; on CPU wall time (UseRealTime: the ops
@@ -18,7 +18,7 @@
 //                     --peak_gbps)
 //   kernels_per_iter  kernel events of one extra iteration run with a profiler::Recorder
 //   op_flops, op_bytes  FLOPs and bytes the outermost ops recorded for that iteration (the
-//                     ops' own formulas; tools/bench_gate.py checks them)
+//                     ops' own formulas; tools/ci/bench_gate.py checks them)
 //   peak_extra_bytes  allocator peak during one iteration above what was in use before it
 #pragma once
 

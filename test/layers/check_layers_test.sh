@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# tools/check_layers.cmake must pass this tree, pass planted includes that follow the rules, and
+# tools/ci/check_layers.cmake must pass this tree, pass planted includes that follow the rules, and
 # fail each planted include that breaks one, naming the file, the include and the rule:
 #   check_layers_test.sh SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 src="$1" scratch="$2"
 mkdir -p "$scratch"
-check() { cmake -DSOURCE_DIR="$1" -P "$src/tools/check_layers.cmake" > "$scratch/out.log" 2>&1; }
+check() { cmake -DSOURCE_DIR="$1" -P "$src/tools/ci/check_layers.cmake" > "$scratch/out.log" 2>&1; }
 
 check "$src" || { cat "$scratch/out.log"; echo "FAIL: the tree itself does not pass"; exit 1; }
 

@@ -1,5 +1,5 @@
 // Shared by the conformance programs: plain CUDA and C++, built with nvcc-sim for the simulated GPU
-// (and run in CI under every schedule) and with nvcc in CUDA builds (run by tools/device_check.sh
+// (and run in CI under every schedule) and with nvcc in CUDA builds (run by tools/device/device_check.sh
 // on a GPU). Each program checks its kernel against a CPU result computed here and prints one line:
 //   "ok <name>"                       exit 0
 //   "MISMATCH <name>: …"              exit 1 (a wrong result)

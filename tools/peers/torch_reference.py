@@ -2,7 +2,7 @@
 """Check a blockscope dump against PyTorch, outside blockscope.
 
     blockscope run configs/blocks/tiny-gpt2.yaml --dtype f32 --dump out.safetensors
-    /usr/bin/python3 tools/torch_reference.py out.safetensors [--tol 1e-5]
+    /usr/bin/python3 tools/peers/torch_reference.py out.safetensors [--tol 1e-5]
 
 The dump holds "input" [batch, seq_len, d_model], "output" (blockscope's result), every weight
 under its Hugging Face name, and __metadata__["blockscope"]: a JSON string describing the model
@@ -26,7 +26,7 @@ Works with PyTorch 1.13 and 2.x: the file is read with struct + json (no safeten
 attention is written with matmul + softmax (no scaled_dot_product_attention).
 
 The blocks are nn.Modules written after Hugging Face's (GPT2Block, LlamaDecoderLayer, HFBlocks
-below); tools/torch_peer.py imports them and times them in the benchmark's dtype, from a dump
+below); tools/peers/torch_peer.py imports them and times them in the benchmark's dtype, from a dump
 of the same config, as the PyTorch peer of blockscope's block benchmarks.
 """
 
@@ -109,7 +109,7 @@ def decode(dtype, shape, raw, float64=True):
 
 def read_safetensors(path, float64=True):
     """Returns ({name: tensor}, {name: dtype string}, metadata dict); tensors in float64, or with
-    float64=False in their stored dtype (tools/torch_peer.py)."""
+    float64=False in their stored dtype (tools/peers/torch_peer.py)."""
     if sys.byteorder != "little":
         raise InputProblem("this reader assumes a little-endian machine")
     try:
@@ -145,14 +145,14 @@ def read_safetensors(path, float64=True):
     return tensors, dtypes, metadata
 
 
-# ---- The blocks as Hugging Face writes them (shared with tools/torch_peer.py) ----------------
+# ---- The blocks as Hugging Face writes them (shared with tools/peers/torch_peer.py) ----------------
 #
 # nn.Modules with the op sequence of Hugging Face's GPT2Block (Conv1D = addmm, fused c_attn,
 # eager attention with torch.where on a bool causal mask, gelu_new written out) and
 # LlamaDecoderLayer (nn.Linear = F.linear, LlamaRMSNorm in float32, rotary cos/sin from
 # float32 angles, repeat_kv, eager attention with an additive mask and a float32 softmax,
 # LlamaMLP), built in any dtype from the dump's weights. This script runs them in float64 (the
-# reference); tools/torch_peer.py times them in the benchmark's dtype, as HF would run them
+# reference); tools/peers/torch_peer.py times them in the benchmark's dtype, as HF would run them
 # (float32 for norms and Llama's softmax; nothing promoted further).
 
 def upcast(dtype):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CPU side-by-side of bench/results/: blockscope's per-op suites and whole blocks against
-# PyTorch eager (tools/torch_peer.py), one thread on each side, every pool pinned, in one run.
+# PyTorch eager (tools/peers/torch_peer.py), one thread on each side, every pool pinned, in one run.
 #
-#   tools/cpu_side_by_side.sh [OUT_DIR] [BUILD_DIR]
+#   tools/peers/cpu_side_by_side.sh [OUT_DIR] [BUILD_DIR]
 #
 # OUT_DIR (default bench/results/cpu-<gemm library>-<date>) gets the Google Benchmark JSON of
 # each suite, torch_peer's JSON, the merged table side_by_side_cpu.md (+ .json, ratios_cpu.png
@@ -16,7 +16,7 @@
 # compared; default 3), PYTHON (the interpreter with torch; default /usr/bin/python3, Debian's
 # python3-torch, which tools/install_deps.sh installs).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${2:-build/default}
 python=${PYTHON:-/usr/bin/python3}
 for binary in blockscope linear_bench block_bench; do
@@ -68,7 +68,7 @@ for config in $configs; do
 done
 
 echo "cpu_side_by_side: PyTorch peers" >&2
-"$python" tools/torch_peer.py --threads 1 --min-time "$min_time" --min-iters "$reps" --blockscope "$build/bin/blockscope" \
+"$python" tools/peers/torch_peer.py --threads 1 --min-time "$min_time" --min-iters "$reps" --blockscope "$build/bin/blockscope" \
   --from-json "${jsons[@]}" -o "$out/torch_peer.json"
 
 # Which kernels ran: oneDNN's verbose log of one block step per dtype on each side (primitive
@@ -101,6 +101,6 @@ EOF
 
 args=(--torch-stat median --blockscope "${jsons[@]}" --torch "$out/torch_peer.json" --json "$out/side_by_side_cpu.json")
 if "$python" -c 'import matplotlib' 2> /dev/null; then args+=(--png "$out/ratios_cpu.png"); fi
-"$python" tools/side_by_side.py "${args[@]}" > "$out/side_by_side_cpu.md"
+"$python" tools/peers/side_by_side.py "${args[@]}" > "$out/side_by_side_cpu.md"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/environment.txt"
 echo "cpu_side_by_side: wrote $out/side_by_side_cpu.md" >&2

@@ -24,7 +24,7 @@ Usage:
   bench_gate.py self-test                           doctored inputs must fail each gate
 
 The workload key (also each benchmark's label) is `<workload>/<variant>/<dtype>/<shape>`;
-parse_key() and formulas() here are shared with tools/torch_peer.py and tools/side_by_side.py.
+parse_key() and formulas() here are shared with tools/peers/torch_peer.py and tools/peers/side_by_side.py.
 """
 
 import argparse
@@ -303,7 +303,7 @@ def _synthetic_run():
 
 
 def _self_test_bench_compare(benchmarks, problems):
-    """tools/bench_compare passes a run against itself and fails a 1.5x slower copy."""
+    """tools/ci/bench_compare passes a run against itself and fails a 1.5x slower copy."""
     import tempfile
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_compare")
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Register-spill gate for our CUDA kernels (CI runs it after a CUDA build).
 #
-#   tools/check_ptxas.sh BUILD_LOG       check a build log. CMakeLists.txt compiles .cu files
+#   tools/ci/check_ptxas.sh BUILD_LOG       check a build log. CMakeLists.txt compiles .cu files
 #                                        with -Xptxas=-warn-spills, so ptxas prints
 #                                        "ptxas warning : Registers are spilled to local memory
 #                                        in function '...', N bytes spill stores, M bytes spill
 #                                        loads" for every spilling kernel. Any such line with a
 #                                        non-zero count in one of our kernels (mangled names in
 #                                        namespace blockscope) fails the check.
-#   tools/check_ptxas.sh --report BUILD_DIR
+#   tools/ci/check_ptxas.sh --report BUILD_DIR
 #                                        recompile every .cu of BUILD_DIR's compile_commands.json
 #                                        with -Xptxas=-v (objects go to a temporary folder) and
 #                                        print registers, shared memory and spills per kernel

@@ -2,7 +2,7 @@
 """blockscope vs PyTorch, side by side: one table of time ratios and a PNG chart.
 
 Inputs: blockscope Google Benchmark JSON (bench/*_bench --benchmark_out=FILE) and
-tools/torch_peer.py JSON. Rows are matched on (workload key, device); the key
+tools/peers/torch_peer.py JSON. Rows are matched on (workload key, device); the key
 `<workload>/<variant>/<dtype>/<shape>` is each blockscope benchmark's label and each peer
 result's "key".
 
@@ -32,7 +32,7 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ci"))  # the CI gate's keys
 from bench_gate import DTYPE_SIZE, TIME_UNIT_S, benchmark_device, parse_key  # noqa: E402
 
 BLOCK_KINDS = ("block", "stack")
@@ -274,7 +274,7 @@ def block_markdown(rows):
     """The "Block rows" section: whole blocks and stacks against their one PyTorch row."""
     lines = ["## Block rows", "",
              "Whole blocks and stacks (bench/block_bench.cpp) against one PyTorch row per (kind, config, dtype, B, S): "
-             "Hugging Face-style eager modules with blockscope's weights and input (tools/torch_peer.py); every "
+             "Hugging Face-style eager modules with blockscope's weights and input (tools/peers/torch_peer.py); every "
              "blockscope path mix of the config is compared with that row. "
              "**blockscope speed = PyTorch time / blockscope time** (above 1: blockscope faster).", "",
              "| kind | config | dtype | B | S | device | blockscope paths | blockscope ms | kernels | PyTorch ms "

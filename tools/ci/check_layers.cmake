@@ -16,7 +16,7 @@
 #     oracles are written independently of the code they check;
 #   - no library includes bench/ or test/.
 # Run by the build before anything compiles (CMakeLists.txt), and by a test on planted files:
-#   cmake -DSOURCE_DIR=<root> -P tools/check_layers.cmake
+#   cmake -DSOURCE_DIR=<root> -P tools/ci/check_layers.cmake
 # Exits non-zero, listing every offending file and include, when one breaks a rule.
 cmake_minimum_required(VERSION 3.24)
 if(NOT SOURCE_DIR)

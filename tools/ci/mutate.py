@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Planted-bug check: does the test suite catch each of a list of one-line bugs?
 
-    tools/mutate.py [--list test/mutations/mutations.json] [--work DIR] [--only TEXT]
+    tools/ci/mutate.py [--list test/mutations/mutations.json] [--work DIR] [--only TEXT]
                     [--report FILE] [--full]
 
 Mirrors the working tree (git's tracked and untracked, not ignored, files) into DIR/src, builds
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 
-SOURCE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+SOURCE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 
 class ListProblem(Exception):

@@ -20,7 +20,7 @@ Benchmark JSON (--from-json FILE): then exactly the workloads blockscope ran are
 Whole blocks and stacks (bench/block_bench.cpp; only with --from-json): one row per (kind,
 config, dtype, B, S), whatever paths blockscope ran, since PyTorch has no paths. The module is
 Hugging Face's GPT2Block / LlamaDecoderLayer (n_layers of them for a stack, no final norm) as
-written in tools/torch_reference.py, eager, in the benchmark's dtype (torch.bfloat16 for bf16:
+written in tools/peers/torch_reference.py, eager, in the benchmark's dtype (torch.bfloat16 for bf16:
 norms and Llama's softmax in float32, as HF runs them), with blockscope's own weights and input:
 the config named in the key is found in --configs (default configs/blocks/; a config's name is
 its `name:`, else its file stem) and dumped with `blockscope run CONFIG --device D --dtype DT
@@ -60,7 +60,7 @@ Output schema ("blockscope.torch_peer/1"):
 
 The workload key is `<workload>/<variant>/<dtype>/<shape>`, shape as `NAME=value` pairs
 joined by commas in a fixed order per workload. blockscope's suites put the same key in each
-benchmark's label; tools/side_by_side.py matches the two on (key, device). Block keys are
+benchmark's label; tools/peers/side_by_side.py matches the two on (key, device). Block keys are
 `<kind>/<paths>/<dtype>/<config>,B=<batch>,S=<seq_len>` in blockscope and
 `<kind>/hf_eager/<dtype>/<config>,B=..,S=..` here; side_by_side.py pairs every path mix with it.
 
@@ -68,9 +68,9 @@ Run it with /usr/bin/python3 on Debian (the interpreter that has python3-torch):
 
   build/default/bench/block_bench configs/blocks/tiny-gpt2.yaml --cpu_only \
       --benchmark_format=json --benchmark_out=bb.json
-  /usr/bin/python3 tools/torch_peer.py --from-json bb.json --out peer.json \
+  /usr/bin/python3 tools/peers/torch_peer.py --from-json bb.json --out peer.json \
       [--configs DIR_OR_FILE...] [--set KEY=VALUE]... [--blockscope BIN] [--dump-dir DIR]
-  /usr/bin/python3 tools/side_by_side.py --blockscope bb.json --torch peer.json
+  /usr/bin/python3 tools/peers/side_by_side.py --blockscope bb.json --torch peer.json
 
 The blockscope CLI for the dumps: --blockscope, else `blockscope` beside the suite binary the
 JSON names (its build's bin/), else build/default/bin/blockscope, else PATH.
@@ -142,10 +142,11 @@ except ImportError as error:  # pragma: no cover - depends on the machine
 SCHEMA = "blockscope.torch_peer/1"
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
-# Workload keys and the FLOP/byte formulas are shared with the CI gate (same directory).
-TOOLS_DIR = os.path.dirname(os.path.abspath(__file__))
-SOURCE_DIR = os.path.dirname(TOOLS_DIR)
-sys.path.insert(0, TOOLS_DIR)
+# Workload keys and the FLOP/byte formulas are shared with the CI gate (tools/ci/).
+PEERS_DIR = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.path.dirname(os.path.dirname(PEERS_DIR))
+sys.path.insert(0, PEERS_DIR)
+sys.path.insert(0, os.path.join(SOURCE_DIR, "tools", "ci"))
 from bench_gate import benchmark_device, formulas, make_key, parse_key  # noqa: E402
 from side_by_side import BLOCK_KINDS, BLOCK_PEER_VARIANT, block_peer_key, parse_block_key  # noqa: E402
 import torch_reference  # noqa: E402  (the Hugging Face-style blocks and the dump reader)

@@ -2,7 +2,7 @@
 # Runs test binaries N times with BLOCKSCOPE_TEST_ERRORS=1 (fresh seeds each run) and prints the
 # largest error each check measured ("measured-error NAME VALUE" lines, test/support): what
 # the bounds in docs/TESTING.md come from.
-#   tools/measure_errors.sh 20 build/default/test/{block,norm,activation,softmax,attention}_test
+#   tools/ci/measure_errors.sh 20 build/default/test/{block,norm,activation,softmax,attention}_test
 set -euo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 RUNS TEST_BINARY..." >&2

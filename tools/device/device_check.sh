@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/device_check.sh — every GPU check of the CUDA backend in one run, on an H200 machine,
+# tools/device/device_check.sh — every GPU check of the CUDA backend in one run, on an H200 machine,
 # in under 8 minutes. Run from the repository root.
 #
 # THE PLAN (decided here, read before changing): build HERE, carry the binaries THERE.
@@ -8,7 +8,7 @@
 #   CLI11, fmt, GoogleTest, Google Benchmark, OpenBLAS) and no network, and what travels with
 #   the source may not exceed 64 MiB. So:
 #
-#   1. On the build machine:   tools/device_check.sh --prepare
+#   1. On the build machine:   tools/device/device_check.sh --prepare
 #        configures build/device (Release, CUDA for sm_90 only, OpenBLAS off so nothing needs
 #        libgfortran, tests and benchmarks on), builds everything, strips the binaries and packs
 #          kit/bin/     the CLI, every test binary, every benchmark binary
@@ -22,7 +22,7 @@
 #        that every binary holds about once). cuBLASLt, CUPTI and the driver come from the GPU
 #        machine (CUDA 13 there as here).
 #   2. On the GPU machine (device tool: carry ["build/device-kit.tar.xz"]):
-#        tools/device_check.sh
+#        tools/device/device_check.sh
 #      which: checks the GPU (exits 3 with "no GPU" when nvidia-smi is absent or fails),
 #      checks up front that the kit can run here (exits 4 with the reason: the driver's CUDA
 #      version older than the kit's runtime, or a compute capability the kit has no code for),
@@ -37,8 +37,8 @@
 #                    racecheck over a small subset; a run cut by its limit is "timeout"
 #        benchmarks  (DEVICE_CHECK_BENCH_S, 110 s)  the suites, --benchmark_filter'd to their
 #                    CUDA cases (names with /cuda:N); a suite without any is skipped
-#        pytorch     (DEVICE_CHECK_TORCH_S, 80 s)  tools/torch_peer.py on the same workloads
-#                    and tools/side_by_side.py
+#        pytorch     (DEVICE_CHECK_TORCH_S, 80 s)  tools/peers/torch_peer.py on the same workloads
+#                    and tools/peers/side_by_side.py
 #      then writes one summary file and prints a short table. Every step has a time limit
 #      clipped to its phase's budget and the whole run's (DEVICE_CHECK_BUDGET_S, default
 #      450 s), so it ends inside 8 minutes; a step that no longer fits is reported as skipped,
@@ -57,7 +57,7 @@
 # compute capability).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KIT_ARCHIVE="${DEVICE_CHECK_KIT:-$ROOT/build/device-kit.tar.xz}"
 
 usage() {
@@ -116,7 +116,7 @@ prepare() {
     echo "device_check: the kit is over 48 MiB: with the source it may not fit the 64 MiB the device tool carries" >&2
     exit 1
   fi
-  echo "device_check: now run on the GPU machine: tools/device_check.sh   (carry: build/device-kit.tar.xz)"
+  echo "device_check: now run on the GPU machine: tools/device/device_check.sh   (carry: build/device-kit.tar.xz)"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ main_run() {
 
   # ---- the kit ----------------------------------------------------------------------------------
   if [[ ! -r "$KIT_ARCHIVE" ]]; then
-    echo "device_check: no kit at $KIT_ARCHIVE: run 'tools/device_check.sh --prepare' on the build machine" \
+    echo "device_check: no kit at $KIT_ARCHIVE: run 'tools/device/device_check.sh --prepare' on the build machine" \
          "and carry build/device-kit.tar.xz" >&2
     exit 2
   fi
@@ -327,7 +327,7 @@ PY
   record "start binaries" ok 0 "runner: $RUNNER"
 
   # The kit's commit against this tree's: the binaries test the kit's code, the configs and
-  # tools/*.py come from this tree.
+  # tools/peers/*.py come from this tree.
   local dirty=""
   [[ -s "$KIT/DIRTY" ]] && dirty=" (built with uncommitted changes: $(wc -l < "$KIT/DIRTY") files)"
   if [[ "$tree_commit" == unknown ]]; then
@@ -479,22 +479,22 @@ PY
 
   # ---- PyTorch side by side ---------------------------------------------------------------------
   begin_phase pytorch "${DEVICE_CHECK_TORCH_S:-80}"
-  if [[ -f "$ROOT/tools/torch_peer.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  if [[ -f "$ROOT/tools/peers/torch_peer.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     local peer_args=(--device cuda --out "$LOGS/torch_peer.json")
     if (( ${#bench_jsons[@]} > 0 )); then peer_args+=(--from-json "${bench_jsons[@]}"); else peer_args+=(--sizes gpu); fi
     (( $(remaining) < 150 )) && peer_args+=(--no-compile)  # torch.compile alone takes minutes
-    if run_step "torch_peer.py" 150 "$LOGS/torch_peer.log" python3 "$ROOT/tools/torch_peer.py" "${peer_args[@]}"; then
+    if run_step "torch_peer.py" 150 "$LOGS/torch_peer.log" python3 "$ROOT/tools/peers/torch_peer.py" "${peer_args[@]}"; then
       record "torch_peer.py" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
       [[ -s "$LOGS/torch_peer.json" ]] && cp "$LOGS/torch_peer.json" "$DEST/torch_peer.json"
     fi
-    if [[ -f "$ROOT/tools/side_by_side.py" && -s "$LOGS/torch_peer.json" && ${#bench_jsons[@]} -gt 0 ]]; then
-      if run_step "side_by_side.py" 30 "$DEST/side_by_side.txt" python3 "$ROOT/tools/side_by_side.py" \
+    if [[ -f "$ROOT/tools/peers/side_by_side.py" && -s "$LOGS/torch_peer.json" && ${#bench_jsons[@]} -gt 0 ]]; then
+      if run_step "side_by_side.py" 30 "$DEST/side_by_side.txt" python3 "$ROOT/tools/peers/side_by_side.py" \
            --blockscope "${bench_jsons[@]}" --torch "$LOGS/torch_peer.json" --json "$LOGS/side_by_side.json"; then
         record "side_by_side.py" "$(status_of $STEP_RC)" "$STEP_S" "side_by_side.txt"
       fi
     fi
   else
-    record "torch_peer.py" skip 0 "no tools/torch_peer.py or no CUDA PyTorch"
+    record "torch_peer.py" skip 0 "no tools/peers/torch_peer.py or no CUDA PyTorch"
   fi
 
   finish "$gpu" "$commit"
