@@ -23,6 +23,29 @@ const char* workload_kind_name(WorkloadKind kind) {
   return "?";
 }
 
+const std::vector<WorkloadKind>& workload_kinds() {
+  static const std::vector<WorkloadKind> all = {WorkloadKind::block,     WorkloadKind::stack, WorkloadKind::matmul_add,
+                                                WorkloadKind::linear,    WorkloadKind::mlp,   WorkloadKind::attention,
+                                                WorkloadKind::softmax};
+  return all;
+}
+
+std::vector<std::string> workload_names() {
+  std::vector<std::string> names;
+  for (WorkloadKind kind : workload_kinds()) names.push_back(workload_kind_name(kind));
+  return names;
+}
+
+bool parse_workload_kind(const std::string& text, WorkloadKind* out) {
+  for (WorkloadKind kind : workload_kinds()) {
+    if (text == workload_kind_name(kind)) {
+      *out = kind;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* family_name(ModelFamily family) {
   switch (family) {
     case ModelFamily::gpt2: return "gpt2";

@@ -35,6 +35,10 @@ enum class WeightInit {
 };
 
 const char* workload_kind_name(WorkloadKind kind);
+// Every workload kind, in enum order, and their config names; the parse of one name.
+const std::vector<WorkloadKind>& workload_kinds();
+std::vector<std::string> workload_names();
+bool parse_workload_kind(const std::string& text, WorkloadKind* out);  // false if unknown
 // The ops whose paths a workload uses, in PathOp order (block: all three; softmax: none).
 std::vector<ops::PathOp> path_ops_for(WorkloadKind kind);
 const char* family_name(ModelFamily family);

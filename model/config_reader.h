@@ -275,4 +275,25 @@ void import_hf_config(Reader& reader, YAML::Node& root, const std::string& path,
 // Applies one --set key.sub=value to the tree (creating maps on the way). model/config_overrides.cpp.
 void apply_set(YAML::Node& root, const std::string& text, Reader& reader);
 
+// ---- The sections of the schema (model/config_sections.cpp; the model section:
+// model/config_model.cpp), read by model/config_parser.cpp in the order their rules need ----
+std::string read_device(const Section& top);
+WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKind kind);
+ModelConfig read_model(const Reader& reader, const Section& model, WorkloadKind kind);
+void read_input(const Reader& reader, const Section& top, WorkloadConfig& config);
+void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config);
+// Refuses a workload whose largest tensors could not exist (more than 2^50 elements), naming
+// the keys whose product it is.
+void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config);
+void read_run(const Reader& reader, const Section& top, WorkloadConfig& config);
+void read_profile(const Reader& reader, const Section& top, WorkloadConfig& config);
+// The keys of a paths map: one per op with paths (ops::path_ops()).
+const std::vector<std::string>& path_keys();
+// Reads a paths map (the `paths:` section or one `compare:` entry) over `base`; `set_ops`
+// gets the ops it names.
+PathConfig read_paths(const Section& section, WorkloadKind kind, PathConfig base, std::vector<ops::PathOp>* set_ops);
+// The MLP path must suit the MLP: epilogue for plain ones, fused for gated ones.
+void check_mlp_path(const Section& section, const ModelConfig& model, const PathConfig& paths);
+void read_compare(const Reader& reader, const Section& top, WorkloadConfig& config);
+
 }  // namespace blockscope::config_reader

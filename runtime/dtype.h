@@ -12,6 +12,9 @@ namespace blockscope {
 
 enum class DType { f32, f16, bf16 };
 
+// Every element type, in enum order: what configs, tests and tools enumerate.
+inline constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
+
 inline size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 
 inline const char* dtype_name(DType dtype) {

@@ -113,8 +113,20 @@ const char* activation_name(Activation act) {
   return "?";
 }
 
+const std::vector<Activation>& activations() {
+  static const std::vector<Activation> all = {Activation::gelu_erf, Activation::gelu_tanh, Activation::silu,
+                                              Activation::relu};
+  return all;
+}
+
+std::vector<std::string> activation_names() {
+  std::vector<std::string> names;
+  for (Activation a : activations()) names.push_back(activation_name(a));
+  return names;
+}
+
 bool parse_activation(const std::string& text, Activation* out) {
-  for (Activation a : {Activation::gelu_erf, Activation::gelu_tanh, Activation::silu, Activation::relu})
+  for (Activation a : activations())
     if (text == activation_name(a)) { *out = a; return true; }
   if (text == "gelu_erf") { *out = Activation::gelu_erf; return true; }
   if (text == "gelu_new" || text == "gelu_pytorch_tanh") { *out = Activation::gelu_tanh; return true; }  // HF names

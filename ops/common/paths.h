@@ -77,6 +77,9 @@ const char* path_name(LinearPath path);
 const char* path_name(AttentionPath path);
 const char* path_name(MlpPath path);
 const char* activation_name(Activation act);
+// Every activation, in enum order, and their config names ("gelu", "gelu_tanh", "silu", "relu").
+const std::vector<Activation>& activations();
+std::vector<std::string> activation_names();
 
 // Parse from config text; false when unknown.
 bool parse_path(const std::string& text, LinearPath* out);

@@ -1,0 +1,250 @@
+// The sections of a workload config other than model (model/config_model.cpp): device, weights,
+// input, shape, run, profile, paths and compare, and the size check over all of them.
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "model/config_reader.h"
+#include "profiler/table.h"
+#include "runtime/context.h"
+
+namespace blockscope::config_reader {
+namespace {
+
+// No tensor a workload makes may hold more than 2^50 elements (a petabyte and more: no device
+// has it), so every size product below stays far inside int64 and the memory estimate, and an
+// impossible size is refused here, naming its keys, instead of wrapping or exhausting memory.
+constexpr long double kMaxTensorElements = 1125899906842624.0L;  // 2^50
+
+struct SizeProduct {
+  const char* keys;  // "input.batch x input.seq_len x model.d_model"
+  long double elements;
+};
+
+std::string format_elements(long double elements) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3Lg", elements);
+  return text;
+}
+
+}  // namespace
+
+const std::vector<std::string>& path_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> names;
+    for (ops::PathOp op : ops::path_ops()) names.push_back(ops::path_op_name(op));
+    return names;
+  }();
+  return keys;
+}
+
+std::string read_device(const Section& top) {
+  const std::string text = top.get_string("device", "auto");
+  Device device;
+  if (text != "auto" && !parse_device(text, &device)) {
+    top.fail("device", "unknown device '" + text + "' (expected auto, cpu, cuda or cuda:N)");
+  }
+  return text;
+}
+
+WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKind kind) {
+  Section section(reader, top.value("weights"), "weights", {"init", "file", "layer", "config"});
+  WeightsConfig weights;
+  weights.file = section.get_string("file", "");
+  weights.config = section.get_string("config", "");
+  const std::string fallback = weights.file.empty() ? "random" : "file";
+  const std::string init =
+      section.get_choice("init", fallback, {"random", "perturbed", "scaled", "file"}, "weight init");
+  weights.init = init == "file"        ? WeightInit::file
+                 : init == "perturbed" ? WeightInit::perturbed
+                 : init == "scaled"    ? WeightInit::scaled
+                                       : WeightInit::random;
+  weights.layer = section.get_int("layer", 0, 0);
+  if (weights.init == WeightInit::file && weights.file.empty()) {
+    section.fail("file", "init: file needs weights.file (a safetensors file with Hugging Face names)");
+  }
+  if (weights.init == WeightInit::file && !std::ifstream(weights.file).good()) {
+    section.fail("file", "cannot open '" + weights.file + "' (relative paths are from the current directory)");
+  }
+  if (weights.init != WeightInit::file && section.has("layer")) {
+    section.fail("layer", std::string("picks the first layer taken from weights.file, but init is ") +
+                              weight_init_name(weights.init) + " (use init: file, or remove layer)");
+  }
+  if (weights.init != WeightInit::file && !weights.file.empty()) {
+    section.fail("init", std::string("is ") + weight_init_name(weights.init) +
+                             " but weights.file is set (use init: file, or remove file)");
+  }
+  if (!is_block_workload(kind)) {
+    section.reject("file", std::string("weights from a file apply to block and stack workloads, not ") +
+                               workload_kind_name(kind));
+    section.reject("config", std::string("a Hugging Face config applies to block and stack workloads, not ") +
+                                 workload_kind_name(kind));
+    section.reject("layer", std::string("applies to block and stack workloads, not ") + workload_kind_name(kind));
+  }
+  return weights;
+}
+
+void read_input(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  const bool uses_input = is_block_workload(config.kind) || config.kind == WorkloadKind::mlp ||
+                          config.kind == WorkloadKind::attention;
+  if (!uses_input) {
+    top.reject("input", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
+                            " (its sizes are shape: {m, n" + (config.kind == WorkloadKind::softmax ? "" : ", k") + "})");
+    return;
+  }
+  top.require("input", "batch and seq_len");
+  Section s(reader, top.value("input"), "input", {"batch", "seq_len", "file"});
+  s.require("batch");
+  s.require("seq_len");
+  config.input.batch = s.get_int("batch", 0, 1);
+  config.input.seq_len = s.get_int("seq_len", 0, 1);
+  config.input.file = s.get_string("file", "");
+  if (config.kind == WorkloadKind::attention) s.reject("file", "attention takes seeded q, k, v only");
+  if (!config.input.file.empty() && !std::ifstream(config.input.file).good()) {
+    s.fail("file", "cannot open '" + config.input.file + "' (relative paths are from the current directory)");
+  }
+}
+
+void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  const bool gemm = config.kind == WorkloadKind::matmul_add || config.kind == WorkloadKind::linear;
+  if (!gemm && config.kind != WorkloadKind::softmax) {
+    top.reject("shape", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
+                            " (its sizes come from model and input)");
+    return;
+  }
+  top.require("shape", gemm ? "m, n, k" : "m rows of n");
+  Section s(reader, top.value("shape"), "shape", {"m", "n", "k"});
+  s.require("m");
+  s.require("n");
+  config.shape.m = s.get_int("m", 0, 1);
+  config.shape.n = s.get_int("n", 0, 1);
+  if (gemm) {
+    s.require("k");
+    config.shape.k = s.get_int("k", 0, 1);
+  } else {
+    s.reject("k", "softmax takes shape: {m, n} (m rows of n)");
+  }
+}
+
+void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  Section s(reader, top.value("run"), "run", {"warmup", "iters", "cuda_graph", "allow_tf32", "check_finite"});
+  config.run.warmup = static_cast<int>(s.get_int("warmup", 3, 0));
+  config.run.iters = static_cast<int>(s.get_int("iters", 10, 1));
+  config.run.cuda_graph = s.get_bool("cuda_graph", false);
+  config.run.allow_tf32 = s.get_bool("allow_tf32", false);
+  config.run.check_finite = s.get_bool("check_finite", false);
+}
+
+void read_profile(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  Section s(reader, top.value("profile"), "profile", {"schedule", "sort_by", "row_limit", "group_by_shape", "trace", "memory"});
+  Section schedule(reader, s.value("schedule"), "profile.schedule", {"wait", "warmup", "active"});
+  config.profile.wait = static_cast<int>(schedule.get_int("wait", 1, 0));
+  config.profile.warmup = static_cast<int>(schedule.get_int("warmup", 1, 0));
+  // Five kept steps by default: enough for a median and a spread (tables report both).
+  config.profile.active = static_cast<int>(schedule.get_int("active", 5, 1));
+  // The op table's sort keys and their aliases (torch.profiler's names): profiler/table.h.
+  const std::map<std::string, std::string>& sort_keys = profiler::sort_key_aliases();
+  std::vector<std::string> names;
+  for (const auto& entry : sort_keys) names.push_back(entry.first);
+  config.profile.sort_by = sort_keys.at(s.get_choice("sort_by", "self_device", names, "sort column"));
+  config.profile.row_limit = static_cast<int>(s.get_int("row_limit", 20, 0));
+  config.profile.group_by_shape = s.get_bool("group_by_shape", false);
+  config.profile.trace = s.get_string("trace", "");
+  config.profile.memory = s.get_bool("memory", true);
+}
+
+PathConfig read_paths(const Section& section, WorkloadKind kind, PathConfig base, std::vector<ops::PathOp>* set_ops) {
+  const std::vector<ops::PathOp> applicable = path_ops_for(kind);
+  std::vector<std::string> applicable_keys;
+  for (ops::PathOp op : applicable) applicable_keys.push_back(ops::path_op_name(op));
+  for (ops::PathOp op : ops::path_ops()) {
+    const std::string key = ops::path_op_name(op);
+    if (std::find(applicable.begin(), applicable.end(), op) == applicable.end()) {
+      section.reject(key, "a " + key + " path does not apply to workload " + workload_kind_name(kind) +
+                              (applicable.empty() ? " (it has no paths)" : " (it takes: " + join_list(applicable_keys) + ")"));
+      continue;
+    }
+    if (!section.has(key)) continue;
+    base.set(op, section.get_choice(key, "", ops::path_names(op), key + " path"));
+    if (set_ops) set_ops->push_back(op);
+  }
+  return base;
+}
+
+void check_mlp_path(const Section& section, const ModelConfig& model, const PathConfig& paths) {
+  if (!section.has("mlp")) return;
+  if (model.gated && paths.mlp == ops::MlpPath::epilogue) {
+    section.fail("mlp", "epilogue applies to plain MLPs; this MLP is gated (use naive or fused)");
+  }
+  if (!model.gated && paths.mlp == ops::MlpPath::fused) {
+    section.fail("mlp", "fused applies to gated MLPs (GeGLU, SwiGLU); this MLP is plain (use naive or epilogue)");
+  }
+}
+
+void read_compare(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  const YAML::Node list = top.value("compare");
+  if (!list.IsDefined() || list.IsNull()) return;
+  if (!list.IsSequence()) {
+    reader.fail(list, "compare", "expected a list of path overrides, e.g. [{attention: naive}], got " + describe_node(list));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = "compare[" + std::to_string(i) + "]";
+    const YAML::Node entry = list[i];
+    if (!entry.IsMap() || entry.size() == 0) {
+      reader.fail(entry, path, "expected a map of path overrides such as {attention: naive}, got " + describe_node(entry));
+    }
+    Section s(reader, entry, path, path_keys());
+    Variant variant;
+    std::vector<ops::PathOp> named;
+    variant.paths = read_paths(s, config.kind, config.paths, &named);
+    if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(s, config.model, variant.paths);
+    variant.label = paths_str(variant.paths, named);
+    config.compare.push_back(variant);
+  }
+}
+
+// The largest tensors of the workload, from its dims (long double: no product overflows).
+void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config) {
+  using L = long double;
+  const ModelConfig& m = config.model;
+  const L B = L(config.input.batch), S = L(config.input.seq_len), d = L(m.d_model), f = L(m.d_ff);
+  const L H = L(m.n_heads), Hkv = L(m.n_kv_heads), D = L(m.head_dim);
+  const L M = L(config.shape.m), N = L(config.shape.n), K = L(config.shape.k);
+  // The kind's largest tensors (returned, not assigned: GCC 12 warns on the assignment).
+  const auto largest_tensors = [&]() -> std::vector<SizeProduct> {
+    switch (config.kind) {
+      case WorkloadKind::block:
+      case WorkloadKind::stack:
+        return {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                {"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S},
+                {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2},
+                {"model.n_layers x the weights of a layer", L(m.n_layers) * (d * f * 3 + d * (H + 2 * Hkv) * D * 2)}};
+      case WorkloadKind::mlp:
+        return {{"input.batch x input.seq_len x model.d_model", B * S * d},
+                {"input.batch x input.seq_len x model.d_ff (x 2 for a fused gated MLP)", B * S * f * 2},
+                {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2}};
+      case WorkloadKind::attention:
+        return {{"input.batch x model.n_heads x input.seq_len x model.head_dim", B * H * S * D},
+                {"input.batch x model.n_heads x input.seq_len^2 (the attention scores)", B * H * S * S}};
+      case WorkloadKind::matmul_add:
+      case WorkloadKind::linear:
+        return {{"shape.m x shape.k", M * K}, {"shape.k x shape.n", K * N}, {"shape.m x shape.n", M * N}};
+      case WorkloadKind::softmax: return {{"shape.m x shape.n", M * N}};
+    }
+    return {};
+  };
+  const std::vector<SizeProduct> products = largest_tensors();
+  for (const SizeProduct& product : products) {
+    if (product.elements <= kMaxTensorElements) continue;
+    // The section of the product's first key ("input.batch x ..." -> input) locates the error.
+    const std::string keys = product.keys;
+    const std::string section = keys.substr(0, keys.find('.'));
+    reader.fail(root[section], section,
+            "impossible size: " + std::string(product.keys) + " = " + format_elements(product.elements) +
+                " elements, more than any device holds (at most 2^50 per tensor)");
+  }
+}
+
+}  // namespace blockscope::config_reader
