@@ -76,6 +76,20 @@ const SharedVariable* variable_containing(const BlockRun& b, size_t offset) {
   return offset < it->offset + it->site->size ? &*it : nullptr;
 }
 
+// For a wide access into a shared variable declared with a smaller alignment (a byte array read
+// as words): the simulator places it as declared, so the access is misaligned here; on a GPU it
+// is whenever ptxas places it so, which nothing in the declaration prevents.
+std::string underaligned_variable_hint(const BlockRun& b, const void* address, size_t n) {
+  const uintptr_t offset = reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(b.smem);
+  if (offset >= b.smem_capacity) return "";
+  const SharedVariable* v = variable_containing(b, offset);
+  if (v == nullptr || v->site->align >= n) return "";
+  return " wherever it is placed off a multiple of " + std::to_string(n) + ": `" + std::string(v->site->name) +
+         "` is declared with alignment " + std::to_string(v->site->align) +
+         " only, which the simulator keeps to (declare it __align__(" + std::to_string(n) + ") or of a " +
+         std::to_string(n) + "-byte type)";
+}
+
 std::string variable_label(const SharedVariable& v) {
   return "`" + std::string(v.site->name) + "` (" + v.site->file + ":" + std::to_string(v.site->line) + ", " +
          bytes_word(v.site->size) + ")";
@@ -408,7 +422,8 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
     hook_fault(t, cudaErrorMisalignedAddress, [&] {
     return std::string("misaligned ") + std::to_string(n) + "-byte " + (write ? "write" : "read") + at_line(pc) +
                       ": " + describe_address(b, address) + " is " + std::to_string(a % n) +
-                      " bytes past a multiple of " + std::to_string(n) + "; a GPU faults (cudaErrorMisalignedAddress)";
+                      " bytes past a multiple of " + std::to_string(n) + "; a GPU faults (cudaErrorMisalignedAddress)" +
+                      underaligned_variable_hint(b, address, n);
   });
   }
   const uintptr_t offset = a - reinterpret_cast<uintptr_t>(b.smem);

@@ -57,7 +57,7 @@
 #undef __cluster_dims__
 #undef __forceinline__
 #undef __maxnreg__
-#define __global__
+#define __global__ __blockscope_global__
 #define __host__
 #define __device__ __blockscope_device__
 #define __shared__ __blockscope_shared__
@@ -567,6 +567,31 @@ cudaError_t launch_pointer(void (*kernel)(P...), dim3 grid, dim3 block, void** a
   return launch_args(cooperative ? "cudaLaunchCooperativeKernel" : "cudaLaunchKernel",
                      reinterpret_cast<const void*>(kernel), nullptr, 0, config(grid, block, smem, stream), cooperative,
                      std::move(values), [kernel](auto&... a) { kernel(a...); });
+}
+
+// The launcher nvcc-sim registers for a kernel: the void** arguments read as its parameter types.
+template <class... P>
+cudaError_t launch_by_address(const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
+                              cudaStream_t stream, bool cooperative) {
+  using Kernel = void (*)(P...);
+  return launch_pointer(reinterpret_cast<Kernel>(const_cast<void*>(kernel)), grid, block, args, smem, stream,
+                        cooperative);
+}
+struct RegisterProbe {
+  template <class... P>
+  bool operator()(void (*kernel)(P...)) const {
+    ::blockscope::sim::register_pointer_launcher(reinterpret_cast<const void*>(kernel), &launch_by_address<P...>);
+    return true;
+  }
+};
+// Registers the kernel the probe names, when it names exactly one (an overload set does not).
+template <class Probe>
+bool register_kernel(Probe probe) {
+  if constexpr (std::is_invocable_v<Probe&, RegisterProbe>) {
+    return probe(RegisterProbe{});
+  } else {
+    return false;
+  }
 }
 
 }  // namespace blockscope::sim::kernel_launch

@@ -884,22 +884,32 @@ cudaError_t cudaDeviceDisablePeerAccess(int peer) {
 }
 
 // ---- Launches through a const void* ------------------------------------------------------------
-// A kernel named only by its address and void** arguments cannot be called on the simulator (its
-// parameter types are gone); the typed C++ templates of sim/kernel_prelude.h and <<<>>> can.
-cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
+// A kernel named only by its address and void** arguments: its parameter types come from the
+// launcher nvcc-sim registered for it (sim/kernel_prelude.h). Templates and overloaded kernels
+// have none: the typed C++ templates and <<<>>> launch those.
+static cudaError_t launch_through_address(const char* api, const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
+                              cudaStream_t stream, bool cooperative) {
+  if (kernel == nullptr) return result(cudaErrorInvalidDeviceFunction);
+  if (const blockscope::sim::PointerLauncher launcher = blockscope::sim::find_pointer_launcher(kernel)) {
+    return launcher(kernel, grid, block, args, smem, stream, cooperative);
+  }
   Lock lock(state_mutex());
   g_fault_code = cudaErrorNotSupported;
-  set_fault_message("cudaLaunchKernel with a const void* kernel: the simulated GPU needs the kernel's type; call the "
-                    "cudaLaunchKernel template with the kernel itself, or use <<<>>>");
+  const std::string name = blockscope::sim::function_name(kernel);
+  set_fault_message(std::string(api) + " of " + (name.empty() ? std::string("a kernel") : name) +
+                    " through a const void*: nvcc-sim registers the parameter types of kernels that are neither "
+                    "templates nor overloaded (and of nothing it did not compile); launch this one with <<<>>> or "
+                    "the typed " + api + " template, passing the kernel itself");
   return result(cudaErrorNotSupported);
 }
 
-cudaError_t cudaLaunchCooperativeKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
-  Lock lock(state_mutex());
-  g_fault_code = cudaErrorNotSupported;
-  set_fault_message("cudaLaunchCooperativeKernel with a const void* kernel: the simulated GPU needs the kernel's "
-                    "type; call the cudaLaunchCooperativeKernel template with the kernel itself");
-  return result(cudaErrorNotSupported);
+cudaError_t cudaLaunchKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t stream) {
+  return launch_through_address("cudaLaunchKernel", kernel, grid, block, args, smem, stream, false);
+}
+
+cudaError_t cudaLaunchCooperativeKernel(const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
+                                        cudaStream_t stream) {
+  return launch_through_address("cudaLaunchCooperativeKernel", kernel, grid, block, args, smem, stream, true);
 }
 
 }  // extern "C"

@@ -154,6 +154,15 @@ bool kernel_resources(const void* function, KernelResources* resources);
 std::string function_name(const void* address);
 std::string short_function_name(const void* address);
 
+// Launching a kernel known only by its address (cudaLaunchKernel((void*)k, ...), as CUDA code
+// does through the C API): nvcc-sim registers, after each kernel it compiles that is not a
+// template and whose name is not overloaded where it is defined, a launcher that knows its
+// parameter types.
+using PointerLauncher = cudaError_t (*)(const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
+                                        cudaStream_t stream, bool cooperative);
+void register_pointer_launcher(const void* kernel, PointerLauncher launcher);
+PointerLauncher find_pointer_launcher(const void* kernel);  // nullptr when none was registered
+
 // Name of the most recent kernel launched by the calling thread through the sim (custom kernels
 // and the cuBLASLt subset's GEMM kernels): the sim's stand-in for CUPTI's kernel records. A
 // kernel's own name when its address is known (a launch through a pointer spells the pointer).

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,6 +215,29 @@ bool kernel_resources(const void* function, KernelResources* out) {
   if (name.empty() || it == exec::resources().end()) return false;
   *out = it->second;
   return true;
+}
+
+namespace {
+// Registered during static initialisation of the programs nvcc-sim builds: constructed on first use.
+std::mutex& launchers_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<const void*, PointerLauncher>& launchers() {
+  static std::map<const void*, PointerLauncher> by_kernel;
+  return by_kernel;
+}
+}  // namespace
+
+void register_pointer_launcher(const void* kernel, PointerLauncher launcher) {
+  std::lock_guard<std::mutex> lock(launchers_mutex());
+  launchers()[kernel] = launcher;
+}
+
+PointerLauncher find_pointer_launcher(const void* kernel) {
+  std::lock_guard<std::mutex> lock(launchers_mutex());
+  auto it = launchers().find(kernel);
+  return it == launchers().end() ? nullptr : it->second;
 }
 
 std::string function_name(const void* address) {

@@ -688,10 +688,53 @@ class Rewriter {
     if (!registration.empty() && is(end, ";")) after_[end] += registration;
   }
 
+  // __global__ at m: the marker goes; after the body of a kernel defined at namespace scope that
+  // is not a template, a registration of its launcher, so cudaLaunchKernel((void*)k, …) can
+  // call it (a name already overloaded where the kernel is defined registers nothing:
+  // register_kernel's probe cannot pick one).
+  void find_kernel(size_t m) {
+    removed_.insert(m);
+    if (!namespace_scope_[m]) return;
+    const size_t start = declaration_start(m);
+    for (size_t i = start; i < m; ++i)
+      if (is(i, "template")) return;
+    std::string ignored;
+    size_t open = SIZE_MAX;
+    for (size_t i = m + 1; i < n_;) {
+      const size_t after = skip_attribute(i, &ignored);
+      if (after != i) {
+        i = after;
+        continue;
+      }
+      if (is(i, ";") || is(i, "{") || is(i, "=")) return;
+      if (is(i, "(")) {
+        open = i;
+        break;
+      }
+      ++i;
+    }
+    // The kernel's own name before its parameters (an out-of-line ns::k definition is left alone).
+    if (open == SIZE_MAX || match_[open] == SIZE_MAX || open == 0 || !ident(open - 1)) return;
+    if (open >= 2 && is(open - 2, "::")) return;
+    size_t body = match_[open] + 1;
+    for (; body < n_; ++body) {
+      if (is(body, ";") || is(body, "=")) return;  // a declaration
+      if (is(body, "{")) break;
+      if ((is(body, "(") || is(body, "[")) && match_[body] != SIZE_MAX) body = match_[body];
+    }
+    if (body >= n_ || match_[body] == SIZE_MAX) return;
+    const std::string name = text(open - 1);
+    after_[match_[body]] += " static const bool bs_kernel_launcher_" + std::to_string(++counter_) +
+                            " = ::blockscope::sim::kernel_launch::register_kernel([](auto&& bs_probe) -> "
+                            "decltype(bs_probe(" + name + ")) { return bs_probe(" + name + "); });";
+  }
+
   void find_constructs() {
     for (size_t i = 0; i < n_; ++i) {
       if (tokens_[i].kind == Kind::launch_open) {
         find_launch(i);
+      } else if (is(i, "__blockscope_global__")) {
+        find_kernel(i);
       } else if (is(i, "__blockscope_shared__")) {
         find_shared(i);
       } else if (is(i, "__blockscope_device__")) {

@@ -258,6 +258,30 @@ TEST(Memcheck, AMisalignedVectorAccessFaults) {
   EXPECT_TRUE(has(message, "4 bytes past a multiple of 16")) << message;
 }
 
+// A byte array cleared as 32-bit words (as NVIDIA's histogram64 sample does): fine when the
+// array is declared 4-aligned, a misaligned access when it is declared as bytes only.
+template <bool kAligned>
+__global__ void clear_bytes_as_words_kernel(unsigned* out) {
+  __shared__ unsigned char bytes[128];
+  __shared__ __align__(4) unsigned char aligned_bytes[128];
+  unsigned char* target = kAligned ? aligned_bytes : bytes;
+  reinterpret_cast<unsigned*>(target)[threadIdx.x] = 0;
+  __syncthreads();
+  out[threadIdx.x] = target[threadIdx.x * 4];
+}
+
+TEST(Memcheck, AByteArrayAccessedAsWordsMustBeDeclaredAligned) {
+  Managed<unsigned> out(32, 1);
+  clear_bytes_as_words_kernel<true><<<1, 32>>>(out.data());
+  EXPECT_EQ(finish(), "");
+  EXPECT_EQ(out[31], 0u);
+  clear_bytes_as_words_kernel<false><<<1, 32>>>(out.data());
+  const std::string message = finish(cudaErrorMisalignedAddress);
+  EXPECT_TRUE(has(message, "misaligned 4-byte write")) << message;
+  EXPECT_TRUE(has(message, "`bytes` is declared with alignment 1 only")) << message;
+  EXPECT_TRUE(has(message, "declare it __align__(4)")) << message;
+}
+
 __global__ void past_the_end_kernel(const float* in, float* out, int n) { out[threadIdx.x] = in[threadIdx.x + n - 31]; }
 
 TEST(Memcheck, AReadOnePastAnAllocationFaults) {

@@ -182,6 +182,28 @@ TEST(Rewrite, DeviceVariablesAreRegisteredAndFunctionsLoseTheMarker) {
   EXPECT_FALSE(has(out, "__blockscope_")) << out;
 }
 
+TEST(Rewrite, KernelsDefinedAtNamespaceScopeRegisterTheirLauncher) {
+  const std::string out = rewritten(
+      "# 1 \"k.cu\"\n"
+      "static __blockscope_global__ void scale(float* p, int n) {\n"
+      "  p[0] *= n;\n"
+      "}\n"
+      "__blockscope_global__ void declared_only(int);\n"
+      "template <class T> __blockscope_global__ void templated(T* p) { p[0] = T(); }\n"
+      "namespace ns { __blockscope_global__ void __attribute__((used)) inner() {} }\n"
+      "struct S { void f() { auto l = [] __blockscope_device__ () {}; } };\n");
+  EXPECT_FALSE(has(out, "__blockscope_global__")) << out;
+  // After the closing brace, on its line: the line count stays.
+  EXPECT_TRUE(has(out, "}  static const bool bs_kernel_launcher_") ||
+              has(out, "} static const bool bs_kernel_launcher_"))
+      << out;
+  EXPECT_TRUE(has(out, "register_kernel([](auto&& bs_probe) -> decltype(bs_probe(scale)) { return bs_probe(scale); });"))
+      << out;
+  EXPECT_TRUE(has(out, "decltype(bs_probe(inner))")) << out;
+  EXPECT_FALSE(has(out, "bs_probe(declared_only)")) << out;  // no body, nothing to register
+  EXPECT_FALSE(has(out, "bs_probe(templated)")) << out;      // a template has no one address
+}
+
 TEST(Rewrite, LineMarkersInsideADeclarationKeepTheLinesAfterIt) {
   // What GCC leaves when a macro from a system header (here __align__) expands inside a line.
   const std::string text =

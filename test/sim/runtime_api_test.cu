@@ -1,6 +1,7 @@
 // Tests of the sim's CUDA runtime subset (sim/runtime_api.cpp, memory.cpp, graph.cpp,
 // device_properties.cpp) through the real <cuda_runtime_api.h> declarations, with the
 // semantics of NVIDIA's CUDA Runtime API documentation.
+#include <cooperative_groups.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -917,6 +918,79 @@ TEST_F(Runtime, DeviceResetFreesTheDevicesMemoryStreamsAndSettings) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   EXPECT_TRUE(sim::find_allocation(on_zero, nullptr));  // another device's memory stays
   EXPECT_EQ(cudaFree(on_zero), cudaSuccess);
+}
+
+
+// ---- Launches through a const void* (the C API) ------------------------------------------------------
+// Block b adds up what every block wrote before the grid-wide barrier.
+__global__ void grid_sum_kernel(int* slots, int* sums) {
+  namespace cg = cooperative_groups;
+  if (threadIdx.x == 0) slots[blockIdx.x] = static_cast<int>(blockIdx.x) + 1;
+  cg::this_grid().sync();
+  if (threadIdx.x == 0) {
+    int total = 0;
+    for (unsigned b = 0; b < gridDim.x; ++b) total += slots[b];
+    sums[blockIdx.x] = total;
+  }
+}
+
+__global__ void overloaded_kernel(int* p) { p[0] = 1; }
+__global__ void overloaded_kernel(float* p) { p[0] = 1.0f; }
+
+template <class T>
+__global__ void templated_kernel(T* p) {
+  p[0] = T(2);
+}
+
+TEST_F(Runtime, KernelsLaunchThroughTheirAddressWithVoidPointerArguments) {
+  Managed<float> in(100, 2.0f), out(100, 0.0f);
+  float* in_ptr = in.data();
+  float* out_ptr = out.data();
+  int n = 100;
+  float a = 3.0f, b = 1.0f;
+  void* args[] = {&in_ptr, &out_ptr, &n, &a, &b};
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void*>(affine_kernel), dim3(2), dim3(64), args, 0, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(out[i], 7.0f) << i;
+  // Cooperative: the grid-wide barrier holds.
+  Managed<int> slots(4, 0), sums(4, 0);
+  int* slots_ptr = slots.data();
+  int* sums_ptr = sums.data();
+  void* grid_args[] = {&slots_ptr, &sums_ptr};
+  ASSERT_EQ(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(grid_sum_kernel), dim3(4), dim3(32), grid_args,
+                                        0, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int blk = 0; blk < 4; ++blk) EXPECT_EQ(sums[blk], 10) << blk;
+}
+
+TEST_F(Runtime, KernelsWithoutOneTypeCannotLaunchThroughTheirAddress) {
+  Managed<int> value(1, 0);
+  int* p = value.data();
+  void* args[] = {&p};
+  // The first overload was the only one of its name where it was defined: it has its launcher.
+  const void* first = reinterpret_cast<const void*>(static_cast<void (*)(int*)>(overloaded_kernel));
+  ASSERT_EQ(cudaLaunchKernel(first, dim3(1), dim3(1), args, 0, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(value[0], 1);
+  // The second one's name is ambiguous there: it has none.
+  Managed<float> number(1, 0.0f);
+  float* q = number.data();
+  void* float_args[] = {&q};
+  const void* second = reinterpret_cast<const void*>(static_cast<void (*)(float*)>(overloaded_kernel));
+  EXPECT_EQ(cudaLaunchKernel(second, dim3(1), dim3(1), float_args, 0, nullptr), cudaErrorNotSupported);
+  const std::string message = cudaGetErrorString(cudaErrorNotSupported);
+  EXPECT_NE(message.find("neither templates nor overloaded"), std::string::npos) << message;
+  EXPECT_NE(message.find("overloaded_kernel"), std::string::npos) << message;
+  const void* templated = reinterpret_cast<const void*>(templated_kernel<int>);
+  EXPECT_EQ(cudaLaunchKernel(templated, dim3(1), dim3(1), args, 0, nullptr), cudaErrorNotSupported);
+  EXPECT_EQ(cudaLaunchKernel(nullptr, dim3(1), dim3(1), args, 0, nullptr), cudaErrorInvalidDeviceFunction);
+  cudaGetLastError();
+  // The typed forms launch both.
+  ASSERT_EQ(cudaLaunchKernel(templated_kernel<int>, dim3(1), dim3(1), args, 0, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(value[0], 2);
 }
 
 }  // namespace
