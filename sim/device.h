@@ -153,4 +153,10 @@ void fence();
 // after BLOCKSCOPE_SIM_SPIN_BUDGET polls (default 2^20) without progress it is a Fault.
 void yield_thread();
 
+// ---- Clocks -------------------------------------------------------------------------------------
+// The SM cycle counter of clock64() (and, in a kernel, clock()): the steady clock at the
+// 1980 MHz cudaDevAttrClockRate reports, so code that turns a time into cycles with that rate
+// (spin for N ms) waits that long.
+long long sm_cycles();
+
 }  // namespace blockscope::sim

@@ -1199,4 +1199,9 @@ void fence() {
   poll(grid, *t_thread);
 }
 
+long long sm_cycles() {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch());
+  return static_cast<long long>(ns.count()) * 198 / 100;  // 1.98 cycles per nanosecond
+}
+
 }  // namespace blockscope::sim

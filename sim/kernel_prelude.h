@@ -18,7 +18,9 @@
 // Differences from a GPU worth knowing:
 //   assert() in a kernel ends the grid with cudaErrorAssert; printf prints at once, not at the
 //   next synchronisation.
-//   clock() is the C library's (process CPU time); clock64() is steady-clock nanoseconds.
+//   clock64() counts cycles of the 1980 MHz clock cudaDevAttrClockRate reports (steady time x
+//   1.98), and so does clock() in a kernel (its low 32 bits, as a GPU's); on the host, clock()
+//   stays the C library's process CPU time.
 //   Math intrinsics (__expf, __sinf, rsqrtf, …) use the C library: results may differ from the
 //   GPU's within the ulp bounds the CUDA programming guide documents for each.
 //   __activemask() returns the lanes of the warp that reach an __activemask while no other lane
@@ -410,9 +412,7 @@ template <typename T>
 inline void __stwt(T* p, T v) { *p = v; }
 // Yields to the other threads, so a spin-wait makes progress.
 inline void __nanosleep(unsigned) { ::blockscope::sim::yield_thread(); }
-inline long long clock64() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+inline long long clock64() { return ::blockscope::sim::sm_cycles(); }
 [[noreturn]] inline void __trap() { ::blockscope::sim::fault("__trap() called"); }
 [[noreturn]] inline void __brkpt() { ::blockscope::sim::fault("__brkpt() called"); }
 inline unsigned __cvta_generic_to_shared(const void* p) { return ::blockscope::sim::ptx::shared_address(p); }

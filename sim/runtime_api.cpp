@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -913,6 +914,19 @@ cudaError_t cudaLaunchCooperativeKernel(const void* kernel, dim3 grid, dim3 bloc
 }
 
 }  // extern "C"
+
+// ---- clock() in a kernel -------------------------------------------------------------------------------
+// A kernel's clock() reads the SM's 32-bit cycle counter; the C library's counts the process's CPU
+// time. This definition, linked into the program, takes the C library's place: in a simulated GPU
+// thread it gives the cycles (blockscope::sim::sm_cycles), elsewhere what glibc's gives.
+extern "C" clock_t clock() noexcept {
+  if (blockscope::sim::exec::current_sim_thread() != nullptr) {
+    return static_cast<clock_t>(static_cast<unsigned long long>(blockscope::sim::sm_cycles()) & 0xFFFFFFFFull);
+  }
+  timespec now{};
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0) return static_cast<clock_t>(-1);
+  return static_cast<clock_t>(now.tv_sec) * CLOCKS_PER_SEC + static_cast<clock_t>(now.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+}
 
 // ---- assert() in a kernel ---------------------------------------------------------------------------
 // glibc's assert calls __assert_fail; this definition, linked into the program, takes its place.

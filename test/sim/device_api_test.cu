@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cfenv>
+#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -398,6 +400,40 @@ TEST(CooperativeGroups, RuntimeTilesWiderThanAWarpAreAnError) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
   EXPECT_NE(std::string(cudaGetErrorString(cudaErrorLaunchFailure)).find("power of 2 up to 32"), std::string::npos);
   cudaGetLastError();
+}
+
+
+// ---- Clocks ------------------------------------------------------------------------------------------
+// Spins for `cycles` of clock() as NVIDIA's simpleHyperQ does (a duration turned into cycles with
+// cudaDevAttrClockRate), with 32-bit wrap-around arithmetic.
+__global__ void spin_kernel(long long cycles, long long* spent) {
+  const unsigned start = static_cast<unsigned>(clock());
+  const long long start64 = clock64();
+  long long elapsed = 0;
+  while (elapsed < cycles) elapsed = static_cast<unsigned>(clock()) - start;
+  spent[0] = elapsed;
+  spent[1] = clock64() - start64;
+}
+
+TEST(Clocks, KernelClocksCountCyclesAtTheReportedClockRate) {
+  int khz = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0), cudaSuccess);
+  const long long cycles = static_cast<long long>(khz) * 50;  // 50 ms
+  Managed<long long> spent(2, 0);
+  const auto start = std::chrono::steady_clock::now();
+  spin_kernel<<<1, 1>>>(cycles, spent.data());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(ms, 49.0);    // at least the time those cycles take at that rate
+  EXPECT_LT(ms, 5000.0);  // and not CPU-time units (seconds)
+  EXPECT_GE(spent[0], cycles);
+  EXPECT_GE(spent[1], spent[0]);  // clock64 counts the same cycles, without wrapping
+  // On the host, clock() stays the C library's: CPU time in CLOCKS_PER_SEC units.
+  const clock_t host = clock();
+  volatile double sink = 0;
+  for (int i = 0; i < 20000000; ++i) sink = sink + i;
+  EXPECT_GT(clock(), host);
+  EXPECT_LT(clock() - host, 20 * static_cast<clock_t>(CLOCKS_PER_SEC));
 }
 
 }  // namespace
