@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
-#include "profiler/summary.h"
+#include "profiler/render.h"
 #include "runtime/error.h"
 
 namespace blockscope {

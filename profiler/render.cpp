@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "runtime/error.h"
@@ -253,6 +254,35 @@ std::string render(const Rows& rows, Format format, const TextLayout& layout) {
                      layout.max_width);
   }
   return out;
+}
+
+std::string format_time_us(double us) {
+  if (!std::isfinite(us)) return "-";
+  const double magnitude = std::fabs(us);
+  if (magnitude >= 1e6) return fmt::format("{:.3f}s", us / 1e6);
+  if (magnitude >= 1e3) return fmt::format("{:.3f}ms", us / 1e3);
+  return fmt::format("{:.3f}us", us);
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double value = bytes;
+  while (std::fabs(value) >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+std::string format_si(double value) {
+  const char* units[] = {"", "K", "M", "G", "T", "P"};
+  int unit = 0;
+  while (std::fabs(value) >= 1000.0 && unit < 5) {
+    value /= 1000.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f}", value) : fmt::format("{:.2f} {}", value, units[unit]);
 }
 
 }  // namespace blockscope::profiler

@@ -76,6 +76,13 @@ nlohmann::json rows_json(const Rows& rows);
 
 // Lower-level pieces: an aligned text table of ready-made cells (titles from columns[i].title;
 // widths in code points, so "→" is one column), and one CSV line (cells quoted where needed).
+// Units as the text tables print them. Times as torch prints them: "812.000us", "1.955ms",
+// "2.301s" ("-" when not finite); bytes with binary units: "12.00 MiB"; large counts with SI
+// units: "4.29 G".
+std::string format_time_us(double us);
+std::string format_bytes(double bytes);
+std::string format_si(double value);
+
 std::string render_text_table(const std::vector<Column>& columns, const std::vector<std::vector<std::string>>& cells);
 std::string csv_line(const std::vector<std::string>& cells);
 

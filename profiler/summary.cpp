@@ -79,30 +79,6 @@ std::vector<double> step_times_us(const Profile& profile) {
   return out;
 }
 
-std::string step_time_lines(const Profile& profile) {
-  const Spread s = spread_of(step_times_us(profile));
-  if (s.samples == 0) return "";
-  std::string out = fmt::format("Step time: median {} (min {}, max {}, CV {:.1f}%) over {} step{}\n",
-                                format_time_us(s.median), format_time_us(s.min), format_time_us(s.max),
-                                100.0 * s.cv(), s.samples, s.samples == 1 ? "" : "s");
-  if (s.cv() > kNoisyCv) {
-    out += fmt::format("noisy: CV {:.0f}% between steps — is the machine busy? try --threads 1, or more steps "
-                       "(profile.active)\n",
-                       100.0 * s.cv());
-  }
-  int64_t above_start = 0, in_use = 0;
-  for (const OpEvent& event : profile.ops) {
-    if (!is_step_region(event)) continue;
-    above_start = std::max(above_start, event.peak_bytes - event.start_bytes);
-    in_use = std::max(in_use, event.peak_bytes);
-  }
-  if (in_use > 0) {
-    out += fmt::format("Step memory: peak {} above the step's start, {} in use at most\n",
-                       format_bytes(static_cast<double>(above_start)), format_bytes(static_cast<double>(in_use)));
-  }
-  return out;
-}
-
 std::string row_name(const OpEvent& event) {
   const std::string& name = event.name;
   if (event.is_region && name.size() > 5 && name.compare(0, 5, "step ") == 0 &&
@@ -206,35 +182,6 @@ double total_self_cpu_us(const Profile& profile) {
   double total = 0;
   for (double t : event_times(profile).self_cpu_us) total += t;
   return total;
-}
-
-std::string format_time_us(double us) {
-  if (!std::isfinite(us)) return "-";
-  const double magnitude = std::fabs(us);
-  if (magnitude >= 1e6) return fmt::format("{:.3f}s", us / 1e6);
-  if (magnitude >= 1e3) return fmt::format("{:.3f}ms", us / 1e3);
-  return fmt::format("{:.3f}us", us);
-}
-
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  double value = bytes;
-  while (std::fabs(value) >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f} B", value) : fmt::format("{:.2f} {}", value, units[unit]);
-}
-
-std::string format_si(double value) {
-  const char* units[] = {"", "K", "M", "G", "T", "P"};
-  int unit = 0;
-  while (std::fabs(value) >= 1000.0 && unit < 5) {
-    value /= 1000.0;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f}", value) : fmt::format("{:.2f} {}", value, units[unit]);
 }
 
 }  // namespace blockscope::profiler

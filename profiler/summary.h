@@ -1,5 +1,6 @@
 // Per-name statistics of a Profile, shared by the tables and the diff: the arithmetic of
-// torch.profiler's key_averages() (self vs total, per op name) on blockscope's events.
+// torch.profiler's key_averages() (self vs total, per op name) on blockscope's events. Numbers
+// only: turning them into text is the tables' and the renderer's (table.h, render.h).
 #pragma once
 
 #include <cstdint>
@@ -83,15 +84,5 @@ std::vector<int> kept_steps(const Profile& profile);
 // Each kept step's time: its "step N" region's device total, or its CPU total when the step
 // launched no device work. In kept_steps order.
 std::vector<double> step_times_us(const Profile& profile);
-// "Step time: median 1.955ms (min 1.901ms, max 2.300ms, CV 4.3%) over 5 steps", then, when the
-// CV is above kNoisyCv, a "noisy: ..." line. Empty for a profile without step regions.
-std::string step_time_lines(const Profile& profile);
-
-// Times as torch prints them: "812.000us", "1.955ms", "2.301s".
-std::string format_time_us(double us);
-// Bytes with binary units: "12.00 MiB".
-std::string format_bytes(double bytes);
-// Large counts with SI units: "4.29 G".
-std::string format_si(double value);
 
 }  // namespace blockscope::profiler

@@ -361,4 +361,28 @@ Rows with_variant_column(const Rows& rows, const std::string& variant) {
   return out;
 }
 
+std::string step_time_lines(const Profile& profile) {
+  const Spread s = spread_of(step_times_us(profile));
+  if (s.samples == 0) return "";
+  std::string out = fmt::format("Step time: median {} (min {}, max {}, CV {:.1f}%) over {} step{}\n",
+                                format_time_us(s.median), format_time_us(s.min), format_time_us(s.max),
+                                100.0 * s.cv(), s.samples, s.samples == 1 ? "" : "s");
+  if (s.cv() > kNoisyCv) {
+    out += fmt::format("noisy: CV {:.0f}% between steps — is the machine busy? try --threads 1, or more steps "
+                       "(profile.active)\n",
+                       100.0 * s.cv());
+  }
+  int64_t above_start = 0, in_use = 0;
+  for (const OpEvent& event : profile.ops) {
+    if (!is_step_region(event)) continue;
+    above_start = std::max(above_start, event.peak_bytes - event.start_bytes);
+    in_use = std::max(in_use, event.peak_bytes);
+  }
+  if (in_use > 0) {
+    out += fmt::format("Step memory: peak {} above the step's start, {} in use at most\n",
+                       format_bytes(static_cast<double>(above_start)), format_bytes(static_cast<double>(in_use)));
+  }
+  return out;
+}
+
 }  // namespace blockscope::profiler

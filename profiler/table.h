@@ -31,6 +31,11 @@ Rows kernel_table_rows(const Profile& profile);
 // Kernel table: kernels per step (forward), total/avg time, grid, block, registers, smem, occupancy.
 std::string kernel_table(const Profile& profile, Format format, const TextLayout& layout = {});
 
+// "Step time: median 1.955ms (min 1.901ms, max 2.300ms, CV 4.3%) over 5 steps", then, when the
+// CV is above kNoisyCv, a "noisy: ..." line, and the steps' memory peak. Empty for a profile
+// without step regions.
+std::string step_time_lines(const Profile& profile);
+
 // One row per kept step: step, time_us (device time, or CPU time without device work),
 // device_us, cpu_us.
 Rows step_table_rows(const Profile& profile);

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "ops/common/paths.h"
-#include "profiler/summary.h"
+#include "profiler/render.h"
 #include "model/workload.h"
 #include "runtime/cpu/gemm.h"
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "profiler/session.h"
+#include "profiler/render.h"
 #include "profiler/summary.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
