@@ -11,27 +11,6 @@
 namespace blockscope::ops::cpu {
 namespace {
 
-// Kernel names shared with the CUDA backend (the profiler's kernel table matches).
-const char* activation_kernel_name(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return "gelu_kernel";
-    case Activation::gelu_tanh: return "gelu_tanh_kernel";
-    case Activation::silu: return "silu_kernel";
-    case Activation::relu: return "relu_kernel";
-  }
-  return "activation_kernel";
-}
-
-const char* gated_kernel_name(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return "gated_gelu_mul_kernel";
-    case Activation::gelu_tanh: return "gated_gelu_tanh_mul_kernel";
-    case Activation::silu: return "gated_silu_mul_kernel";
-    case Activation::relu: return "gated_relu_mul_kernel";
-  }
-  return "gated_activation_mul_kernel";
-}
-
 // x[0, n) = act(x[0, n)): GELU (tanh) and SiLU — GPT-2's and Llama's — through cpu_math's
 // vectorised rows (a scalar std::tanh or std::exp per element cost ~23 ns, a third of a naive
 // Llama MLP's time); erf-GELU and ReLU per element.
@@ -51,7 +30,7 @@ constexpr int64_t kChunk = 4096;
 }  // namespace
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
-  profiler::KernelScope kernel(ctx, activation_kernel_name(act));
+  profiler::KernelScope kernel(ctx, kernel_names::activation(act));
   const int64_t n = x.numel();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   // Each chunk is loaded into f32 before it is stored, so y may alias x.
@@ -69,7 +48,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
 }
 
 void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor& y, Activation act) {
-  profiler::KernelScope kernel(ctx, gated_kernel_name(act));
+  profiler::KernelScope kernel(ctx, kernel_names::gated_activation(act));
   RowLayout g, u;
   row_layout(gate, &g);  // checked by ops::gated_activation
   row_layout(up, &u);

@@ -102,14 +102,14 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
     T* out = y.data_as<T>();
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, "gelu_kernel", kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, kernel_names::activation(Activation::gelu_erf), kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, "gelu_tanh_kernel", kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n,
+        return launch(ctx, kernel_names::activation(Activation::gelu_tanh), kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n,
                       vectorized);
       case Activation::silu:
-        return launch(ctx, "silu_kernel", kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, kernel_names::activation(Activation::silu), kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::relu:
-        return launch(ctx, "relu_kernel", kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, kernel_names::activation(Activation::relu), kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
     }
   });
 }
@@ -132,16 +132,16 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
     T* out = y.data_as<T>();
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, "gated_gelu_mul_kernel", kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, kernel_names::gated_activation(Activation::gelu_erf), kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, "gated_gelu_tanh_mul_kernel", kernels::gated_gelu_tanh_mul_kernel<T>, blocks,
+        return launch(ctx, kernel_names::gated_activation(Activation::gelu_tanh), kernels::gated_gelu_tanh_mul_kernel<T>, blocks,
                       kThreads, 0, g, gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::silu:
-        return launch(ctx, "gated_silu_mul_kernel", kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, kernel_names::gated_activation(Activation::silu), kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
       case Activation::relu:
-        return launch(ctx, "gated_relu_mul_kernel", kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g,
+        return launch(ctx, kernel_names::gated_activation(Activation::relu), kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g,
                       gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
     }
   });

@@ -14,3 +14,11 @@ namespace blockscope::ops::cuda {
 void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
                      float scale);
 }  // namespace blockscope::ops::cuda
+
+// The names this op's kernels are recorded under (the profiler's kernel table, the tests'
+// kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
+// name, so the tables of the two devices line up.
+namespace blockscope::ops::kernel_names {
+inline constexpr char kFlashAttention[] = "flash_attention_kernel";
+inline constexpr char kFlashAttentionCombine[] = "flash_attention_combine_kernel";
+}  // namespace blockscope::ops::kernel_names

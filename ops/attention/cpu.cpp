@@ -170,7 +170,7 @@ void attend_query_tile(const Geometry& g, DType dtype, bool blas, const void* q_
 
 void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, bool causal,
                      float scale) {
-  profiler::KernelScope kernel(ctx, "flash_attention_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kFlashAttention);
   const Geometry g{q.size(1),  k.size(1),  q.size(2),  k.size(2),  q.size(3),  causal, scale,
                    q.stride(2), k.stride(2), v.stride(2), out.stride(2)};
   const DType dtype = q.dtype();

@@ -499,10 +499,10 @@ void launch_tensor_core(Context& ctx, FlashParams p, const Tensor& q) {
   }
   const dim3 grid(static_cast<unsigned>(query_tiles * p.splits), static_cast<unsigned>(q.size(1)),
                   static_cast<unsigned>(q.size(0)));
-  launch(ctx, "flash_attention_kernel", kernel, grid, dim3(kernels::kFlashThreads), smem, p);
+  launch(ctx, kernel_names::kFlashAttention, kernel, grid, dim3(kernels::kFlashThreads), smem, p);
   if (p.splits > 1) {
     const int64_t elements = q.size(0) * q.size(1) * p.sq * D;
-    launch(ctx, "flash_attention_combine_kernel", kernels::flash_attention_combine_kernel<T>,
+    launch(ctx, kernel_names::kFlashAttentionCombine, kernels::flash_attention_combine_kernel<T>,
            cuda::grid_for(elements, 256, cuda_backend(ctx).properties().multiProcessorCount), dim3(256), 0,
            p, D);
   }
@@ -512,7 +512,7 @@ template <typename T>
 void launch_simple(Context& ctx, const FlashParams& p, const Tensor& q) {
   const dim3 grid(static_cast<unsigned>((p.sq + kernels::kSimpleRows - 1) / kernels::kSimpleRows),
                   static_cast<unsigned>(q.size(1)), static_cast<unsigned>(q.size(0)));
-  launch(ctx, "flash_attention_kernel", kernels::flash_attention_simple_kernel<T>, grid,
+  launch(ctx, kernel_names::kFlashAttention, kernels::flash_attention_simple_kernel<T>, grid,
          dim3(kernels::kSimpleThreads), 0, p, static_cast<int>(q.size(3)));
 }
 

@@ -22,3 +22,14 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst);
 void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor& out);
 void masked_fill_causal_(Context& ctx, Tensor& scores, float value);
 }  // namespace blockscope::ops::cuda
+
+// The names this op's kernels are recorded under (the profiler's kernel table, the tests'
+// kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
+// name, so the tables of the two devices line up.
+namespace blockscope::ops::kernel_names {
+inline constexpr char kAdd[] = "add_kernel";
+inline constexpr char kMul[] = "mul_kernel";
+inline constexpr char kScale[] = "scale_kernel";
+inline constexpr char kCopy[] = "copy_kernel";
+inline constexpr char kMaskedFillCausal[] = "masked_fill_causal_kernel";
+}  // namespace blockscope::ops::kernel_names

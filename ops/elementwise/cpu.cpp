@@ -96,17 +96,17 @@ void memcpy_within(Context& ctx, const Tensor& src, Tensor& dst) {
 }  // namespace
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  profiler::KernelScope kernel(ctx, "add_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kAdd);
   binary(a, b, out, [](float x, float y) { return x + y; });
 }
 
 void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
-  profiler::KernelScope kernel(ctx, "mul_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kMul);
   binary(a, b, out, [](float x, float y) { return x * y; });
 }
 
 void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
-  profiler::KernelScope kernel(ctx, "scale_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kScale);
   const DType dtype = x.dtype();
   const void* x_data = x.data();
   void* out_data = out.data();
@@ -122,7 +122,7 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
   if (src.is_contiguous()) return memcpy_within(ctx, src, dst);
 
   // Strided gather into contiguous dst: one work item per row of the last dimension.
-  profiler::KernelScope kernel(ctx, "copy_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kCopy);
   const int64_t dims = src.dim();
   const int64_t row_length = dims == 0 ? 1 : src.size(-1);
   const int64_t inner_stride = dims == 0 ? 1 : src.stride(-1);
@@ -155,12 +155,12 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
 void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor& out) {
   // Out of place is what PyTorch's masked_fill does: clone (a DtoD copy), then fill.
   memcpy_within(ctx, scores, out);
-  profiler::KernelScope kernel(ctx, "masked_fill_causal_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kMaskedFillCausal);
   fill_causal(out, value);
 }
 
 void masked_fill_causal_(Context& ctx, Tensor& scores, float value) {
-  profiler::KernelScope kernel(ctx, "masked_fill_causal_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kMaskedFillCausal);
   fill_causal(scores, value);
 }
 

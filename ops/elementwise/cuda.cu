@@ -176,7 +176,7 @@ void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const kernels::St
       l.size[d] = kernels::FastDivmod(static_cast<uint32_t>(words.size[d]));
       l.stride[d] = static_cast<uint32_t>(words.stride[d]);
     }
-    launch(ctx, "copy_kernel", kernels::copy_kernel<W, false>, blocks, kThreads, 0, from, l, to, n);
+    launch(ctx, kernel_names::kCopy, kernels::copy_kernel<W, false>, blocks, kThreads, 0, from, l, to, n);
   } else {
     kernels::CopyLayout<true> l;
     l.dims = words.dims;
@@ -184,7 +184,7 @@ void launch_copy(Context& ctx, const Tensor& src, Tensor& dst, const kernels::St
       l.size[d] = words.size[d];
       l.stride[d] = words.stride[d];
     }
-    launch(ctx, "copy_kernel", kernels::copy_kernel<W, true>, blocks, kThreads, 0, from, l, to, n);
+    launch(ctx, kernel_names::kCopy, kernels::copy_kernel<W, true>, blocks, kThreads, 0, from, l, to, n);
   }
 }
 
@@ -227,7 +227,7 @@ void fill_causal(Context& ctx, Tensor& scores, float value) {
   const unsigned threads = static_cast<unsigned>(std::clamp<int64_t>((sk + 31) / 32 * 32, 32, 256));
   dispatch_dtype(scores.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "masked_fill_causal_kernel", kernels::masked_fill_causal_kernel<T>, blocks, threads, 0,
+    launch(ctx, kernel_names::kMaskedFillCausal, kernels::masked_fill_causal_kernel<T>, blocks, threads, 0,
            scores.data_as<T>(), rows, sq, sk, value);
   });
 }
@@ -242,7 +242,7 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
                           period % pack_elems(a.dtype()) == 0;
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "add_kernel", kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kAdd, kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, period, vectorized);
   });
 }
@@ -254,7 +254,7 @@ void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   const bool vectorized = aligned16(a.data()) && aligned16(b.data()) && aligned16(out.data());
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "mul_kernel", kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kMul, kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, vectorized);
   });
 }
@@ -265,7 +265,7 @@ void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
   const bool vectorized = aligned16(x.data()) && aligned16(out.data());
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, "scale_kernel", kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kScale, kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, x.data_as<const T>(), out.data_as<T>(), n, factor, vectorized);
   });
 }

@@ -19,3 +19,11 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
 void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
                     int64_t b_group, const char* kernel_name);
 }  // namespace blockscope::ops::cuda
+
+// The names this op's kernels are recorded under (the profiler's kernel table, the tests'
+// kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
+// name, so the tables of the two devices line up.
+namespace blockscope::ops::kernel_names {
+inline constexpr char kBiasAdd[] = "bias_add_kernel";
+inline constexpr char kBiasBroadcastCopy[] = "bias_broadcast_copy_kernel";
+}  // namespace blockscope::ops::kernel_names

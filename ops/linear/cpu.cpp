@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/activation/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/common/cpu_math.h"
 #include "ops/common/cpu_rows.h"
@@ -124,7 +125,7 @@ void rows_pass(Tensor& y, int64_t rows, int64_t out, RowFn fn) {
 }
 
 void bias_add_kernel(Context& ctx, const Tensor& bias, Tensor& y, int64_t rows, int64_t out) {
-  profiler::KernelScope kernel(ctx, "bias_add_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kBiasAdd);
   std::vector<float> b(static_cast<size_t>(out));
   load_row(bias.dtype(), bias.data(), b.data(), out);
   rows_pass(y, rows, out, [&](float* row) {
@@ -133,7 +134,7 @@ void bias_add_kernel(Context& ctx, const Tensor& bias, Tensor& y, int64_t rows, 
 }
 
 void gelu_tanh_kernel(Context& ctx, Tensor& y, int64_t rows, int64_t out) {
-  profiler::KernelScope kernel(ctx, "gelu_tanh_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::activation(Activation::gelu_tanh));
   rows_pass(y, rows, out, [&](float* row) {
     gelu_tanh_row(row, out);
   });
@@ -183,7 +184,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     case LinearPath::addmm: {
       if (bias.defined()) {
         // torch.compile's addmm: the bias is copied into every row of the output first.
-        profiler::KernelScope kernel(ctx, "bias_broadcast_copy_kernel");
+        profiler::KernelScope kernel(ctx, kernel_names::kBiasBroadcastCopy);
         const size_t row_bytes = static_cast<size_t>(out) * dtype_size(y.dtype());
 #pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
         for (int64_t r = 0; r < rows; ++r) std::memcpy(element_ptr(y, r * out), bias.data(), row_bytes);

@@ -123,7 +123,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   const bool gelu = act == LinearActivation::gelu_tanh;
   if (in == 0) {
     // k = 0: X · W is an empty sum, so y = bias (or 0), then the activation, as on the CPU.
-    if (has_bias) bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
+    if (has_bias) bias_kernel(ctx, kernel_names::kBiasBroadcastCopy, false, bias, y, rows, out);
     else zero_fill(ctx, y);
     if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
     return;
@@ -146,7 +146,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     case LinearPath::naive:
       g.name = "gemm";
       cublaslt::gemm(ctx, g);
-      if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
+      if (has_bias) bias_kernel(ctx, kernel_names::kBiasAdd, true, bias, y, rows, out);
       if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
       return;
     case LinearPath::epilogue:
@@ -160,7 +160,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         g.name = "gemm";
         g.bias = nullptr;
         cublaslt::gemm(ctx, g);
-        if (has_bias) bias_kernel(ctx, "bias_add_kernel", true, bias, y, rows, out);
+        if (has_bias) bias_kernel(ctx, kernel_names::kBiasAdd, true, bias, y, rows, out);
         if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
         return;
       }
@@ -169,7 +169,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     case LinearPath::addmm:
       g.name = "gemm";
       if (has_bias) {
-        bias_kernel(ctx, "bias_broadcast_copy_kernel", false, bias, y, rows, out);
+        bias_kernel(ctx, kernel_names::kBiasBroadcastCopy, false, bias, y, rows, out);
         g.beta = 1.0f;
       }
       cublaslt::gemm(ctx, g);

@@ -39,7 +39,7 @@ std::vector<float> widen_vector(const Tensor& t, int64_t n) {
 }  // namespace
 
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, float eps, Tensor& y) {
-  profiler::KernelScope kernel(ctx, "layer_norm_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kLayerNorm);
   RowLayout xr;
   row_layout(x, &xr);  // checked by ops::layer_norm
   const int64_t n = xr.cols;  // x, y: [rows, n]
@@ -61,7 +61,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
 }
 
 void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Tensor& y) {
-  profiler::KernelScope kernel(ctx, "rms_norm_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kRmsNorm);
   RowLayout xr;
   row_layout(x, &xr);  // checked by ops::rms_norm
   const int64_t n = xr.cols;  // x, y: [rows, n]

@@ -224,7 +224,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "layer_norm_kernel", kernels::layer_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, kernel_names::kLayerNorm, kernels::layer_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(),
              static_cast<const T*>(bias_data), y.data_as<T>(), plan.rows, plan.n, eps);
     });
@@ -238,7 +238,7 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count, [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "rms_norm_kernel", kernels::rms_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, kernel_names::kRmsNorm, kernels::rms_norm_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(), plan.x_ld, weight.data_as<const T>(), y.data_as<T>(),
              plan.rows, plan.n, eps);
     });

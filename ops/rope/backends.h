@@ -12,3 +12,10 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
 namespace blockscope::ops::cuda {
 void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset);
 }  // namespace blockscope::ops::cuda
+
+// The names this op's kernels are recorded under (the profiler's kernel table, the tests'
+// kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
+// name, so the tables of the two devices line up.
+namespace blockscope::ops::kernel_names {
+inline constexpr char kRope[] = "rope_kernel";
+}  // namespace blockscope::ops::kernel_names

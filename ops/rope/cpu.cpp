@@ -15,7 +15,7 @@
 namespace blockscope::ops::cpu {
 
 void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
-  profiler::KernelScope kernel(ctx, "rope_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kRope);
   const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
   if (x.numel() == 0) return;
 

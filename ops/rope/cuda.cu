@@ -220,9 +220,9 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
     std::apply(
         [&](auto... a) {
           if (vec) {
-            cuda::launch(ctx, "rope_kernel", kernels::rope_kernel<T, true>, grid, block, 0, a...);
+            cuda::launch(ctx, kernel_names::kRope, kernels::rope_kernel<T, true>, grid, block, 0, a...);
           } else {
-            cuda::launch(ctx, "rope_kernel", kernels::rope_kernel<T, false>, grid, block, 0, a...);
+            cuda::launch(ctx, kernel_names::kRope, kernels::rope_kernel<T, false>, grid, block, 0, a...);
           }
         },
         args);

@@ -14,3 +14,11 @@ namespace blockscope::ops::cuda {
 void softmax(Context& ctx, const Tensor& x, Tensor& y);
 void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y);
 }  // namespace blockscope::ops::cuda
+
+// The names this op's kernels are recorded under (the profiler's kernel table, the tests'
+// kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
+// name, so the tables of the two devices line up.
+namespace blockscope::ops::kernel_names {
+inline constexpr char kSoftmax[] = "softmax_kernel";
+inline constexpr char kSoftmaxCausalScale[] = "softmax_causal_scale_kernel";
+}  // namespace blockscope::ops::kernel_names

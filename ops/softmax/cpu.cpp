@@ -59,13 +59,13 @@ void for_each_row(Context& ctx, const Tensor& x, Tensor& y, Fn fn) {
 }  // namespace
 
 void softmax(Context& ctx, const Tensor& x, Tensor& y) {
-  profiler::KernelScope kernel(ctx, "softmax_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kSoftmax);
   const int64_t n = x.size(-1);
   for_each_row(ctx, x, y, [n](int64_t, float* row) { softmax_in_place(row, n); });
 }
 
 void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y) {
-  profiler::KernelScope kernel(ctx, "softmax_causal_scale_kernel");
+  profiler::KernelScope kernel(ctx, kernel_names::kSoftmaxCausalScale);
   const int64_t sq = x.size(-2), sk = x.size(-1);
   for_each_row(ctx, x, y, [=](int64_t r, float* row) {
     // Query i = r mod Sq sees keys j <= i + Sk - Sq (bottom-right aligned); the rest are -inf

@@ -142,7 +142,7 @@ void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "softmax_kernel", kernels::softmax_kernel<T, decltype(vec)::value, decltype(mode)::value>,
+      launch(ctx, kernel_names::kSoftmax, kernels::softmax_kernel<T, decltype(vec)::value, decltype(mode)::value>,
              rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, plan.n);
     });
@@ -157,7 +157,7 @@ void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causa
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
     pick_row_kernel<T>(plan, sm_count(ctx), [&](auto vec, auto mode, const RowRegsLaunch& rl) {
-      launch(ctx, "softmax_causal_scale_kernel",
+      launch(ctx, kernel_names::kSoftmaxCausalScale,
              kernels::softmax_causal_scale_kernel<T, decltype(vec)::value, decltype(mode)::value>, rl.blocks, rl.threads, 0, x.data_as<const T>(),
              y.data_as<T>(), plan.rows, sq, plan.n, scale, causal);
     });
