@@ -1,5 +1,6 @@
-// Internal to the sim's runtime API (runtime_api.cpp, graph.cpp, device_properties.cpp): the
-// state behind the handles, the one global queue, the capture rules. Not for other users.
+// Internal to the sim's runtime API (runtime_api.cpp, devices.cpp, streams.cpp, memory.cpp,
+// graph.cpp, device_properties.cpp): the state behind the handles, the one global queue, the
+// capture rules. Not for other users.
 //
 // Everything is guarded by one recursive mutex (state_mutex()): the sim is single-threaded
 // inside, whichever host thread calls it.
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "sim/sim.h"
@@ -82,8 +84,10 @@ using Lock = std::lock_guard<std::recursive_mutex>;
 cudaError_t result(cudaError_t error);
 // The message cudaGetErrorString returns for cudaErrorLaunchFailure: the latest fault's.
 void set_fault_message(const std::string& message);
+// Forgets the calling thread's last error (cudaDeviceReset).
+void clear_last_error();
 
-// ---- Devices --------------------------------------------------------------------------------
+// ---- Devices (devices.cpp) ------------------------------------------------------------------
 int device_count();    // BLOCKSCOPE_SIM_DEVICES (default 2, 1..8)
 int& current_device(); // per host thread
 bool valid_device(int device);
@@ -101,10 +105,22 @@ constexpr uint64_t kMaxCooperativeThreads = 16384;
 // Opt-in dynamic shared memory of a kernel (cudaFuncSetAttribute), 0 when never set.
 size_t max_dynamic_smem(const void* function);
 
-// ---- Streams and the queue ------------------------------------------------------------------
+// ---- Streams and events (streams.cpp) ---------------------------------------------------------
+// Every stream and event created and not yet destroyed.
+std::unordered_set<CUstream_st*>& live_streams();
+std::unordered_set<CUevent_st*>& live_events();
+// The per-device legacy default stream (also what cudaStreamPerThread names).
+CUstream_st* legacy_stream(int device);
 // The stream a handle names (legacy and per-thread handles: the current device's legacy
 // stream); nullptr when the handle is not a live stream.
 CUstream_st* resolve_stream(cudaStream_t stream);
+CUevent_st* live_event(cudaEvent_t event);  // nullptr when not a live event
+// cudaDeviceReset: the device's streams and events are destroyed (a later use is an error).
+void destroy_streams_and_events(int device);
+// cudaDeviceGetStreamPriorityRange on an H200; priorities outside are clamped.
+constexpr int kLeastStreamPriority = 0, kGreatestStreamPriority = -5;
+
+// ---- The queue (runtime_api.cpp) ---------------------------------------------------------------
 
 // Appends an op on `stream` (or records it into the stream's open capture). `cleanup` ops (frees,
 // event records) still run when an earlier op faulted and the rest of the queue is dropped.
@@ -112,6 +128,9 @@ cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> 
 // Runs the queue up to and including op `seq` (everything for UINT64_MAX). A fault stops it,
 // drops the remaining non-cleanup ops and returns cudaErrorLaunchFailure.
 cudaError_t run_through(uint64_t seq);
+// The same on a background thread, for host functions: a GPU's stream reaches them without the
+// host waiting. A fault there is returned by the next run_through.
+void run_in_background_through(uint64_t seq);
 uint64_t last_seq();
 
 // ---- Capture --------------------------------------------------------------------------------

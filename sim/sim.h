@@ -11,8 +11,9 @@
 //   sim/symbols.cpp       __device__/__constant__ variables per device, kernel names and the
 //                         ptxas figures (registers, static shared memory) nvcc-sim recorded
 //   sim/runtime_api.cpp … the CUDA runtime functions, declared by the real <cuda_runtime_api.h>
-//                         and linked in place of libcudart (memory.cpp, graph.cpp,
-//                         device_properties.cpp), and the cuBLASLt subset (cublaslt.cpp)
+//                         and linked in place of libcudart (devices.cpp, streams.cpp,
+//                         memory.cpp, graph.cpp, device_properties.cpp), and the cuBLASLt
+//                         subset (cublaslt.cpp, its GEMM: cublaslt_model.cpp)
 //   sim/kernel_prelude.h  force-included into every .cu that nvcc-sim compiles
 //   sim/nvcc_sim/         the nvcc-sim driver: rewrites nvcc-style CUDA (<<<>>>, __shared__,
 //                         __device__ variables) into plain C++ for the host compiler
