@@ -1200,8 +1200,9 @@ void fence() {
 }
 
 long long sm_cycles() {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch());
-  return static_cast<long long>(ns.count()) * 198 / 100;  // 1.98 cycles per nanosecond
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  const long long ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  return ns + ns / 50 * 49 + ns % 50 * 49 / 50;  // 1.98 cycles per nanosecond, without overflowing ns * 198
 }
 
 }  // namespace blockscope::sim

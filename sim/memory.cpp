@@ -248,7 +248,8 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
   auto* to = static_cast<unsigned char*>(dst);
   if (stage) {
     auto rows = std::make_shared<std::vector<unsigned char>>(width * height);
-    for (size_t r = 0; r < height; ++r) std::memcpy(rows->data() + r * width, static_cast<const unsigned char*>(src) + r * spitch, width);
+    const auto* from = static_cast<const unsigned char*>(src);
+    for (size_t r = 0; r < height; ++r) std::memcpy(rows->data() + r * width, from + r * spitch, width);
     op = [to, dpitch, width, height, rows]() {
       for (size_t r = 0; r < height; ++r) std::memcpy(to + r * dpitch, rows->data() + r * width, width);
     };

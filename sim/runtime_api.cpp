@@ -331,8 +331,8 @@ const char* cudaGetErrorString(cudaError_t error) {
 // A kernel named only by its address and void** arguments: its parameter types come from the
 // launcher nvcc-sim registered for it (sim/kernel_prelude.h). Templates and overloaded kernels
 // have none: the typed C++ templates and <<<>>> launch those.
-static cudaError_t launch_through_address(const char* api, const void* kernel, dim3 grid, dim3 block, void** args, size_t smem,
-                              cudaStream_t stream, bool cooperative) {
+static cudaError_t launch_through_address(const char* api, const void* kernel, dim3 grid, dim3 block, void** args,
+                                          size_t smem, cudaStream_t stream, bool cooperative) {
   if (kernel == nullptr) return result(cudaErrorInvalidDeviceFunction);
   if (const blockscope::sim::PointerLauncher launcher = blockscope::sim::find_pointer_launcher(kernel)) {
     return launcher(kernel, grid, block, args, smem, stream, cooperative);
@@ -368,7 +368,8 @@ extern "C" clock_t clock() noexcept {
   }
   timespec now{};
   if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0) return static_cast<clock_t>(-1);
-  return static_cast<clock_t>(now.tv_sec) * CLOCKS_PER_SEC + static_cast<clock_t>(now.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
+  return static_cast<clock_t>(now.tv_sec) * CLOCKS_PER_SEC +
+         static_cast<clock_t>(now.tv_nsec / (1000000000 / CLOCKS_PER_SEC));
 }
 
 // ---- assert() in a kernel ---------------------------------------------------------------------------

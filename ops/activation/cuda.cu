@@ -100,16 +100,16 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
     using T = decltype(zero);
     const T* in = x.data_as<const T>();
     T* out = y.data_as<T>();
+    const char* name = kernel_names::activation(act);
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, kernel_names::activation(Activation::gelu_erf), kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, name, kernels::gelu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, kernel_names::activation(Activation::gelu_tanh), kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n,
-                      vectorized);
+        return launch(ctx, name, kernels::gelu_tanh_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::silu:
-        return launch(ctx, kernel_names::activation(Activation::silu), kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, name, kernels::silu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
       case Activation::relu:
-        return launch(ctx, kernel_names::activation(Activation::relu), kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
+        return launch(ctx, name, kernels::relu_kernel<T>, blocks, kThreads, 0, in, out, n, vectorized);
     }
   });
 }
@@ -130,19 +130,20 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
     const T* g = gate.data_as<const T>();
     const T* u = up.data_as<const T>();
     T* out = y.data_as<T>();
+    const char* name = kernel_names::gated_activation(act);
     switch (act) {
       case Activation::gelu_erf:
-        return launch(ctx, kernel_names::gated_activation(Activation::gelu_erf), kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g,
-                      gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
+        return launch(ctx, name, kernels::gated_gelu_mul_kernel<T>, blocks, kThreads, 0, g, gate_ld, u, up_ld, out, y_ld,
+                      rows, cols, vectorized);
       case Activation::gelu_tanh:
-        return launch(ctx, kernel_names::gated_activation(Activation::gelu_tanh), kernels::gated_gelu_tanh_mul_kernel<T>, blocks,
-                      kThreads, 0, g, gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
+        return launch(ctx, name, kernels::gated_gelu_tanh_mul_kernel<T>, blocks, kThreads, 0, g, gate_ld, u, up_ld, out,
+                      y_ld, rows, cols, vectorized);
       case Activation::silu:
-        return launch(ctx, kernel_names::gated_activation(Activation::silu), kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g,
-                      gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
+        return launch(ctx, name, kernels::gated_silu_mul_kernel<T>, blocks, kThreads, 0, g, gate_ld, u, up_ld, out, y_ld,
+                      rows, cols, vectorized);
       case Activation::relu:
-        return launch(ctx, kernel_names::gated_activation(Activation::relu), kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g,
-                      gate_ld, u, up_ld, out, y_ld, rows, cols, vectorized);
+        return launch(ctx, name, kernels::gated_relu_mul_kernel<T>, blocks, kThreads, 0, g, gate_ld, u, up_ld, out, y_ld,
+                      rows, cols, vectorized);
     }
   });
 }

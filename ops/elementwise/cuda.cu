@@ -242,7 +242,8 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
                           period % pack_elems(a.dtype()) == 0;
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, kernel_names::kAdd, kernels::add_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kAdd, kernels::add_kernel<T>,
+           grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, period, vectorized);
   });
 }
@@ -254,7 +255,8 @@ void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   const bool vectorized = aligned16(a.data()) && aligned16(b.data()) && aligned16(out.data());
   dispatch_dtype(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, kernel_names::kMul, kernels::mul_kernel<T>, grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kMul, kernels::mul_kernel<T>,
+           grid_for(work_items(n, vectorized, a.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, a.data_as<const T>(), b.data_as<const T>(), out.data_as<T>(), n, vectorized);
   });
 }
@@ -265,7 +267,8 @@ void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
   const bool vectorized = aligned16(x.data()) && aligned16(out.data());
   dispatch_dtype(x.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    launch(ctx, kernel_names::kScale, kernels::scale_kernel<T>, grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
+    launch(ctx, kernel_names::kScale, kernels::scale_kernel<T>,
+           grid_for(work_items(n, vectorized, x.dtype()), kThreads, sm_count(ctx)),
            kThreads, 0, x.data_as<const T>(), out.data_as<T>(), n, factor, vectorized);
   });
 }
