@@ -66,12 +66,12 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->canMapHostMemory = 1;
   prop->concurrentKernels = 1;
   prop->ECCEnabled = 1;
-  prop->pciBusID = 0x18 + device;
+  prop->pciBusID = kFirstPciBus + device;
   prop->asyncEngineCount = 3;
   prop->unifiedAddressing = 1;
   prop->memoryBusWidth = 6144;
   prop->l2CacheSize = 50 << 20;
-  prop->persistingL2CacheMaxSize = 0x4B0000;
+  prop->persistingL2CacheMaxSize = static_cast<int>(kPersistingL2CacheMax);
   prop->maxThreadsPerMultiProcessor = kMaxThreadsPerSm;
   prop->streamPrioritiesSupported = 1;
   prop->globalL1CacheSupported = 1;
@@ -83,7 +83,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->cooperativeLaunch = 1;
   prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
   prop->maxBlocksPerMultiProcessor = kMaxBlocksPerSm;
-  prop->accessPolicyMaxWindowSize = 134213632;
+  prop->accessPolicyMaxWindowSize = static_cast<int>(kAccessPolicyMaxWindow);
   prop->reservedSharedMemPerBlock = kReservedSharedPerBlock;
   prop->hostRegisterSupported = 1;
   prop->memoryPoolsSupported = 1;

@@ -3,7 +3,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,16 +20,13 @@ cudaFuncCache g_cache_config[8] = {};
 
 // cudaDeviceSetLimit's values per device, by cudaLimit, and their defaults on an H200.
 constexpr int kLimits = cudaLimitPersistingL2CacheSize + 1;
-constexpr size_t kDefaultLimits[kLimits] = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0};
-size_t g_limits[8][kLimits];
-bool g_limits_set[8] = {};
-size_t* device_limits(int device) {
-  if (!g_limits_set[device]) {
-    std::copy(kDefaultLimits, kDefaultLimits + kLimits, g_limits[device]);
-    g_limits_set[device] = true;
-  }
-  return g_limits[device];
-}
+using Limits = std::array<size_t, kLimits>;
+constexpr Limits kDefaultLimits = {1024, 1u << 20, 8u << 20, 2, 2048, 32, 0};
+std::array<Limits, 8> g_limits = [] {
+  std::array<Limits, 8> all;
+  all.fill(kDefaultLimits);
+  return all;
+}();
 
 }  // namespace
 
@@ -112,7 +109,7 @@ cudaError_t cudaDeviceReset(void) {
   for (int d = 0; d < 8; ++d) g_peer_access[device][d] = g_peer_access[d][device] = false;
   g_device_flags[device] = 0;
   g_cache_config[device] = cudaFuncCachePreferNone;
-  g_limits_set[device] = false;
+  g_limits[device] = kDefaultLimits;
   clear_last_error();
   return cudaSuccess;
 }
@@ -137,9 +134,9 @@ cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
 cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   if (limit < 0 || limit >= kLimits) return result(cudaErrorUnsupportedLimit);
   if (limit == cudaLimitMaxL2FetchGranularity && value > 128) return result(cudaErrorInvalidValue);
-  if (limit == cudaLimitPersistingL2CacheSize && value > 0x4B0000) return result(cudaErrorInvalidValue);
+  if (limit == cudaLimitPersistingL2CacheSize && value > kPersistingL2CacheMax) return result(cudaErrorInvalidValue);
   Lock lock(state_mutex());
-  device_limits(current_device())[limit] = value;
+  g_limits[current_device()][limit] = value;
   return cudaSuccess;
 }
 
@@ -147,7 +144,7 @@ cudaError_t cudaDeviceGetLimit(size_t* value, enum cudaLimit limit) {
   if (value == nullptr) return result(cudaErrorInvalidValue);
   if (limit < 0 || limit >= kLimits) return result(cudaErrorUnsupportedLimit);
   Lock lock(state_mutex());
-  *value = device_limits(current_device())[limit];
+  *value = g_limits[current_device()][limit];
   return cudaSuccess;
 }
 
@@ -189,7 +186,7 @@ cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int length, int device) {
   if (!valid_device(device)) return result(cudaErrorInvalidDevice);
   if (bus_id == nullptr || length <= 0) return result(cudaErrorInvalidValue);
   char text[32];
-  std::snprintf(text, sizeof text, "0000:%02x:00.0", 0x18 + device);
+  std::snprintf(text, sizeof text, "0000:%02x:00.0", kFirstPciBus + device);
   if (static_cast<size_t>(length) <= std::strlen(text)) return result(cudaErrorInvalidValue);
   std::snprintf(bus_id, static_cast<size_t>(length), "%s", text);
   return cudaSuccess;
@@ -202,7 +199,7 @@ cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* bus_id) {
       std::sscanf(bus_id, "%x:%x.%x", &bus, &slot, &function) != 3) {
     return result(cudaErrorInvalidValue);
   }
-  const int d = static_cast<int>(bus) - 0x18;
+  const int d = static_cast<int>(bus) - kFirstPciBus;
   if (domain != 0 || slot != 0 || function != 0 || !valid_device(d)) return result(cudaErrorInvalidDevice);
   *device = d;
   return cudaSuccess;

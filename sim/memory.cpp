@@ -172,16 +172,6 @@ cudaError_t device_allocate(void** ptr, size_t size, Kind kind, int device, CUme
   return cudaSuccess;
 }
 
-// One copy as an op: reads its source when it runs, except for a staged (pageable) source.
-std::function<void()> copy_op(void* dst, const void* src, size_t count, bool stage) {
-  if (stage) {
-    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                                static_cast<const unsigned char*>(src) + count);
-    return [dst, staged]() { std::memcpy(dst, staged->data(), staged->size()); };
-  }
-  return [dst, src, count]() { std::memmove(dst, src, count); };
-}
-
 // Resolves cudaMemcpyDefault and checks the device side(s) of a copy against live allocations:
 // the destination spans dst_bytes, the source src_bytes (they differ for pitched copies).
 cudaError_t check_copy(void* dst, size_t dst_bytes, const void* src, size_t src_bytes, cudaMemcpyKind* kind) {
@@ -207,22 +197,6 @@ const char* copy_name(cudaMemcpyKind kind) {
                                             : "Memcpy HtoH";
 }
 
-cudaError_t memcpy_async(void* dst, const void* src, size_t count, cudaMemcpyKind kind, CUstream_st* s,
-                         bool synchronous) {
-  if (count == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
-  if (const cudaError_t error = check_copy(dst, count, src, count, &kind); error != cudaSuccess) return error;
-  const bool capturing = s->capture != nullptr;
-  // Staging a pageable source is what makes the call safe to return early; a graph node reads
-  // its source at every launch instead.
-  const bool stage = kind == cudaMemcpyHostToDevice && !is_pinned(src, count) && !capturing;
-  if (const cudaError_t error = submit(s, copy_name(kind), copy_op(dst, src, count, stage)); error != cudaSuccess) {
-    return error;
-  }
-  const bool to_pageable = (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) && !is_pinned(dst, count);
-  if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq);
-  return cudaSuccess;
-}
 
 cudaError_t memset_async(void* ptr, int value, size_t count, CUstream_st* s) {
   if (count == 0) return cudaSuccess;
@@ -233,8 +207,10 @@ cudaError_t memset_async(void* ptr, int value, size_t count, CUstream_st* s) {
 // The bytes a pitched region of `height` rows of `width` bytes spans.
 size_t pitched_span(size_t pitch, size_t width, size_t height) { return pitch * (height - 1) + width; }
 
-// A 2D copy: `height` rows of `width` bytes, rows `spitch` apart in the source, `dpitch` in the
-// destination; one op, with the same staging and synchronisation rules as a 1D copy.
+// A copy of `height` rows of `width` bytes, rows `spitch` apart in the source, `dpitch` in the
+// destination, as one op (a plain copy is one row). Staging a pageable source is what makes the
+// call safe to return early; a pinned one is read when the copy runs, and a graph node reads its
+// source at every launch. A copy to pageable memory (or a synchronous one) returns once done.
 cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                            cudaMemcpyKind kind, CUstream_st* s, bool synchronous) {
   if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
@@ -246,15 +222,14 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
   const bool stage = kind == cudaMemcpyHostToDevice && !is_pinned(src, src_span) && !capturing;
   std::function<void()> op;
   auto* to = static_cast<unsigned char*>(dst);
-  if (stage) {
+  const auto* from = static_cast<const unsigned char*>(src);
+  if (stage) {  // the rows, packed, copied now
     auto rows = std::make_shared<std::vector<unsigned char>>(width * height);
-    const auto* from = static_cast<const unsigned char*>(src);
     for (size_t r = 0; r < height; ++r) std::memcpy(rows->data() + r * width, from + r * spitch, width);
     op = [to, dpitch, width, height, rows]() {
       for (size_t r = 0; r < height; ++r) std::memcpy(to + r * dpitch, rows->data() + r * width, width);
     };
   } else {
-    const auto* from = static_cast<const unsigned char*>(src);
     op = [to, dpitch, from, spitch, width, height]() {
       for (size_t r = 0; r < height; ++r) std::memmove(to + r * dpitch, from + r * spitch, width);
     };
@@ -263,6 +238,12 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
   const bool to_pageable = (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) && !is_pinned(dst, dst_span);
   if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq);
   return cudaSuccess;
+}
+
+// A plain copy: one row of `count` bytes.
+cudaError_t memcpy_async(void* dst, const void* src, size_t count, cudaMemcpyKind kind, CUstream_st* s,
+                         bool synchronous) {
+  return memcpy2d_async(dst, count, src, count, count, 1, kind, s, synchronous);
 }
 
 cudaError_t memset2d_async(void* ptr, size_t pitch, int value, size_t width, size_t height, CUstream_st* s) {

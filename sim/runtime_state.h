@@ -100,6 +100,9 @@ constexpr int kSmCount = 132;
 constexpr int kMaxThreadsPerSm = 2048;
 constexpr int kMaxBlocksPerSm = 32;
 constexpr int kRegistersPerSm = 65536;
+constexpr int kFirstPciBus = 0x18;                      // device d sits on bus 0x18 + d
+constexpr size_t kPersistingL2CacheMax = 0x4B0000;      // bytes of L2 a stream may keep
+constexpr size_t kAccessPolicyMaxWindow = 134213632;    // bytes of an access policy window
 // A cooperative grid runs with every block resident: every thread a live fiber at once.
 constexpr uint64_t kMaxCooperativeThreads = 16384;
 // Opt-in dynamic shared memory of a kernel (cudaFuncSetAttribute), 0 when never set.

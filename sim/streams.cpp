@@ -53,23 +53,24 @@ void forget_capture_events(const Capture* capture) {
   }
 }
 
+namespace {
+// Deletes and forgets every handle of `live` that belongs to `device`.
+template <class Handle>
+void destroy_handles_of(std::unordered_set<Handle*>& live, int device) {
+  for (auto it = live.begin(); it != live.end();) {
+    if ((*it)->device == device) {
+      delete *it;
+      it = live.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+}  // namespace
+
 void destroy_streams_and_events(int device) {
-  for (auto it = live_streams().begin(); it != live_streams().end();) {
-    if ((*it)->device == device) {
-      delete *it;
-      it = live_streams().erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (auto it = live_events().begin(); it != live_events().end();) {
-    if ((*it)->device == device) {
-      delete *it;
-      it = live_events().erase(it);
-    } else {
-      ++it;
-    }
-  }
+  destroy_handles_of(live_streams(), device);
+  destroy_handles_of(live_events(), device);
 }
 
 }  // namespace blockscope::sim::detail
@@ -124,7 +125,7 @@ cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaStreamAttrID attr, c
   switch (attr) {
     case cudaLaunchAttributeAccessPolicyWindow: {
       const cudaAccessPolicyWindow& w = value->accessPolicyWindow;
-      if (w.hitRatio < 0.0f || w.hitRatio > 1.0f || w.num_bytes > 134213632) return result(cudaErrorInvalidValue);
+      if (w.hitRatio < 0.0f || w.hitRatio > 1.0f || w.num_bytes > kAccessPolicyMaxWindow) return result(cudaErrorInvalidValue);
       break;
     }
     case cudaLaunchAttributePriority:
