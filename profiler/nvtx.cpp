@@ -10,6 +10,21 @@
 
 namespace blockscope::profiler {
 
+const char* family_name(Family family) {
+  switch (family) {
+    case Family::region: return "region";
+    case Family::linear: return "linear";
+    case Family::attention: return "attention";
+    case Family::softmax: return "softmax";
+    case Family::norm: return "norm";
+    case Family::activation: return "activation";
+    case Family::elementwise: return "elementwise";
+    case Family::rope: return "rope";
+    case Family::copy: return "copy";
+  }
+  return "?";
+}
+
 #ifdef BLOCKSCOPE_WITH_NVTX
 namespace {
 

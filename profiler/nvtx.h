@@ -8,6 +8,9 @@ namespace blockscope::profiler {
 // Op families decide the colour of a range in the Nsight timeline.
 enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy };
 
+// "linear", "softmax", ... (the op catalogue in `blockscope info --format json`).
+const char* family_name(Family family);
+
 void nvtx_push(const char* name, Family family);
 void nvtx_pop();
 

@@ -87,8 +87,13 @@ RefTensor batched_matmul(const RefTensor& a, const RefTensor& b, bool trans_b, d
   const int64_t m = last(a, 2), k = last(a, 1);
   const int64_t n = trans_b ? last(b, 2) : last(b, 1);
   require((trans_b ? last(b, 1) : last(b, 2)) == k, "batched_matmul: inner dimensions differ");
-  const int64_t batch_a = m * k == 0 ? 0 : a.numel() / (m * k);
-  const int64_t batch_b = n * k == 0 ? 0 : b.numel() / (n * k);
+  // Batches from the leading dimensions, not numel / (m·k): an empty matrix is still a batch.
+  auto leading = [](const RefTensor& t) {
+    int64_t product = 1;
+    for (size_t d = 0; d + 2 < t.shape.size(); ++d) product *= t.shape[d];
+    return product;
+  };
+  const int64_t batch_a = leading(a), batch_b = leading(b);
   require(batch_a == batch_b * b_group, "batched_matmul: batch of a is not b_group times batch of b");
   Shape shape = a.shape;
   shape.back() = n;

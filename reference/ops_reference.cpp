@@ -18,7 +18,9 @@ RefTensor linear_loop(const RefTensor& x, const RefTensor& w, const RefTensor* b
   const int64_t out = w_out_in ? w.shape[0] : w.shape[1];
   require((w_out_in ? w.shape[1] : w.shape[0]) == in, "linear weight does not match x");
   require(bias == nullptr || bias->numel() == out, "linear bias size");
-  const int64_t rows = in == 0 ? 0 : x.numel() / in;
+  // Rows from the leading dimensions, not numel / in: with in = 0 every row is bias (or 0).
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
   Shape shape = x.shape;
   shape.back() = out;
   RefTensor y(shape);

@@ -1,6 +1,7 @@
-// Attention on all four paths, and the batched matmul under it, against the float64
-// references: every test device, path and dtype; odd shapes, GQA, causal and not, Sq != Sk;
-// kernel names and counts per path from the recorder; flash's memory bound; error paths.
+// Attention and the batched matmul under it beyond the op harness
+// (value against the reference on every device and dtype, in place, CUDA against the CPU,
+// kernels, FLOPs and bytes, refused calls: test/op_harness_test.cpp): the accuracy rule between paths, flash on tile tails,
+// long rows, large logits and strided heads, fully masked rows, flash's memory bound, errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -34,12 +35,8 @@ using reference::RefTensor;
 const AttentionPath kAllPaths[] = {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax,
                                    AttentionPath::flash};
 
-// The bound every path meets on its own (so a bug shared by all paths cannot hide behind the
-// accuracy rule, which compares paths with naive): scores and probabilities are rounded to the
-// storage type a few times, each costing about one roundoff of an O(1) value. Measured per
-// output row (head_dim values), relative to the row's largest |value|: docs/TESTING.md.
-// Measured: f32 1.8e-6, f16 3.3e-3, bf16 1.8e-2 (any path).
-double naive_bound(DType dtype) { return 16.0 * dtype_epsilon(dtype) + 4e-6; }
+// The bound every path meets on its own: testing::attention_bound (test/accuracy_bounds.h).
+double naive_bound(DType dtype) { return bt::attention_bound(dtype); }
 
 // The worst output row's relative error (rows of head_dim); when `bounded` (the error is
 // checked against naive_bound) recorded as attention.<path>.<dtype>.
@@ -54,52 +51,6 @@ double attention_error(const std::vector<float>& got, const RefTensor& want, Att
 // batched_matmul
 
 class BatchedMatmul : public ::testing::TestWithParam<Device> {};
-
-TEST_P(BatchedMatmul, MatchesReferenceWithGqaGroups) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  struct Case {
-    Shape a, b;
-    bool trans_b;
-    int64_t b_group;
-  };
-  const std::vector<Case> cases = {
-      {{2, 3, 7, 5}, {2, 3, 11, 5}, true, 1},   // QKᵀ shape, odd sizes
-      {{2, 3, 7, 11}, {2, 3, 11, 5}, false, 1}, // PV shape
-      {{1, 8, 9, 64}, {1, 2, 13, 64}, true, 4}, // GQA: 8 query heads over 2 kv heads
-      {{1, 8, 9, 13}, {1, 1, 13, 128}, false, 8},
-      {{1, 1}, {1, 1}, false, 1},
-      {{3, 1, 4}, {3, 4, 1}, false, 1},          // 3-D, vector results
-  };
-  for (DType dtype : bt::all_dtypes()) {
-    for (const Case& c : cases) {
-      const uint64_t seed = bt::fresh_seed();
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " a " << shape_str(c.a)
-                                        << " b " << shape_str(c.b) << (c.trans_b ? " trans_b" : "") << " group "
-                                        << c.b_group);
-      Tensor a = bt::random_tensor(ctx, c.a, dtype, seed);
-      Tensor b = bt::random_tensor(ctx, c.b, dtype, seed + 1);
-      Shape c_shape = c.a;
-      c_shape.back() = c.trans_b ? c.b[c.b.size() - 2] : c.b.back();
-      Tensor out = bt::poisoned_tensor(ctx, c_shape, dtype);
-      const float alpha = 0.75f;
-      ops::batched_matmul(ctx, a, b, out, c.trans_b, alpha, c.b_group, "gemm_test");
-      const RefTensor expected = reference::batched_matmul(reference::from_tensor(a), reference::from_tensor(b),
-                                                           c.trans_b, alpha, c.b_group);
-      const std::vector<float> actual = to_floats(out);
-      EXPECT_EQ(bt::first_nan(actual), -1);
-      // f32 accumulation over k <= 128 plus one rounding to the storage type, relative to the
-      // largest output; plus, for f16, the subnormal spacing 2^-24 in absolute terms: a product
-      // of two inputs in [-1, 1] can land below f16's smallest normal (the [1, 1] case), where
-      // one rounding costs up to half a spacing whatever the relative error.
-      double scale = 0.0;
-      for (double v : expected.data) scale = std::max(scale, std::abs(v));
-      const double subnormal_spacing = dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0;
-      EXPECT_LE(bt::max_abs_error(actual, expected.data),
-                (4.0 * dtype_epsilon(dtype) + 1e-5) * scale + subnormal_spacing);
-    }
-  }
-}
 
 // In oneDNN builds every batched matmul (attention's QKᵀ and PV, GQA groups folded into A's
 // rows) is one strided-batched primitive in the tensors' dtype. A wrong stride that oneDNN
@@ -131,21 +82,6 @@ TEST(BatchedMatmulCpu, OneDnnRunsEachAsOneStridedBatchedPrimitive) {
     EXPECT_EQ(after.unsupported, before.unsupported) << "oneDNN refused the batched matmul";
     EXPECT_EQ(after.primitives + after.hits, before.primitives + before.hits + (onednn ? 1 : 0));
   }
-}
-
-TEST_P(BatchedMatmul, UsesTheGivenKernelName) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  profiler::Recorder recorder(ctx);
-  ctx.set_recorder(&recorder);
-  Tensor a = bt::random_tensor(ctx, {2, 4, 8}, DType::f32, bt::fresh_seed());
-  Tensor b = bt::random_tensor(ctx, {2, 4, 8}, DType::f32, bt::fresh_seed());
-  Tensor c = ctx.empty({2, 4, 4}, DType::f32);
-  ops::batched_matmul(ctx, a, b, c, true, 1.0f, 1, "gemm_qk");
-  ctx.set_recorder(nullptr);
-  EXPECT_EQ(kernel_names(recorder), std::vector<std::string>{"gemm_qk"});
-  ASSERT_EQ(recorder.ops().size(), 1u);
-  EXPECT_DOUBLE_EQ(recorder.ops()[0].flops, 2.0 * 2 * 4 * 4 * 8);
 }
 
 TEST_P(BatchedMatmul, ErrorsNameTheShapes) {
@@ -423,49 +359,6 @@ TEST_P(Attention, FullyMaskedRowsAreZeros) {
   }
 }
 
-TEST_P(Attention, KernelsPerPath) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  const uint64_t seed = bt::fresh_seed();
-  SCOPED_TRACE(seed);
-  Tensor q = bt::random_tensor(ctx, {2, 4, 9, 64}, DType::bf16, seed);
-  Tensor k = bt::random_tensor(ctx, {2, 2, 9, 64}, DType::bf16, seed + 1);
-  Tensor v = bt::random_tensor(ctx, {2, 2, 9, 64}, DType::bf16, seed + 2);
-  Tensor out = ctx.empty(q.shape(), DType::bf16);
-  using Names = std::vector<std::string>;
-  struct Expected {
-    AttentionPath path;
-    bool causal;
-    Names kernels;
-  };
-  const std::vector<Expected> expectations = {
-      {AttentionPath::naive, true,
-       {"gemm_qk", "scale_kernel", "Memcpy DtoD", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
-      {AttentionPath::inplace, true,
-       {"gemm_qk", "scale_kernel", "masked_fill_causal_kernel", "softmax_kernel", "gemm_pv"}},
-      {AttentionPath::fused_softmax, true, {"gemm_qk", "softmax_causal_scale_kernel", "gemm_pv"}},
-      {AttentionPath::flash, true, {"flash_attention_kernel"}},
-      {AttentionPath::naive, false, {"gemm_qk", "scale_kernel", "softmax_kernel", "gemm_pv"}},
-      {AttentionPath::inplace, false, {"gemm_qk", "scale_kernel", "softmax_kernel", "gemm_pv"}},
-      {AttentionPath::fused_softmax, false, {"gemm_qk", "softmax_causal_scale_kernel", "gemm_pv"}},
-      {AttentionPath::flash, false, {"flash_attention_kernel"}},
-  };
-  for (const Expected& e : expectations) {
-    SCOPED_TRACE(::testing::Message() << ops::path_name(e.path) << (e.causal ? " causal" : " full"));
-    profiler::Recorder recorder(ctx);
-    ctx.set_recorder(&recorder);
-    ops::attention(ctx, q, k, v, out, e.path, e.causal, 0.125f);
-    ctx.set_recorder(nullptr);
-    EXPECT_EQ(kernel_names(recorder), e.kernels);
-    ASSERT_FALSE(recorder.ops().empty());
-    const auto& op = recorder.ops()[0];
-    EXPECT_EQ(op.name, "attention");
-    EXPECT_EQ(op.path, ops::path_name(e.path));
-    EXPECT_DOUBLE_EQ(op.flops, ops::attention_flops(2, 4, 9, 9, 64, e.causal));
-    for (const auto& kernel : recorder.kernels()) EXPECT_GE(kernel.op, 0) << kernel.name << " outside any op";
-  }
-}
-
 TEST_P(Attention, FlashNeverHoldsTheScoreMatrix) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());
@@ -566,34 +459,6 @@ TEST_P(Attention, DISABLED_MeasureNaiveVsFlash) {
 INSTANTIATE_TEST_SUITE_P(Devices, Attention, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 // ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
-
-TEST_P(CudaOps, AttentionMaterialisingPathsWithGqa) {
-  Devices dev;
-  struct Case {
-    int64_t batch, heads, kv_heads, sq, sk, d;
-  };
-  for (Case c : {Case{1, 2, 2, 1, 1, 64}, Case{2, 4, 2, 7, 7, 64}, Case{1, 4, 1, 9, 33, 128}, Case{2, 2, 2, 13, 5, 64}}) {
-    for (ops::AttentionPath path :
-         {ops::AttentionPath::naive, ops::AttentionPath::inplace, ops::AttentionPath::fused_softmax}) {
-      for (bool causal : {false, true}) {
-        const uint64_t seed = fresh_seed();
-        SCOPED_TRACE(seed);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
-        Tensor q = random_tensor(dev.cpu, {c.batch, c.heads, c.sq, c.d}, dtype(), seed);
-        Tensor k = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 1);
-        Tensor v = random_tensor(dev.cpu, {c.batch, c.kv_heads, c.sk, c.d}, dtype(), seed + 2);
-        Tensor out_gpu;
-        Tensor out_cpu = dev.poisoned_pair(q.shape(), dtype(), &out_gpu);
-        ops::attention(dev.cpu, q, k, v, out_cpu, path, causal, scale);
-        ops::attention(dev.gpu, dev.gpu_copy(q), dev.gpu_copy(k), dev.gpu_copy(v), out_gpu, path, causal, scale);
-        expect_cuda_matches_cpu(out_gpu, out_cpu, cuda_tolerance(dtype(), 8.0),
-                     std::string(ops::path_name(path)) + (causal ? " causal" : "") + " H " + std::to_string(c.heads) +
-                         " Hkv " + std::to_string(c.kv_heads) + " Sq " + std::to_string(c.sq) + " Sk " +
-                         std::to_string(c.sk));
-      }
-    }
-  }
-}
 
 // The CUDA flash kernels (tensor cores for f16/bf16 at head_dim 64 and 128, FP32 cores
 // otherwise) against the CPU's flash, which shares no code with them.

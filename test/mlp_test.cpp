@@ -1,6 +1,7 @@
-// The MLP (plain GPT-2 style and gated GeGLU / SwiGLU): every path against the float64
-// reference with an error bound propagated through its two or three linears, the accuracy
-// rule between paths, kernel sequences per path, pack_gate_up, and input errors.
+// The MLP (plain GPT-2 style and gated GeGLU / SwiGLU) beyond the op harness
+// (value against the reference on every device and dtype, in place, CUDA against the CPU,
+// kernels, FLOPs and bytes, refused calls: test/op_harness_test.cpp): both weight layouts, the accuracy rule between paths,
+// pack_gate_up, and input errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,24 +22,7 @@ using ops::MlpWeights;
 using ops::WeightLayout;
 using reference::RefTensor;
 
-// Largest slope of gelu (erf or tanh) and silu: errors in their input grow by at most this.
-constexpr double kMaxSlope = 1.13;
-
-// A linear's own error bound (as in linear_test.cpp): f32 dot products, 4·√k·u32·max(Σ|x||w| +
-// |b|), plus up to four roundings to the dtype of values up to max|pre| (GEMM result, bias,
-// activation, gate multiply in the naive paths).
-double linear_tolerance(const RefTensor& pre, const RefTensor& magnitude, int64_t k, DType dtype) {
-  return 4.0 * std::sqrt(static_cast<double>(k)) * dtype_epsilon(DType::f32) * testing::max_abs(magnitude) +
-         4.0 * dtype_epsilon(dtype) * testing::max_abs(pre);
-}
-
-// max over outputs o of Σ_j |w[o, j]|: how much an input error of e per element can grow to.
-double max_abs_row_sum(const RefTensor& w, bool out_in) {
-  const int64_t in = out_in ? w.shape[1] : w.shape[0];
-  RefTensor ones({1, in});
-  for (double& v : ones.data) v = 1.0;
-  return testing::max_abs(reference::linear_magnitude(ones, w, nullptr, out_in));
-}
+// Bounds: testing::mlp_plain_bound and mlp_gated_bound (test/accuracy_bounds.h).
 
 class MlpTest : public ::testing::TestWithParam<std::tuple<Device, DType>> {
  protected:
@@ -105,14 +89,8 @@ TEST_P(MlpTest, PlainPathsMatchReference) {
           const RefTensor* fcbp = biases ? &fcb : nullptr;
           const RefTensor* projbp = biases ? &projb : nullptr;
           const RefTensor expected = reference::mlp_plain(xr, fc, fcbp, proj, projbp, act, oi);
-          // Error of the hidden layer, then through the activation and proj.
-          const RefTensor h = reference::linear(xr, fc, fcbp, oi);
-          const RefTensor a = reference::activation(h, act);
-          const double e_hidden =
-              kMaxSlope * linear_tolerance(h, reference::linear_magnitude(xr, fc, fcbp, oi), s.d, dtype());
-          const double tolerance = linear_tolerance(expected, reference::linear_magnitude(a, proj, projbp, oi), s.f,
-                                                    dtype()) +
-                                   e_hidden * max_abs_row_sum(proj, oi);
+          const double tolerance =
+              testing::mlp_plain_bound(xr, fc, fcbp, proj, projbp, act, oi, expected, dtype());
           expect_naive_and_fused_paths(ctx, x, w, expected, tolerance, MlpPath::epilogue);
         }
       }
@@ -143,95 +121,10 @@ TEST_P(MlpTest, GatedPathsMatchReference) {
         const RefTensor xr = testing::ref(x), gw = testing::ref(w.gate_weight), uw = testing::ref(w.up_weight),
                         dw = testing::ref(w.down_weight);
         const RefTensor expected = reference::mlp_gated(xr, gw, uw, dw, act, oi);
-        // hidden = act(g) · u: δhidden ≤ slope·δg·|u| + |act(g)|·δu (+ its roundings, counted
-        // in the down projection's bound through max|pre|... and here, 2·u_d·max|hidden|).
-        const RefTensor g = reference::linear(xr, gw, nullptr, oi), u = reference::linear(xr, uw, nullptr, oi);
-        const RefTensor hidden = reference::gated_activation(g, u, act);
-        const double eg = linear_tolerance(g, reference::linear_magnitude(xr, gw, nullptr, oi), s.d, dtype());
-        const double eu = linear_tolerance(u, reference::linear_magnitude(xr, uw, nullptr, oi), s.d, dtype());
-        const double e_hidden = kMaxSlope * eg * testing::max_abs(u) +
-                                testing::max_abs(reference::activation(g, act)) * eu +
-                                2.0 * dtype_epsilon(dtype()) * testing::max_abs(hidden);
-        const double tolerance =
-            linear_tolerance(expected, reference::linear_magnitude(hidden, dw, nullptr, oi), s.f, dtype()) +
-            e_hidden * max_abs_row_sum(dw, oi);
+        const double tolerance = testing::mlp_gated_bound(xr, gw, uw, dw, act, oi, expected, dtype());
         expect_naive_and_fused_paths(ctx, x, w, expected, tolerance, MlpPath::fused);
       }
     }
-  }
-}
-
-// Kernel sequences per forward (docs/ARCHITECTURE.md "Ops and paths"), for GPT-2's plain MLP and GeGLU.
-TEST_P(MlpTest, KernelSequencePerPath) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  Context ctx(device());
-  const uint64_t seed = testing::fresh_seed();
-  SCOPED_TRACE(seed);
-  const int64_t rows = 5, d = 8, f = 12;
-  const Tensor x = testing::random_tensor(ctx, {rows, d}, dtype(), seed);
-  MlpWeights plain;
-  plain.fc_weight = weight(ctx, {f, d}, d, dtype(), seed + 1);
-  plain.fc_bias = testing::random_tensor(ctx, {f}, dtype(), seed + 2);
-  plain.proj_weight = weight(ctx, {d, f}, f, dtype(), seed + 3);
-  plain.proj_bias = testing::random_tensor(ctx, {d}, dtype(), seed + 4);
-  MlpWeights gated;
-  gated.gated = true;
-  gated.gate_weight = weight(ctx, {f, d}, d, dtype(), seed + 5);
-  gated.up_weight = weight(ctx, {f, d}, d, dtype(), seed + 6);
-  gated.down_weight = weight(ctx, {d, f}, f, dtype(), seed + 7);
-  ops::pack_gate_up(ctx, gated);
-
-  profiler::Recorder recorder(ctx);
-  ctx.set_recorder(&recorder);
-  using Names = std::vector<std::string>;
-  struct Expectation {
-    const MlpWeights* weights;
-    MlpPath path;
-    Names kernels;
-  };
-  const std::vector<Expectation> expectations = {
-      {&plain, MlpPath::naive, {"gemm", "bias_add_kernel", "gelu_tanh_kernel", "gemm", "bias_add_kernel"}},
-      {&plain, MlpPath::epilogue, {"gemm_bias_gelu", "gemm_bias"}},
-      {&gated, MlpPath::naive, {"gemm", "gemm", "gelu_tanh_kernel", "mul_kernel", "gemm"}},
-      {&gated, MlpPath::fused, {"gemm", "gated_gelu_tanh_mul_kernel", "gemm"}},
-  };
-  for (const Expectation& e : expectations) {
-    SCOPED_TRACE(::testing::Message() << (e.weights->gated ? "gated " : "plain ") << ops::path_name(e.path));
-    recorder.clear();
-    Tensor y = testing::poisoned_tensor(ctx, {rows, d}, dtype());
-    ops::mlp(ctx, x, *e.weights, y, e.path);
-    EXPECT_EQ(testing::kernel_names(recorder), e.kernels);
-    ASSERT_FALSE(recorder.ops().empty());
-    const profiler::OpEvent& top = recorder.ops()[0];
-    EXPECT_EQ(top.name, "mlp");
-    EXPECT_EQ(top.path, ops::path_name(e.path));
-    EXPECT_EQ(top.flops, (e.weights->gated ? 3 : 2) * 2.0 * rows * d * f);
-    for (size_t i = 1; i < recorder.ops().size(); ++i) EXPECT_EQ(recorder.ops()[i].parent, 0);
-  }
-  ctx.set_recorder(nullptr);
-}
-
-// y may be x itself (x is read only by the first GEMM, y written only by the last).
-TEST_P(MlpTest, OutputMayBeTheInput) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  Context ctx(device());
-  const uint64_t seed = testing::fresh_seed();
-  SCOPED_TRACE(seed);
-  const int64_t rows = 6, d = 16, f = 40;
-  MlpWeights gated;
-  gated.gated = true;
-  gated.activation = Activation::silu;
-  gated.gate_weight = weight(ctx, {f, d}, d, dtype(), seed + 1);
-  gated.up_weight = weight(ctx, {f, d}, d, dtype(), seed + 2);
-  gated.down_weight = weight(ctx, {d, f}, f, dtype(), seed + 3);
-  ops::pack_gate_up(ctx, gated);
-  for (MlpPath path : {MlpPath::naive, MlpPath::fused}) {
-    SCOPED_TRACE(ops::path_name(path));
-    Tensor x = testing::random_tensor(ctx, {rows, d}, dtype(), seed);
-    Tensor y = testing::poisoned_tensor(ctx, {rows, d}, dtype());
-    ops::mlp(ctx, x, gated, y, path);
-    ops::mlp(ctx, x, gated, x, path);
-    EXPECT_EQ(to_floats(x), to_floats(y));
   }
 }
 

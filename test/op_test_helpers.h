@@ -14,6 +14,7 @@
 #include "profiler/recorder.h"
 #include "runtime/error.h"
 #include "reference/reference_tensor.h"
+#include "test/accuracy_bounds.h"
 #include "test/support/test_support.h"
 
 namespace blockscope::testing {
@@ -32,12 +33,6 @@ inline std::string device_dtype_name(const ::testing::TestParamInfo<std::tuple<D
 
 inline auto device_dtype_values() {
   return ::testing::Combine(::testing::ValuesIn(test_devices()), ::testing::ValuesIn(all_dtypes()));
-}
-
-inline double max_abs(const reference::RefTensor& t) {
-  double m = 0.0;
-  for (double v : t.data) m = std::max(m, std::abs(v));
-  return m;
 }
 
 // A tensor's values as float64 on the host (any device, dtype or strides).

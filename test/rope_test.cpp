@@ -1,6 +1,7 @@
-// RoPE against the float64 reference (HF Llama rotate_half, HF's float32 angles): head_dim 64
-// and 128 and odd small ones, position offsets, strided views, in place, known values that pin
-// the pairing (d, d + D/2), kernel name, and input errors.
+// RoPE beyond the op harness (value against the reference on every device and dtype, in place, CUDA against the CPU,
+// kernels, FLOPs and bytes, refused calls: test/op_harness_test.cpp):
+// strided and permuted views in and out of place, known values that pin the pairing
+// (d, d + D/2), and CUDA bit-identical to the CPU on strided views.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,41 +19,13 @@ namespace {
 
 using reference::RefTensor;
 
-// Absolute error bound: the rotation x·cos ∓ x'·sin is two products and a sum in f32 of
-// |x|, |x'| ≤ max|x|, with cos and sin rounded to f32 (0.5 u32 each): under 4·u32·max|x|
-// in all; 8·u32·max|x| leaves margin. Storing rounds once: u_d·max|y|.
-double rope_tolerance(const RefTensor& x, const RefTensor& y, DType dtype) {
-  return dtype_epsilon(dtype) * testing::max_abs(y) + 8.0 * dtype_epsilon(DType::f32) * testing::max_abs(x);
-}
+// Bounds: testing::rope_bound (test/accuracy_bounds.h).
 
 class RopeTest : public ::testing::TestWithParam<std::tuple<Device, DType>> {
  protected:
   Device device() const { return std::get<0>(GetParam()); }
   DType dtype() const { return std::get<1>(GetParam()); }
 };
-
-TEST_P(RopeTest, MatchesReference) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  Context ctx(device());
-  const std::vector<Shape> shapes = {{2, 3, 7, 64}, {1, 2, 33, 128}, {2, 3, 5, 6}, {1, 1, 1, 2}, {1, 4, 1000, 64}};
-  for (const Shape& shape : shapes) {
-    for (int64_t offset : {int64_t{0}, int64_t{4093}}) {
-      for (float theta : {10000.0f, 500000.0f}) {
-        const uint64_t seed = testing::fresh_seed();
-        SCOPED_TRACE(::testing::Message() << "seed " << seed << " x " << shape_str(shape) << " offset " << offset
-                                          << " theta " << theta);
-        const Tensor x = testing::random_tensor(ctx, shape, dtype(), seed);
-        const RefTensor xr = testing::ref(x);
-        const RefTensor expected = reference::rope(xr, theta, offset);
-        Tensor y = testing::poisoned_tensor(ctx, shape, dtype());
-        ops::rope(ctx, x, y, theta, offset);
-        const std::vector<float> got = to_floats(y);
-        ASSERT_EQ(testing::first_nan(got), -1);
-        EXPECT_LE(testing::max_abs_error(got, expected.data), rope_tolerance(xr, expected, dtype()));
-      }
-    }
-  }
-}
 
 // q taken as a [B, H, S, D] view of a [B, S, H, D] projection output (a permute, no copy),
 // and a view whose D axis is strided; both out of place and in place on the view itself.
@@ -75,7 +48,7 @@ TEST_P(RopeTest, StridedViewsAndInPlace) {
     ops::rope(ctx, view, y, theta, offset);
     const std::vector<float> got = to_floats(y);
     ASSERT_EQ(testing::first_nan(got), -1);
-    EXPECT_LE(testing::max_abs_error(got, expected.data), rope_tolerance(xr, expected, dtype()));
+    EXPECT_LE(testing::max_abs_error(got, expected.data), testing::rope_bound(xr, expected, dtype()));
     ops::rope(ctx, view, view, theta, offset);  // in place on the strided view
     EXPECT_EQ(to_floats(view), got);
   }
@@ -107,41 +80,6 @@ TEST_P(RopeTest, UnitVectorsRotateByTheRightAngle) {
     expected[d + D / 2] = std::sin(angle);
     EXPECT_LE(testing::max_abs_error(to_floats(y), expected), 2.0 * dtype_epsilon(dtype()) + 1e-6);
   }
-}
-
-TEST_P(RopeTest, KernelName) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  Context ctx(device());
-  profiler::Recorder recorder(ctx);
-  ctx.set_recorder(&recorder);
-  Tensor x = testing::random_tensor(ctx, {1, 2, 3, 8}, dtype(), testing::fresh_seed());
-  ops::rope(ctx, x, x, 10000.0f);
-  EXPECT_EQ(testing::kernel_names(recorder), std::vector<std::string>{"rope_kernel"});
-  ASSERT_EQ(recorder.ops().size(), 1u);
-  EXPECT_EQ(recorder.ops()[0].name, "rope");
-  ctx.set_recorder(nullptr);
-}
-
-TEST_P(RopeTest, BadInputsAreNamedErrors) {
-  BS_SKIP_IF_UNAVAILABLE(device());
-  Context ctx(device());
-  const uint64_t seed = testing::fresh_seed();
-  const DType other = dtype() == DType::f32 ? DType::f16 : DType::f32;
-  const Tensor odd = testing::random_tensor(ctx, {1, 2, 3, 7}, dtype(), seed);
-  Tensor y_odd = ctx.empty({1, 2, 3, 7}, dtype());
-  testing::expect_input_error([&] { ops::rope(ctx, odd, y_odd, 10000.0f); }, {odd.str(), "even"});
-  const Tensor three_d = testing::random_tensor(ctx, {2, 3, 8}, dtype(), seed);
-  Tensor y3 = ctx.empty({2, 3, 8}, dtype());
-  testing::expect_input_error([&] { ops::rope(ctx, three_d, y3, 10000.0f); }, {three_d.str(), "[B, H, S, D]"});
-  const Tensor x = testing::random_tensor(ctx, {1, 2, 3, 8}, dtype(), seed);
-  Tensor y_shape = ctx.empty({1, 2, 4, 8}, dtype());
-  testing::expect_input_error([&] { ops::rope(ctx, x, y_shape, 10000.0f); }, {y_shape.str(), x.str()});
-  Tensor y_dtype = ctx.empty({1, 2, 3, 8}, other);
-  testing::expect_input_error([&] { ops::rope(ctx, x, y_dtype, 10000.0f); }, {"dtype", y_dtype.str()});
-  Tensor y_strided = ctx.empty({1, 3, 2, 8}, dtype()).transpose(1, 2);  // neither contiguous nor x's view
-  testing::expect_input_error([&] { ops::rope(ctx, x, y_strided, 10000.0f); }, {y_strided.str(), "contiguous"});
-  Tensor y = ctx.empty({1, 2, 3, 8}, dtype());
-  testing::expect_input_error([&] { ops::rope(ctx, x, y, 10000.0f, -1); }, {"position_offset"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, RopeTest, testing::device_dtype_values(), testing::device_dtype_name);

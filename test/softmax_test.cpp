@@ -1,5 +1,6 @@
-// softmax and softmax_scale_causal against the float64 references: every test device and
-// dtype, odd row lengths, huge logits, fully masked rows (zeros, not NaN), errors.
+// softmax and softmax_scale_causal beyond the op harness (value against the reference on every device and dtype, in place, CUDA against the CPU,
+// kernels, FLOPs and bytes, refused calls: test/op_harness_test.cpp):
+// huge logits, fully masked rows (zeros, not NaN), NaN rows, every row-kernel shape.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,11 +25,8 @@ using bt::expect_input_error;
 using bt::kernel_names;
 using reference::RefTensor;
 
-// Probabilities are at most 1: the f32 exp and sum cost a few f32 ulps, the final store one
-// rounding of the storage type. Errors are per row, relative to the row's largest probability
-// (a row of small probabilities is not measured against another row's scale).
-// Measured: f32 8.7e-7 (rows of 20000; 4e-7 up to 4097), f16 4.8e-4, bf16 3.8e-3.
-double tolerance(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 2e-6; }
+// Per row, relative to the row's largest probability: testing::softmax_bound (test/accuracy_bounds.h).
+double tolerance(DType dtype) { return bt::softmax_bound(dtype); }
 
 // The worst row's relative error (rows of n), recorded under "softmax.<dtype>".
 double row_error(const std::vector<float>& got, const std::vector<double>& want, int64_t n, DType dtype) {
@@ -38,27 +36,6 @@ double row_error(const std::vector<float>& got, const std::vector<double>& want,
 }
 
 class Softmax : public ::testing::TestWithParam<Device> {};
-
-TEST_P(Softmax, MatchesReference) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  for (DType dtype : bt::all_dtypes()) {
-    for (const Shape& shape : {Shape{1, 1}, Shape{7, 33}, Shape{3, 5, 1000}, Shape{2, 4097}}) {
-      const uint64_t seed = bt::fresh_seed();
-      SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " " << shape_str(shape));
-      Tensor x = bt::random_tensor(ctx, shape, dtype, seed, -6.0f, 6.0f);
-      Tensor y = bt::poisoned_tensor(ctx, shape, dtype);
-      ops::softmax(ctx, x, y);
-      const RefTensor expected = reference::softmax_rows(reference::from_tensor(x));
-      const std::vector<float> actual = to_floats(y);
-      EXPECT_EQ(bt::first_nan(actual), -1);
-      EXPECT_LE(row_error(actual, expected.data, shape.back(), dtype), tolerance(dtype));
-
-      ops::softmax(ctx, x, x);  // y may alias x
-      EXPECT_LE(row_error(to_floats(x), expected.data, shape.back(), dtype), tolerance(dtype));
-    }
-  }
-}
 
 TEST_P(Softmax, HugeLogitsDoNotOverflow) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
@@ -97,29 +74,6 @@ TEST_P(Softmax, FullyMaskedRowIsZeros) {
     EXPECT_EQ(actual[5], 0.0f);
     EXPECT_LE(bt::max_relative_error(actual, reference::softmax_rows(reference::from_tensor(x)).data),
               tolerance(dtype));
-  }
-}
-
-TEST_P(Softmax, ScaleCausalMatchesReference) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  // Sq == Sk, Sq < Sk, Sq > Sk (the first Sq - Sk rows see no key: zeros), a single element.
-  for (const Shape& shape : {Shape{2, 3, 7, 7}, Shape{2, 13, 70}, Shape{70, 13}, Shape{1, 1}, Shape{1, 129, 129}}) {
-    for (DType dtype : bt::all_dtypes()) {
-      for (bool causal : {true, false}) {
-        const uint64_t seed = bt::fresh_seed();
-        SCOPED_TRACE(::testing::Message() << "seed " << seed << " " << dtype_name(dtype) << " " << shape_str(shape)
-                                          << (causal ? " causal" : " full"));
-        const float scale = 0.125f;
-        Tensor x = bt::random_tensor(ctx, shape, dtype, seed, -30.0f, 30.0f);
-        Tensor y = bt::poisoned_tensor(ctx, shape, dtype);
-        ops::softmax_scale_causal(ctx, x, scale, causal, y);
-        const RefTensor expected = reference::softmax_scale_causal(reference::from_tensor(x), scale, causal);
-        const std::vector<float> actual = to_floats(y);
-        EXPECT_EQ(bt::first_nan(actual), -1);
-        EXPECT_LE(row_error(actual, expected.data, shape.back(), dtype), tolerance(dtype));
-      }
-    }
   }
 }
 
@@ -214,41 +168,6 @@ TEST_P(Softmax, NanRowsAndMaskedRows) {
   }
 }
 
-TEST_P(Softmax, OneKernelEach) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  profiler::Recorder recorder(ctx);
-  ctx.set_recorder(&recorder);
-  const uint64_t seed = bt::fresh_seed();
-  SCOPED_TRACE(seed);
-  Tensor x = bt::random_tensor(ctx, {2, 9, 9}, DType::bf16, seed);
-  Tensor y = ctx.empty({2, 9, 9}, DType::bf16);
-  ops::softmax(ctx, x, y);
-  ops::softmax_scale_causal(ctx, x, 0.5f, true, y);
-  ctx.set_recorder(nullptr);
-  ASSERT_EQ(recorder.kernels().size(), 2u);
-  EXPECT_EQ(recorder.kernels()[0].name, "softmax_kernel");
-  EXPECT_EQ(recorder.kernels()[1].name, "softmax_causal_scale_kernel");
-  ASSERT_EQ(recorder.ops().size(), 2u);
-  EXPECT_EQ(recorder.ops()[0].name, "softmax");
-  EXPECT_EQ(recorder.ops()[1].name, "softmax_scale_causal");
-}
-
-TEST_P(Softmax, ErrorsNameTheTensors) {
-  BS_SKIP_IF_UNAVAILABLE(GetParam());
-  Context ctx(GetParam());
-  Tensor x = ctx.empty({4, 6}, DType::f32);
-  Tensor y_shape = ctx.empty({4, 7}, DType::f32);
-  Tensor y_dtype = ctx.empty({4, 6}, DType::bf16);
-  Tensor vector = ctx.empty({6}, DType::f32);
-  expect_input_error([&] { ops::softmax(ctx, x, y_shape); }, {"softmax", "f32[4, 6]", "f32[4, 7]"});
-  expect_input_error([&] { ops::softmax(ctx, x, y_dtype); }, {"softmax", "bf16[4, 6]", "dtype"});
-  expect_input_error([&] { ops::softmax_scale_causal(ctx, vector, 1.0f, true, vector); },
-                     {"softmax_scale_causal", "f32[6]", "[..., Sq, Sk]"});
-  Tensor transposed = ctx.empty({6, 4}, DType::f32).transpose(0, 1);
-  expect_input_error([&] { ops::softmax(ctx, transposed, x); }, {"softmax", "contiguous"});
-}
-
 INSTANTIATE_TEST_SUITE_P(Devices, Softmax, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
 
 // ---- CUDA against the CPU backend (the CPU is the oracle: test/cuda_vs_cpu.h) ---------------
@@ -313,26 +232,6 @@ TEST_P(CudaOps, SoftmaxNanLogitGivesANanRowAsOnTheCpu) {
         ASSERT_FALSE(std::isnan(gpu[static_cast<size_t>(j)])) << what << " row " << j / n;
         EXPECT_NEAR(gpu[static_cast<size_t>(j)], cpu[static_cast<size_t>(j)], cuda_tolerance(dtype(), 2.0)) << what;
       }
-    }
-  }
-}
-
-TEST_P(CudaOps, SoftmaxScaleCausal) {
-  Devices dev;
-  struct Case {
-    int64_t sq, sk;
-  };
-  for (Case c : {Case{1, 1}, Case{7, 7}, Case{9, 4}, Case{5, 130}, Case{64, 64}}) {
-    for (bool causal : {false, true}) {
-      const uint64_t seed = fresh_seed();
-      SCOPED_TRACE(seed);
-      Tensor x = random_tensor(dev.cpu, {2, 3, c.sq, c.sk}, dtype(), seed, -6.0f, 6.0f);
-      Tensor y_gpu;
-      Tensor y_cpu = dev.poisoned_pair(x.shape(), dtype(), &y_gpu);
-      ops::softmax_scale_causal(dev.cpu, x, 0.125f, causal, y_cpu);
-      ops::softmax_scale_causal(dev.gpu, dev.gpu_copy(x), 0.125f, causal, y_gpu);
-      expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype(), 2.0),
-                   "Sq " + std::to_string(c.sq) + " Sk " + std::to_string(c.sk) + (causal ? " causal" : ""));
     }
   }
 }

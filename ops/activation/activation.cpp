@@ -24,10 +24,7 @@ float activation_value(Activation act, float x) {
   return x;
 }
 
-namespace {
-
-// Rough FLOPs per element of each activation (for the profiler's rate columns).
-double flops_per_element(Activation act) {
+double activation_flops_per_element(Activation act) {
   switch (act) {
     case Activation::gelu_erf: return 8;
     case Activation::gelu_tanh: return 10;
@@ -36,8 +33,6 @@ double flops_per_element(Activation act) {
   }
   return 1;
 }
-
-}  // namespace
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
   check_on_context(ctx, "activation", "input x", x);
@@ -50,7 +45,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
                  "): x ", x.str(), " and y ", y.str(), " must be contiguous");
   run_op(ctx,
          {activation_name(act), "", profiler::Family::activation, {&x}, {&y},
-          flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y})},
+          activation_flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
          [&] { cpu::activation(ctx, x, y, act); }, [&] { cuda::activation(ctx, x, y, act); });
 }
 
@@ -72,7 +67,8 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   BS_CHECK_INPUT(y.is_contiguous(), "gated_activation: output y ", y.str(), " must be contiguous");
   run_op(ctx,
          {"gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up}, {&y},
-          (flops_per_element(act) + 1) * static_cast<double>(y.numel()), tensor_bytes({&gate, &up, &y})},
+          (activation_flops_per_element(act) + 1) * static_cast<double>(y.numel()), tensor_bytes({&gate, &up, &y}),
+          y.numel() == 0},
          [&] { cpu::gated_activation(ctx, gate, up, y, act); },
          [&] { cuda::gated_activation(ctx, gate, up, y, act); });
 }

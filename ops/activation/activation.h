@@ -13,6 +13,10 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act);
 // slices of one [rows, 2F] tensor: each row contiguous, row stride given by the tensor).
 void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor& y, Activation act);
 
+// Rough FLOPs per element of act (the profiler's rate columns and the catalogue); the gated
+// form adds the product with up.
+double activation_flops_per_element(Activation act);
+
 // Scalar definitions shared by CPU code (the CUDA kernels have their own device copies).
 float activation_value(Activation act, float x);
 

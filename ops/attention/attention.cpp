@@ -61,10 +61,10 @@ void materialising_attention(Context& ctx, const Tensor& q, const Tensor& k, con
 
   if (path == AttentionPath::fused_softmax) {
     // The GEMM applies the scale (alpha), so the fused softmax kernel scales by 1.
-    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, scale, group, "gemm_qk");
+    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, scale, group, kernel_names::kGemmQk);
     softmax_scale_causal(ctx, scores, 1.0f, causal, scores);
   } else {
-    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, 1.0f, group, "gemm_qk");
+    batched_matmul(ctx, q, k, scores, /*trans_b=*/true, 1.0f, group, kernel_names::kGemmQk);
     ops::scale(ctx, scores, scale, scores);
     if (causal && path == AttentionPath::inplace) {
       masked_fill_causal_(ctx, scores, minus_inf);
@@ -78,7 +78,7 @@ void materialising_attention(Context& ctx, const Tensor& q, const Tensor& k, con
       softmax(ctx, scores, scores);
     }
   }
-  batched_matmul(ctx, scores, v, out, /*trans_b=*/false, 1.0f, group, "gemm_pv");
+  batched_matmul(ctx, scores, v, out, /*trans_b=*/false, 1.0f, group, kernel_names::kGemmPv);
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
 // kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
 // name, so the tables of the two devices line up.
 namespace blockscope::ops::kernel_names {
+// The materialising paths' two batched GEMMs.
+inline constexpr char kGemmQk[] = "gemm_qk";
+inline constexpr char kGemmPv[] = "gemm_pv";
 inline constexpr char kFlashAttention[] = "flash_attention_kernel";
 inline constexpr char kFlashAttentionCombine[] = "flash_attention_combine_kernel";
 }  // namespace blockscope::ops::kernel_names

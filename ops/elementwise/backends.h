@@ -3,6 +3,7 @@
 // CUDA ones are declared in every build and defined only where CUDA is built in.
 #pragma once
 
+#include "ops/common/kernel_names.h"
 #include "ops/elementwise/elementwise.h"
 
 namespace blockscope::ops::cpu {

@@ -89,7 +89,7 @@ void gather_words(const Word* src, int64_t stride, Word* out, int64_t n) {
 
 // A plain device-to-device copy of a contiguous tensor (the "Memcpy DtoD" of the trace).
 void memcpy_within(Context& ctx, const Tensor& src, Tensor& dst) {
-  profiler::KernelScope kernel(ctx, "Memcpy DtoD");
+  profiler::KernelScope kernel(ctx, kernel_names::kMemcpyDtoD);
   ctx.backend().copy_within(dst.data(), src.data(), dst.nbytes());
 }
 

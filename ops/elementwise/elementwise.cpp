@@ -18,16 +18,10 @@ bool is_trailing_shape(const Tensor& a, const Tensor& b) {
   return std::equal(b.shape().begin(), b.shape().end(), a.shape().end() - b.dim());
 }
 
-// Number of elements of scores [..., Sq, Sk] that the causal mask covers (j > i + Sk - Sq).
+// Elements of scores [..., Sq, Sk] that the causal mask covers.
 double masked_count(const Tensor& scores) {
   const int64_t sq = scores.size(-2), sk = scores.size(-1);
-  const int64_t matrices = sq * sk == 0 ? 0 : scores.numel() / (sq * sk);
-  double per_matrix = 0;
-  for (int64_t i = 0; i < sq; ++i) {
-    const int64_t first_masked = std::clamp<int64_t>(i + sk - sq + 1, 0, sk);
-    per_matrix += static_cast<double>(sk - first_masked);
-  }
-  return per_matrix * static_cast<double>(matrices);
+  return causal_masked_elements(sq * sk == 0 ? 0 : scores.numel() / (sq * sk), sq, sk);
 }
 
 void check_scores(const Context& ctx, const char* op, const Tensor& scores) {
@@ -37,6 +31,15 @@ void check_scores(const Context& ctx, const char* op, const Tensor& scores) {
 }
 
 }  // namespace
+
+double causal_masked_elements(int64_t matrices, int64_t sq, int64_t sk) {
+  double per_matrix = 0;
+  for (int64_t i = 0; i < sq; ++i) {  // row i keeps keys j <= i + Sk - Sq
+    const int64_t first_masked = std::clamp<int64_t>(i + sk - sq + 1, 0, sk);
+    per_matrix += static_cast<double>(sk - first_masked);
+  }
+  return per_matrix * static_cast<double>(matrices);
+}
 
 void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_on_context(ctx, "add", "a", a);

@@ -24,4 +24,8 @@ void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor&
 // In place: scores.masked_fill_(mask, value) — 1 kernel.
 void masked_fill_causal_(Context& ctx, Tensor& scores, float value);
 
+// Elements the causal mask covers in `matrices` score matrices [Sq, Sk]: the bytes the fill
+// writes (the profiler's and the catalogue's).
+double causal_masked_elements(int64_t matrices, int64_t sq, int64_t sk);
+
 }  // namespace blockscope::ops

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ops/linear/batched_matmul.h"
+#include "ops/common/kernel_names.h"
 #include "ops/linear/linear.h"
 
 namespace blockscope::ops::cpu {
@@ -25,5 +26,14 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
 // name, so the tables of the two devices line up.
 namespace blockscope::ops::kernel_names {
 inline constexpr char kBiasAdd[] = "bias_add_kernel";
+// The GEMM with its cuBLASLt epilogue (the plain one is kGemm, ops/common/kernel_names.h).
+inline constexpr char kGemmBias[] = "gemm_bias";
+inline constexpr char kGemmGelu[] = "gemm_gelu";
+inline constexpr char kGemmBiasGelu[] = "gemm_bias_gelu";
+// The epilogue path's one GEMM.
+inline const char* gemm_with_epilogue(bool bias, bool gelu) {
+  if (bias) return gelu ? kGemmBiasGelu : kGemmBias;
+  return gelu ? kGemmGelu : kGemm;
+}
 inline constexpr char kBiasBroadcastCopy[] = "bias_broadcast_copy_kernel";
 }  // namespace blockscope::ops::kernel_names

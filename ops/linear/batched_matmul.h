@@ -1,6 +1,7 @@
 // Batched GEMM used by the attention paths (QKᵀ and PV).
 #pragma once
 
+#include "ops/common/kernel_names.h"
 #include "runtime/context.h"
 
 namespace blockscope::ops {
@@ -13,6 +14,6 @@ namespace blockscope::ops {
 // m' = b_group·m covers GQA with no copy (CPU and CUDA both do this).
 // kernel_name labels the work in the kernel table ("gemm_qk", "gemm_pv").
 void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, bool trans_b, float alpha,
-                    int64_t b_group = 1, const char* kernel_name = "gemm");
+                    int64_t b_group = 1, const char* kernel_name = kernel_names::kGemm);
 
 }  // namespace blockscope::ops

@@ -140,11 +140,6 @@ void gelu_tanh_kernel(Context& ctx, Tensor& y, int64_t rows, int64_t out) {
   });
 }
 
-const char* epilogue_kernel_name(bool has_bias, bool gelu) {
-  if (has_bias) return gelu ? "gemm_bias_gelu" : "gemm_bias";
-  return gelu ? "gemm_gelu" : "gemm";
-}
-
 }  // namespace
 
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
@@ -162,7 +157,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       {
         // The GEMM result is rounded to y's dtype before the bias kernel reads it back: that
         // extra trip through memory (and rounding) is what the naive path costs.
-        profiler::KernelScope kernel(ctx, "gemm");
+        profiler::KernelScope kernel(ctx, kernel_names::kGemm);
         if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, 0.0f, y)) {
           F32Matrix c = output_buffer(ctx, y, rows, out);
           gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
@@ -174,7 +169,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       return;
     }
     case LinearPath::epilogue: {
-      profiler::KernelScope kernel(ctx, epilogue_kernel_name(bias.defined(), gelu));
+      profiler::KernelScope kernel(ctx, kernel_names::gemm_with_epilogue(bias.defined(), gelu));
       if (fused_gemm(x, xrows, w, layout, out, bias, gelu, 0.0f, y)) return;
       F32Matrix c = output_buffer(ctx, y, rows, out);
       gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
@@ -190,7 +185,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         for (int64_t r = 0; r < rows; ++r) std::memcpy(element_ptr(y, r * out), bias.data(), row_bytes);
       }
       {
-        profiler::KernelScope kernel(ctx, "gemm");
+        profiler::KernelScope kernel(ctx, kernel_names::kGemm);
         const float beta = bias.defined() ? 1.0f : 0.0f;
         if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, beta, y)) {
           F32Matrix c = output_buffer(ctx, y, rows, out);

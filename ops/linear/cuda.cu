@@ -102,7 +102,7 @@ void bias_kernel(Context& ctx, const char* name, bool add, const Tensor& bias, T
 // BLAS convention gives it. cuBLASLt is never asked for k = 0 (its kernels are not documented
 // for an empty reduction).
 void zero_fill(Context& ctx, Tensor& t) {
-  profiler::KernelScope scope(ctx, "Memset");
+  profiler::KernelScope scope(ctx, kernel_names::kMemset);
   BS_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), cuda_backend(ctx).stream()));
 }
 
@@ -144,20 +144,20 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
 
   switch (path) {
     case LinearPath::naive:
-      g.name = "gemm";
+      g.name = kernel_names::kGemm;
       cublaslt::gemm(ctx, g);
       if (has_bias) bias_kernel(ctx, kernel_names::kBiasAdd, true, bias, y, rows, out);
       if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
       return;
     case LinearPath::epilogue:
       g.epilogue = has_bias ? (gelu ? Epilogue::gelu_bias : Epilogue::bias) : (gelu ? Epilogue::gelu : Epilogue::none);
-      g.name = has_bias ? (gelu ? "gemm_bias_gelu" : "gemm_bias") : (gelu ? "gemm_gelu" : "gemm");
+      g.name = kernel_names::gemm_with_epilogue(has_bias, gelu);
       g.bias = has_bias ? bias.data() : nullptr;
       if (!cublaslt::epilogue_available(ctx, g)) {
         // cuBLASLt has no algorithm for this epilogue here (a note on stderr says so, once per
         // shape): the naive path's kernels instead, which the kernel table shows.
         g.epilogue = Epilogue::none;
-        g.name = "gemm";
+        g.name = kernel_names::kGemm;
         g.bias = nullptr;
         cublaslt::gemm(ctx, g);
         if (has_bias) bias_kernel(ctx, kernel_names::kBiasAdd, true, bias, y, rows, out);
@@ -167,7 +167,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       cublaslt::gemm(ctx, g);
       return;
     case LinearPath::addmm:
-      g.name = "gemm";
+      g.name = kernel_names::kGemm;
       if (has_bias) {
         bias_kernel(ctx, kernel_names::kBiasBroadcastCopy, false, bias, y, rows, out);
         g.beta = 1.0f;

@@ -165,7 +165,7 @@ void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, Ml
   const double flops = mlp_flops(rows, d, f, weights.gated);
   run_composite_op(ctx,
                    {"mlp", path_name(path), profiler::Family::linear, {&x}, {&y}, flops,
-                    tensor_bytes({&x, &y}) + weight_bytes},
+                    tensor_bytes({&x, &y}) + weight_bytes, y.numel() == 0},
                    [&] { mlp_body(ctx, x, weights, y, path, f); });
 }
 

@@ -44,8 +44,8 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   check_norm(ctx, "layer_norm", x, weight, bias, y, eps);
   // Per element: mean and variance sums (3), normalise and scale/shift (4).
   run_op(ctx,
-         {"layer_norm", "", profiler::Family::norm, {&x, &weight, &bias}, {&y}, 7.0 * static_cast<double>(x.numel()),
-          tensor_bytes({&x, &weight, &bias, &y})},
+         {"layer_norm", "", profiler::Family::norm, {&x, &weight, &bias}, {&y}, kLayerNormFlopsPerElement * static_cast<double>(x.numel()),
+          tensor_bytes({&x, &weight, &bias, &y}), x.numel() == 0},
          [&] { cpu::layer_norm(ctx, x, weight, bias, eps, y); },
          [&] { cuda::layer_norm(ctx, x, weight, bias, eps, y); });
 }
@@ -54,8 +54,8 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   check_norm(ctx, "rms_norm", x, weight, Tensor(), y, eps);
   // Per element: square-and-sum (2), normalise (1), scale (1).
   run_op(ctx,
-         {"rms_norm", "", profiler::Family::norm, {&x, &weight}, {&y}, 4.0 * static_cast<double>(x.numel()),
-          tensor_bytes({&x, &weight, &y})},
+         {"rms_norm", "", profiler::Family::norm, {&x, &weight}, {&y}, kRmsNormFlopsPerElement * static_cast<double>(x.numel()),
+          tensor_bytes({&x, &weight, &y}), x.numel() == 0},
          [&] { cpu::rms_norm(ctx, x, weight, eps, y); }, [&] { cuda::rms_norm(ctx, x, weight, eps, y); });
 }
 

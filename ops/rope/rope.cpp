@@ -35,7 +35,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   BS_CHECK_INPUT(theta > 0.0f, "rope: theta must be > 0, got ", theta);
   BS_CHECK_INPUT(position_offset >= 0, "rope: position_offset must be >= 0, got ", position_offset);
   // Per element: two multiplies and one add (cos/sin tables not counted).
-  run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, {&y}, 3.0 * static_cast<double>(x.numel()), tensor_bytes({&x, &y})},
+  run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, {&y}, kRopeFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
          [&] { cpu::rope(ctx, x, y, theta, position_offset); },
          [&] { cuda::rope(ctx, x, y, theta, position_offset); });
 }

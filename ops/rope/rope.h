@@ -6,6 +6,9 @@
 
 namespace blockscope::ops {
 
+// FLOPs per element: two products and a sum (the profiler's and the catalogue's).
+inline constexpr double kRopeFlopsPerElement = 3.0;
+
 // x, y: [B, H, S, D] (x may be a strided view; y contiguous or the same view as x for in
 // place). Position of row s is position_offset + s. D must be even. 1 kernel.
 void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset = 0);

@@ -9,9 +9,6 @@
 namespace blockscope::ops {
 namespace {
 
-// Per element: subtract the max, exp, add to the sum, divide (the max pass is a compare).
-constexpr double kFlopsPerElement = 4.0;
-
 void check_pair(const Context& ctx, const char* op, const Tensor& x, const Tensor& y, int64_t min_dims,
                 const char* layout) {
   BS_CHECK_INPUT(x.defined() && y.defined(), op, ": x and y must both be defined tensors");
@@ -31,17 +28,16 @@ void check_pair(const Context& ctx, const char* op, const Tensor& x, const Tenso
 void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   check_pair(ctx, "softmax", x, y, 1, "[..., N] (at least 1-D)");
   run_op(ctx,
-         {"softmax", "", profiler::Family::softmax, {&x}, {&y}, kFlopsPerElement * static_cast<double>(x.numel()),
+         {"softmax", "", profiler::Family::softmax, {&x}, {&y}, kSoftmaxFlopsPerElement * static_cast<double>(x.numel()),
           tensor_bytes({&x, &y}), x.numel() == 0},
          [&] { cpu::softmax(ctx, x, y); }, [&] { cuda::softmax(ctx, x, y); });
 }
 
 void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causal, Tensor& y) {
   check_pair(ctx, "softmax_scale_causal", x, y, 2, "scores [..., Sq, Sk] (at least 2-D)");
-  // One more multiply per element for the scale.
   run_op(ctx,
          {"softmax_scale_causal", "", profiler::Family::softmax, {&x}, {&y},
-          (kFlopsPerElement + 1.0) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
+          kSoftmaxScaleFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
          [&] { cpu::softmax_scale_causal(ctx, x, scale, causal, y); },
          [&] { cuda::softmax_scale_causal(ctx, x, scale, causal, y); });
 }

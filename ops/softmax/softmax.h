@@ -7,6 +7,11 @@
 
 namespace blockscope::ops {
 
+// FLOPs per element (the profiler's and the catalogue's): subtract the max, exp, add to the
+// sum, divide (the max pass is a compare); the scaled form multiplies once more.
+inline constexpr double kSoftmaxFlopsPerElement = 4.0;
+inline constexpr double kSoftmaxScaleFlopsPerElement = kSoftmaxFlopsPerElement + 1.0;
+
 // y = softmax(x, dim = -1). x, y: [..., N] contiguous, same dtype; y may alias x. 1 kernel.
 void softmax(Context& ctx, const Tensor& x, Tensor& y);
 

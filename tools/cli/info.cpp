@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "ops/catalogue/catalogue.h"
 #include "ops/common/paths.h"
 #include "profiler/render.h"
 #include "model/workload.h"
@@ -42,6 +43,22 @@ int info_command(Session& session) {
                              {"plain_mlp", row.plain_mlp},
                              {"gated_mlp", row.gated_mlp},
                              {"summary", row.summary}});
+  }
+  // The op catalogue (ops/catalogue/catalogue.h): each op's recorded name, family, paths and the
+  // named sizes and flags its FLOP and byte formulas take.
+  info["ops"] = nlohmann::json::array();
+  for (const ops::OpSpec& spec : ops::op_catalogue()) {
+    info["ops"].push_back({{"name", spec.name},
+                           {"family", profiler::family_name(spec.family)},
+                           {"path_op", spec.path_op ? ops::path_op_name(*spec.path_op) : ""},
+                           {"sizes", spec.sizes},
+                           {"flags", spec.flags},
+                           {"takes_activation", spec.takes_activation},
+                           {"summary", spec.summary}});
+  }
+  info["dtypes"] = nlohmann::json::array();
+  for (DType dtype : kDTypes) {
+    info["dtypes"].push_back({{"name", dtype_name(dtype)}, {"bytes", dtype_size(dtype)}, {"epsilon", dtype_epsilon(dtype)}});
   }
 #ifdef BLOCKSCOPE_WITH_NVTX
   info["nvtx"] = true;

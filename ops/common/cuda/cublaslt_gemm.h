@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "ops/common/kernel_names.h"
 #include "runtime/context.h"
 #include "runtime/dtype.h"
 
@@ -66,7 +67,7 @@ GemmSettings& settings(Context& ctx);
 // D_i = d + i·stride_d: [m, n], rows ldd apart. With beta != 0, D is read first (addmm).
 // bias: [n] of the same dtype, for Epilogue::bias and gelu_bias.
 struct RowMajorGemm {
-  const char* name = "gemm";  // label in the kernel table
+  const char* name = kernel_names::kGemm;  // label in the kernel table
   DType dtype = DType::f32;
   int64_t m = 0, n = 0, k = 0;
   const void* a = nullptr;

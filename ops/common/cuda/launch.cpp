@@ -11,6 +11,7 @@
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_check.h"
 #include "ops/common/cuda/launch_support.h"
+#include "ops/common/kernel_names.h"
 
 namespace blockscope::ops::cuda {
 namespace {
@@ -80,7 +81,7 @@ void check_launch(Context& ctx, const char* kernel, dim3 grid, dim3 block, size_
 
 void memcpy_dtod(Context& ctx, void* dst, const void* src, size_t bytes) {
   CudaBackend& backend = cuda_backend(ctx);
-  profiler::KernelScope scope(ctx, "Memcpy DtoD");
+  profiler::KernelScope scope(ctx, kernel_names::kMemcpyDtoD);
   if (bytes == 0) return;
   const cudaError_t status = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, backend.stream());
   if (status != cudaSuccess) {

@@ -1,0 +1,309 @@
+#include "ops/catalogue/catalogue.h"
+
+#include <algorithm>
+
+#include "ops/activation/backends.h"
+#include "ops/attention/backends.h"
+#include "ops/elementwise/backends.h"
+#include "ops/linear/backends.h"
+#include "ops/mlp/mlp.h"
+#include "ops/norm/backends.h"
+#include "ops/rope/backends.h"
+#include "ops/softmax/backends.h"
+#include "runtime/error.h"
+
+namespace blockscope::ops {
+
+int64_t OpCall::size(const std::string& name) const {
+  const auto it = sizes.find(name);
+  BS_CHECK_INPUT(it != sizes.end(), "op catalogue: the call has no size '", name, "'");
+  return it->second;
+}
+
+bool OpCall::flag(const std::string& name) const {
+  const auto it = flags.find(name);
+  return it != flags.end() && it->second;
+}
+
+namespace {
+
+using Names = std::vector<std::string>;
+
+double d(int64_t v) { return static_cast<double>(v); }
+double elem(const OpCall& c) { return static_cast<double>(dtype_size(c.dtype)); }
+
+Activation activation_of(const OpCall& c) {
+  Activation act{};
+  BS_CHECK_INPUT(parse_activation(c.activation, &act), "op catalogue: unknown activation '", c.activation, "'");
+  return act;
+}
+
+template <class Path>
+Path path_of(const OpCall& c, Path* /*tag*/ = nullptr) {
+  Path path{};
+  BS_CHECK_INPUT(parse_path(c.path, &path), "op catalogue: unknown path '", c.path, "'");
+  return path;
+}
+
+// Single-kernel ops: that kernel on every device.
+template <const char* kName>
+Names one_kernel(const OpCall&, DeviceType) {
+  return {kName};
+}
+
+// ---- costs, from the formulas the ops record (their headers) --------------------------------
+// Sizes: R rows of N elements; B, H, Hkv, Sq, Sk, D for attention; M, K, N for a GEMM
+// (x [M, K], y [M, N]); T tokens, D model width, F hidden width for the MLP.
+
+OpCost rows_cost(const OpCall& c, double flops_per_element, int reads, int writes) {
+  const double n = d(c.size("R")) * d(c.size("N"));
+  return {flops_per_element * n, (reads + writes) * n * elem(c)};
+}
+
+OpCost add_cost(const OpCall& c) {
+  const double n = d(c.size("R")) * d(c.size("N"));
+  const double b = c.flag("broadcast") ? d(c.size("N")) : n;  // b is [N] or a's shape
+  return {n, (2 * n + b) * elem(c)};
+}
+OpCost mul_cost(const OpCall& c) { return rows_cost(c, 1.0, 2, 1); }
+OpCost scale_cost(const OpCall& c) { return rows_cost(c, 1.0, 1, 1); }
+OpCost copy_cost(const OpCall& c) { return rows_cost(c, 0.0, 1, 1); }
+
+double masked_bytes(const OpCall& c) {
+  return causal_masked_elements(c.size("B"), c.size("Sq"), c.size("Sk")) * elem(c);
+}
+OpCost masked_fill_cost(const OpCall& c) {
+  return {0.0, 2 * d(c.size("B")) * d(c.size("Sq")) * d(c.size("Sk")) * elem(c) + masked_bytes(c)};
+}
+OpCost masked_fill_inplace_cost(const OpCall& c) { return {0.0, masked_bytes(c)}; }
+
+OpCost activation_cost(const OpCall& c) {
+  return rows_cost(c, activation_flops_per_element(activation_of(c)), 1, 1);
+}
+OpCost gated_activation_cost(const OpCall& c) {
+  return rows_cost(c, activation_flops_per_element(activation_of(c)) + 1.0, 2, 1);
+}
+
+OpCost layer_norm_cost(const OpCall& c) {
+  const double n = d(c.size("N"));
+  const OpCost rows = rows_cost(c, kLayerNormFlopsPerElement, 1, 1);
+  return {rows.flops, rows.bytes + (c.flag("bias") ? 2 : 1) * n * elem(c)};  // weight (and bias) [N]
+}
+OpCost rms_norm_cost(const OpCall& c) {
+  const OpCost rows = rows_cost(c, kRmsNormFlopsPerElement, 1, 1);
+  return {rows.flops, rows.bytes + d(c.size("N")) * elem(c)};
+}
+OpCost softmax_cost(const OpCall& c) { return rows_cost(c, kSoftmaxFlopsPerElement, 1, 1); }
+OpCost softmax_scale_causal_cost(const OpCall& c) { return rows_cost(c, kSoftmaxScaleFlopsPerElement, 1, 1); }
+
+OpCost rope_cost(const OpCall& c) {
+  const double n = d(c.size("B")) * d(c.size("H")) * d(c.size("S")) * d(c.size("D"));
+  return {kRopeFlopsPerElement * n, 2 * n * elem(c)};
+}
+
+OpCost linear_cost(const OpCall& c) {
+  const int64_t m = c.size("M"), k = c.size("K"), n = c.size("N");
+  const double bias = c.flag("bias") ? d(n) : 0.0;
+  return {linear_flops(m, k, n), (d(m) * d(k) + d(n) * d(k) + bias + d(m) * d(n)) * elem(c)};
+}
+
+OpCost batched_matmul_cost(const OpCall& c) {
+  // a [batch, M, K], b [batch / G, K, N], c [batch, M, N]
+  const double batch = d(c.size("batch")), m = d(c.size("M")), k = d(c.size("K")), n = d(c.size("N"));
+  return {2.0 * batch * m * n * k, (batch * m * k + batch / d(c.size("G")) * k * n + batch * m * n) * elem(c)};
+}
+
+OpCost attention_cost(const OpCall& c) {
+  const int64_t b = c.size("B"), h = c.size("H"), hkv = c.size("Hkv"), sq = c.size("Sq"), sk = c.size("Sk"),
+                dh = c.size("D");
+  const double q_and_out = 2 * d(b) * d(h) * d(sq) * d(dh), k_and_v = 2 * d(b) * d(hkv) * d(sk) * d(dh);
+  return {attention_flops(b, h, sq, sk, dh, c.flag("causal")), (q_and_out + k_and_v) * elem(c)};
+}
+
+OpCost mlp_cost(const OpCall& c) {
+  const int64_t t = c.size("T"), dm = c.size("D"), f = c.size("F");
+  const bool gated = c.flag("gated");
+  // plain: fc [F, D] + bias [F], proj [D, F] + bias [D]; gated: gate and up [F, D], down [D, F].
+  const double weights = gated ? 3 * d(dm) * d(f) : 2 * d(dm) * d(f) + (c.flag("bias") ? d(f) + d(dm) : 0.0);
+  return {mlp_flops(t, dm, f, gated), (2 * d(t) * d(dm) + weights) * elem(c)};
+}
+
+// ---- kernels per call ----------------------------------------------------------------------
+
+Names masked_fill_kernels(const OpCall&, DeviceType) {
+  return {kernel_names::kMemcpyDtoD, kernel_names::kMaskedFillCausal};  // out of place: copy, then fill
+}
+Names copy_kernels(const OpCall& c, DeviceType) {
+  // A contiguous source is one device-to-device copy; a strided view, the gather kernel.
+  return {c.flag("strided") ? kernel_names::kCopy : kernel_names::kMemcpyDtoD};
+}
+Names activation_kernels(const OpCall& c, DeviceType) { return {kernel_names::activation(activation_of(c))}; }
+Names gated_activation_kernels(const OpCall& c, DeviceType) {
+  return {kernel_names::gated_activation(activation_of(c))};
+}
+Names batched_matmul_kernels(const OpCall& c, DeviceType device) {
+  // CUDA writes an empty sum (K = 0) with a memset; the CPU runs its GEMM.
+  if (device == DeviceType::cuda && c.size("K") == 0) return {kernel_names::kMemset};
+  return {c.path.empty() ? kernel_names::kGemm : c.path};  // recorded under its label
+}
+
+// linear: naive GEMM, bias, GELU; epilogue one GEMM; addmm bias copy, GEMM(beta = 1), GELU.
+Names linear_kernels(const OpCall& c, DeviceType device) {
+  const bool bias = c.flag("bias"), gelu = c.flag("gelu");
+  Names names;
+  if (device == DeviceType::cuda && c.sizes.count("K") && c.size("K") == 0) {
+    // CUDA: an empty sum (K = 0) is y = bias (broadcast copy) or zeros (memset) on any path.
+    names = {bias ? kernel_names::kBiasBroadcastCopy : kernel_names::kMemset};
+    if (gelu) names.push_back(kernel_names::activation(Activation::gelu_tanh));
+    return names;
+  }
+  switch (path_of<LinearPath>(c)) {
+    case LinearPath::naive:
+      names = {kernel_names::kGemm};
+      if (bias) names.push_back(kernel_names::kBiasAdd);
+      break;
+    case LinearPath::epilogue: return {kernel_names::gemm_with_epilogue(bias, gelu)};
+    case LinearPath::addmm:
+      if (bias) names.push_back(kernel_names::kBiasBroadcastCopy);
+      names.push_back(kernel_names::kGemm);
+      break;
+  }
+  if (gelu) names.push_back(kernel_names::activation(Activation::gelu_tanh));
+  return names;
+}
+
+Names attention_kernels(const OpCall& c, DeviceType device) {
+  const bool causal = c.flag("causal");
+  switch (path_of<AttentionPath>(c)) {
+    case AttentionPath::naive:
+      if (causal)
+        return {kernel_names::kGemmQk, kernel_names::kScale, kernel_names::kMemcpyDtoD,
+                kernel_names::kMaskedFillCausal, kernel_names::kSoftmax, kernel_names::kGemmPv};
+      break;
+    case AttentionPath::inplace:
+      if (causal)
+        return {kernel_names::kGemmQk, kernel_names::kScale, kernel_names::kMaskedFillCausal, kernel_names::kSoftmax,
+                kernel_names::kGemmPv};
+      break;
+    case AttentionPath::fused_softmax:
+      return {kernel_names::kGemmQk, kernel_names::kSoftmaxCausalScale, kernel_names::kGemmPv};
+    case AttentionPath::flash:
+      // On CUDA a short query (Sq <= 64) over many keys may be split over the keys
+      // (flash-decoding, ops/attention/flash.cu): then the combine kernel follows. The call says
+      // so with the flag split_keys.
+      if (device == DeviceType::cuda && c.flag("split_keys"))
+        return {kernel_names::kFlashAttention, kernel_names::kFlashAttentionCombine};
+      return {kernel_names::kFlashAttention};
+  }
+  return {kernel_names::kGemmQk, kernel_names::kScale, kernel_names::kSoftmax, kernel_names::kGemmPv};
+}
+
+// The MLP is the sum of its public ops (ops/mlp/mlp.cpp).
+Names mlp_kernels(const OpCall& c, DeviceType device) {
+  const Activation act = activation_of(c);
+  const bool bias = !c.flag("gated") && c.flag("bias");
+  auto gemm = [&](const char* path, bool gelu = false) {
+    OpCall l;
+    l.path = path;
+    l.flags = {{"bias", bias}, {"gelu", gelu}};
+    return linear_kernels(l, device);
+  };
+  auto append = [](Names& to, const Names& from) { to.insert(to.end(), from.begin(), from.end()); };
+  Names names;
+  const MlpPath path = path_of<MlpPath>(c);
+  if (!c.flag("gated")) {
+    const char* linear_path = path == MlpPath::naive ? "naive" : "epilogue";
+    const bool gelu_epilogue = path != MlpPath::naive && act == Activation::gelu_tanh;
+    append(names, gemm(linear_path, gelu_epilogue));
+    if (!gelu_epilogue) names.push_back(kernel_names::activation(act));
+    append(names, gemm(linear_path));
+  } else if (path == MlpPath::naive) {
+    names = {kernel_names::kGemm, kernel_names::kGemm, kernel_names::activation(act), kernel_names::kMul,
+             kernel_names::kGemm};
+  } else {
+    names = {kernel_names::kGemm, kernel_names::gated_activation(act), kernel_names::kGemm};
+  }
+  return names;
+}
+
+std::string activation_event_name(const OpCall& c) { return activation_name(activation_of(c)); }
+std::string no_path(const OpCall&) { return ""; }
+
+std::vector<OpSpec> make_catalogue() {
+  using profiler::Family;
+  const Names rows{"R", "N"};
+  return {
+      {"add", Family::elementwise, std::nullopt, rows, {"broadcast"}, false,
+       "out = a + b; a, out [R, N], b [R, N] or [N] (row broadcast)", add_cost, one_kernel<kernel_names::kAdd>},
+      {"mul", Family::elementwise, std::nullopt, rows, {}, false, "out = a * b; [R, N]", mul_cost,
+       one_kernel<kernel_names::kMul>},
+      {"scale", Family::elementwise, std::nullopt, rows, {}, false, "out = x * factor; [R, N]", scale_cost,
+       one_kernel<kernel_names::kScale>},
+      {"copy", Family::copy, std::nullopt, rows, {"strided"}, false, "dst = src; [R, N], src any strides",
+       copy_cost, copy_kernels},
+      {"masked_fill", Family::elementwise, std::nullopt, {"B", "Sq", "Sk"}, {}, false,
+       "out = scores.masked_fill(causal, value); scores [B, Sq, Sk]", masked_fill_cost, masked_fill_kernels},
+      {"masked_fill_", Family::elementwise, std::nullopt, {"B", "Sq", "Sk"}, {}, false,
+       "scores.masked_fill_(causal, value); scores [B, Sq, Sk]", masked_fill_inplace_cost,
+       one_kernel<kernel_names::kMaskedFillCausal>},
+      {"activation", Family::activation, std::nullopt, rows, {}, true, "y = act(x); [R, N]", activation_cost,
+       activation_kernels, activation_event_name, no_path},
+      {"gated_activation", Family::activation, std::nullopt, rows, {}, true,
+       "y = act(gate) * up; [R, N], gate and up may be column halves of one [R, 2N]", gated_activation_cost,
+       gated_activation_kernels, nullptr, activation_event_name},
+      {"layer_norm", Family::norm, std::nullopt, rows, {"bias"}, false,
+       "y = (x - mean) / sqrt(var + eps) * weight + bias; x, y [R, N], weight, bias [N]", layer_norm_cost,
+       one_kernel<kernel_names::kLayerNorm>},
+      {"rms_norm", Family::norm, std::nullopt, rows, {}, false,
+       "y = x / sqrt(mean(x^2) + eps) * weight; x, y [R, N], weight [N]", rms_norm_cost,
+       one_kernel<kernel_names::kRmsNorm>},
+      {"softmax", Family::softmax, std::nullopt, rows, {}, false, "y = softmax(x) over N; [R, N]", softmax_cost,
+       one_kernel<kernel_names::kSoftmax>},
+      {"softmax_scale_causal", Family::softmax, std::nullopt, rows, {}, false,
+       "y = softmax(scale * x + causal mask) over N; [R, N] (R = matrices x Sq)", softmax_scale_causal_cost,
+       one_kernel<kernel_names::kSoftmaxCausalScale>},
+      {"rope", Family::rope, std::nullopt, {"B", "H", "S", "D"}, {}, false,
+       "rotary embedding, rotate_half; x, y [B, H, S, D]", rope_cost, one_kernel<kernel_names::kRope>},
+      {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {"bias", "gelu"}, false,
+       "y = x * W^T + b (or x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
+      {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"}, {}, false,
+       "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",
+       batched_matmul_cost, batched_matmul_kernels},
+      {"attention", Family::attention, PathOp::attention, {"B", "H", "Hkv", "Sq", "Sk", "D"},
+       {"causal", "split_keys"}, false, "softmax(q k^T * scale + mask) v; q, out [B, H, Sq, D], k, v [B, Hkv, Sk, D]",
+       attention_cost, attention_kernels},
+      {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias"}, true,
+       "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F", mlp_cost, mlp_kernels},
+  };
+}
+
+}  // namespace
+
+const std::vector<OpSpec>& op_catalogue() {
+  static const std::vector<OpSpec> catalogue = make_catalogue();
+  return catalogue;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const OpSpec& spec : op_catalogue()) names.push_back(spec.name);
+  return names;
+}
+
+const OpSpec& op_spec(const std::string& name) {
+  for (const OpSpec& spec : op_catalogue())
+    if (name == spec.name) return spec;
+  std::string known;
+  for (const std::string& n : op_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error(ErrorKind::invalid_input, "op catalogue: no op '" + name + "' (known: " + known + ")");
+}
+
+std::string recorded_name(const OpSpec& spec, const OpCall& call) {
+  return spec.event_name != nullptr ? spec.event_name(call) : spec.name;
+}
+
+std::string recorded_path(const OpSpec& spec, const OpCall& call) {
+  return spec.event_path != nullptr ? spec.event_path(call) : call.path;
+}
+
+}  // namespace blockscope::ops

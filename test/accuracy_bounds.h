@@ -1,0 +1,138 @@
+// Error bounds of the ops against their float64 references, each derived from the op's
+// arithmetic (sum depth, the dtype's unit roundoff, the f32 evaluation) with its margin, and
+// measured where noted (docs/TESTING.md). One place for the op-case harness
+// (test/op_cases.cpp) and the op-specific tests that measure the same quantities.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "ops/common/paths.h"
+#include "reference/ops_reference.h"
+#include "reference/reference_tensor.h"
+#include "runtime/dtype.h"
+
+namespace blockscope::testing {
+
+inline double max_abs(const reference::RefTensor& t) {
+  double m = 0.0;
+  for (double v : t.data) m = std::max(m, std::abs(v));
+  return m;
+}
+
+// Elementwise results (add, mul, scale, copy, masked_fill) are one rounding of an f32 value:
+// a few units of the storage roundoff, relative to the largest value.
+inline double one_rounding_bound(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 1e-7; }
+
+// softmax: probabilities are at most 1; the f32 exp and sum cost a few f32 ulps, the store one
+// rounding. Per row, relative to the row's largest probability. Measured: f32 8.7e-7 (rows of
+// 20000; 4e-7 up to 4097), f16 4.8e-4, bf16 3.8e-3.
+inline double softmax_bound(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 2e-6; }
+
+// LayerNorm / RMSNorm over N elements, relative to max |reference|: storing rounds once
+// (u_d); a sum of N f32 terms errs by about √N·u32 with rounding errors of random sign, and
+// the mean's error passes into every output: 4·√N·u32 is a few times the measured error (f32
+// 1.3e-6 at N = 4097) and far below a misplaced or ignored eps.
+inline double norm_bound(DType dtype, int64_t n) {
+  return dtype_epsilon(dtype) + 4.0 * std::sqrt(static_cast<double>(n)) * dtype_epsilon(DType::f32);
+}
+
+// RoPE, absolute: x·cos ∓ x'·sin is two products and a sum in f32 with cos and sin rounded to
+// f32 (0.5 u32 each): under 4·u32·max|x|; 8·u32·max|x| leaves margin; the store u_d·max|y|.
+inline double rope_bound(const reference::RefTensor& x, const reference::RefTensor& y, DType dtype) {
+  return dtype_epsilon(dtype) * max_abs(y) + 8.0 * dtype_epsilon(DType::f32) * max_abs(x);
+}
+
+// Activations, per element in units of u32 = 2^-24: |y - ref| less the storage rounding (u_d
+// · |ref|, plus half f16's smallest subnormal; none for f32), over u32 · (|ref| + |x|). The
+// f32 evaluation (erf, tanh, exp, a few products) costs a few ulps of |y|, or of |x| in the
+// negative tails where gelu(x) = x·Φ(x) comes from 1 + erf(...) with cancellation. For the
+// gated form x is |gate·up|. Measured at most 1.4 units; a GELU constant off in its 4th digit
+// costs about 50.
+inline double activation_ulps(const std::vector<float>& got, const reference::RefTensor& expected,
+                              const reference::RefTensor& x, DType dtype) {
+  const double storage = dtype == DType::f32 ? 0.0 : dtype_epsilon(dtype);
+  const double subnormal = dtype == DType::f16 ? std::ldexp(1.0, -25) : 0.0;
+  const double u32 = dtype_epsilon(DType::f32);
+  double worst = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double ref = expected.data[i];
+    const double error = std::abs(static_cast<double>(got[i]) - ref) - storage * std::abs(ref) - subnormal;
+    worst = std::max(worst, error / (u32 * (std::abs(ref) + std::abs(x.data[i])) + 1e-300));
+  }
+  return worst;
+}
+inline constexpr double kActivationUlps = 6.0;
+
+// One linear in f32 stored in `dtype`, absolute: whatever the summation order, element y errs
+// by at most γ_k·Σ|x||w| (γ_k ≈ k·u32), growing like √k with rounding errors of random sign, so
+// 4·√k·u32·max(Σ|x||w| + |b|) is generous yet far below a wrong element; the naive path
+// rounds up to four times to the dtype (GEMM result, bias add, GELU with slope below 1.13,
+// a gate multiply), each by at most u_d·|value|: 4·u_d·max|pre-activation|.
+inline double linear_bound(const reference::RefTensor& pre_activation, const reference::RefTensor& magnitude,
+                           int64_t k, DType dtype) {
+  const double u32 = dtype_epsilon(DType::f32), ud = dtype_epsilon(dtype);
+  return 4.0 * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))) * u32 * max_abs(magnitude) +
+         4.0 * ud * max_abs(pre_activation);
+}
+
+// Largest slope of gelu (erf or tanh) and silu: errors in their input grow by at most this.
+inline constexpr double kMaxActivationSlope = 1.13;
+
+// max over outputs o of Σ_j |w[o, j]|: how much an input error of e per element can grow to.
+inline double max_abs_row_sum(const reference::RefTensor& w, bool out_in) {
+  const int64_t in = out_in ? w.shape[1] : w.shape[0];
+  reference::RefTensor ones({1, in});
+  for (double& v : ones.data) v = 1.0;
+  return max_abs(reference::linear_magnitude(ones, w, nullptr, out_in));
+}
+
+// Plain MLP proj(act(fc(x))), absolute: the hidden layer's linear bound through the
+// activation's slope and proj's row sums, plus proj's own bound.
+inline double mlp_plain_bound(const reference::RefTensor& x, const reference::RefTensor& fc,
+                              const reference::RefTensor* fc_bias, const reference::RefTensor& proj,
+                              const reference::RefTensor* proj_bias, ops::Activation act, bool out_in,
+                              const reference::RefTensor& expected, DType dtype) {
+  const int64_t d = x.shape.back(), f = out_in ? fc.shape[0] : fc.shape[1];
+  const reference::RefTensor h = reference::linear(x, fc, fc_bias, out_in);
+  const reference::RefTensor a = reference::activation(h, act);
+  const double e_hidden = kMaxActivationSlope * linear_bound(h, reference::linear_magnitude(x, fc, fc_bias, out_in), d, dtype);
+  return linear_bound(expected, reference::linear_magnitude(a, proj, proj_bias, out_in), f, dtype) +
+         e_hidden * max_abs_row_sum(proj, out_in);
+}
+
+// Gated MLP down(act(gate(x)) · up(x)), absolute: δhidden ≤ slope·δg·|u| + |act(g)|·δu plus
+// two roundings of hidden, through down's row sums, plus down's own bound.
+inline double mlp_gated_bound(const reference::RefTensor& x, const reference::RefTensor& gate_w,
+                              const reference::RefTensor& up_w, const reference::RefTensor& down_w, ops::Activation act,
+                              bool out_in, const reference::RefTensor& expected, DType dtype) {
+  const int64_t d = x.shape.back(), f = out_in ? gate_w.shape[0] : gate_w.shape[1];
+  const reference::RefTensor g = reference::linear(x, gate_w, nullptr, out_in);
+  const reference::RefTensor u = reference::linear(x, up_w, nullptr, out_in);
+  const reference::RefTensor hidden = reference::gated_activation(g, u, act);
+  const double eg = linear_bound(g, reference::linear_magnitude(x, gate_w, nullptr, out_in), d, dtype);
+  const double eu = linear_bound(u, reference::linear_magnitude(x, up_w, nullptr, out_in), d, dtype);
+  const double e_hidden = kMaxActivationSlope * eg * max_abs(u) + max_abs(reference::activation(g, act)) * eu +
+                          2.0 * dtype_epsilon(dtype) * max_abs(hidden);
+  return linear_bound(expected, reference::linear_magnitude(hidden, down_w, nullptr, out_in), f, dtype) +
+         e_hidden * max_abs_row_sum(down_w, out_in);
+}
+
+// Attention, every path on its own (so a bug shared by all paths cannot hide behind the
+// accuracy rule, which compares paths with naive): scores and probabilities are rounded to the
+// storage type a few times, each about one roundoff of an O(1) value. Per output row (head_dim
+// values), relative to the row's largest |value|, with q and k in [-2, 2]. Measured: f32 1.8e-6,
+// f16 3.3e-3, bf16 1.8e-2 (any path).
+inline double attention_bound(DType dtype) { return 16.0 * dtype_epsilon(dtype) + 4e-6; }
+
+// batched_matmul, absolute: f32 accumulation over k <= 128 plus one rounding to the storage
+// type, relative to the largest output; for f16 also the subnormal spacing 2^-24 (a product of
+// two inputs in [-1, 1] can land below f16's smallest normal, where one rounding costs up to
+// half a spacing whatever the relative error).
+inline double batched_matmul_bound(const reference::RefTensor& expected, DType dtype) {
+  return (4.0 * dtype_epsilon(dtype) + 1e-5) * max_abs(expected) + (dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0);
+}
+
+}  // namespace blockscope::testing

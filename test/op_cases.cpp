@@ -1,0 +1,861 @@
+// One entry per op of the catalogue: its cases (shapes with odd and empty sizes, options, the
+// call, the float64 reference, the bound of test/accuracy_bounds.h) and the bad calls it must
+// refuse. The harness (test/op_harness_test.cpp) runs each on every device and dtype. An op
+// whose behaviour has more to it than value, aliasing, kernels, cost and refusals (eps
+// placement, huge logits, NaN propagation, strided heads...) keeps those tests in its own file.
+#include "test/op_cases.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ops/activation/activation.h"
+#include "ops/attention/attention.h"
+#include "ops/elementwise/elementwise.h"
+#include "ops/linear/batched_matmul.h"
+#include "ops/linear/linear.h"
+#include "ops/mlp/mlp.h"
+#include "ops/norm/norm.h"
+#include "ops/rope/rope.h"
+#include "ops/softmax/softmax.h"
+#include "reference/attention_reference.h"
+#include "reference/ops_reference.h"
+#include "test/accuracy_bounds.h"
+#include "test/support/test_support.h"
+
+namespace blockscope::testing {
+namespace {
+
+using reference::RefTensor;
+using Refs = std::vector<RefTensor>;
+using Tensors = std::vector<Tensor>;
+using Needles = std::vector<std::string>;
+
+// ---- building blocks -----------------------------------------------------------------------
+
+InputSpec input(Shape shape, float lo = -1.0f, float hi = 1.0f) { return {std::move(shape), lo, hi, nullptr, false}; }
+InputSpec viewed(Shape made, std::function<Tensor(const Tensor&)> view, float lo = -1.0f, float hi = 1.0f) {
+  return {std::move(made), lo, hi, std::move(view), false};
+}
+InputSpec absent() { return {{}, 0.0f, 0.0f, nullptr, true}; }
+// A weight of fan-in `fan_in`, uniform in ±1/√fan_in, so activations stay O(1).
+InputSpec weight(Shape shape, int64_t fan_in) {
+  const float bound = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(fan_in, 1)));
+  return input(std::move(shape), -bound, bound);
+}
+
+ops::OpCall sizes(std::map<std::string, int64_t> named, std::map<std::string, bool> flags = {},
+                  std::string path = "", std::string activation = "") {
+  ops::OpCall call;
+  call.sizes = std::move(named);
+  call.flags = std::move(flags);
+  call.path = std::move(path);
+  call.activation = std::move(activation);
+  return call;
+}
+
+const RefTensor* optional(const RefTensor& t) { return t.data.empty() && t.shape.empty() ? nullptr : &t; }
+
+Accuracy one_rounding() {
+  return {"max relative", [](const Measured& m) { return max_relative_error(m.got, m.want.data); },
+          [](const Measured& m) { return one_rounding_bound(m.dtype); }};
+}
+Accuracy exact() {
+  return {"abs", [](const Measured& m) { return max_abs_error(m.got, m.want.data); },
+          [](const Measured&) { return 0.0; }};
+}
+Accuracy softmax_rows() {
+  return {"row relative",
+          [](const Measured& m) {
+            return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
+          },
+          [](const Measured& m) { return softmax_bound(m.dtype); }};
+}
+Accuracy norm_rows() {
+  return {"max relative", [](const Measured& m) { return max_relative_error(m.got, m.want.data); },
+          [](const Measured& m) { return norm_bound(m.dtype, m.want.shape.back()); }};
+}
+Accuracy absolute(std::function<double(const Measured&)> bound) {
+  return {"abs", [](const Measured& m) { return max_abs_error(m.got, m.want.data); }, std::move(bound)};
+}
+// The activation's evaluation error over its input x (plain) or |gate·up| (gated).
+Accuracy activation_ulps(bool gated) {
+  return {"f32 ulps",
+          [gated](const Measured& m) {
+            RefTensor x = m.inputs[0];
+            if (gated)
+              for (size_t i = 0; i < x.data.size(); ++i) x.data[i] *= m.inputs[1].data[i];
+            return testing::activation_ulps(m.got, m.want, x, m.dtype);
+          },
+          [](const Measured&) { return kActivationUlps; }};
+}
+
+std::string shape_label(const Shape& s) { return shape_str(s); }
+std::string act_label(ops::Activation act) { return ops::activation_name(act); }
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+OpCases add_cases() {
+  OpCases entry{"add", {}, {}};
+  // (a, b): same shape, bias over the last dim, over the last two, one element, more than one
+  // chunk per row, a single long row, no rows.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{7, 33}, {7, 33}}, {{7, 33}, {33}}, {{3, 5, 17}, {5, 17}}, {{1, 1}, {1}},
+      {{3, 2500}, {2500}}, {{5000}, {5000}}, {{0, 8}, {8}}};
+  for (const auto& [a, b] : shapes) {
+    const bool broadcast = a != b;
+    const int64_t n = shape_numel(b), rows = n == 0 ? 0 : shape_numel(a) / n;
+    OpCase c;
+    c.label = "a " + shape_label(a) + " b " + shape_label(b);
+    c.call = sizes({{"R", broadcast ? rows : 1}, {"N", broadcast ? n : shape_numel(a)}}, {{"broadcast", broadcast}});
+    c.inputs = {input(a), input(b)};
+    c.output = a;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::add(ctx, in[0], in[1], out); };
+    c.reference = [](const Refs& in) { return reference::elementwise_add(in[0], in[1]); };
+    c.accuracy = one_rounding();
+    c.alias_input = 0;
+    c.cross_device_ulps = 1.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {
+      {"b neither a's shape nor its last dimension",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor a = ctx.empty({4, 6}, dt), b = ctx.empty({5}, dt), out = ctx.empty({4, 6}, dt);
+         *needles = {"add", b.str(), a.str()};
+         ops::add(ctx, a, b, out);
+       }},
+      {"b of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         const DType other = dt == DType::f32 ? DType::f16 : DType::f32;
+         Tensor a = ctx.empty({4, 6}, dt), b = ctx.empty({4, 6}, other), out = ctx.empty({4, 6}, dt);
+         *needles = {"add", b.str(), "dtype"};
+         ops::add(ctx, a, b, out);
+       }},
+  };
+  return entry;
+}
+
+OpCases mul_cases() {
+  OpCases entry{"mul", {}, {}};
+  for (const Shape& s : {Shape{7, 33}, Shape{1, 1}, Shape{3, 2500}, Shape{0, 4}}) {
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = sizes({{"R", s[0]}, {"N", s[1]}});
+    c.inputs = {input(s), input(s)};
+    c.output = s;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::mul(ctx, in[0], in[1], out); };
+    c.reference = [](const Refs& in) { return reference::elementwise_mul(in[0], in[1]); };
+    c.accuracy = one_rounding();
+    c.alias_input = 0;
+    c.cross_device_ulps = 1.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {{"b of another shape", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor a = ctx.empty({4, 6}, dt), b = ctx.empty({6, 4}, dt), out = ctx.empty({4, 6}, dt);
+                        *needles = {"mul", b.str(), "same shape"};
+                        ops::mul(ctx, a, b, out);
+                      }}};
+  return entry;
+}
+
+OpCases scale_cases() {
+  OpCases entry{"scale", {}, {}};
+  for (const Shape& s : {Shape{7, 33}, Shape{1, 1}, Shape{3, 2500}, Shape{0, 4}}) {
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = sizes({{"R", s[0]}, {"N", s[1]}});
+    c.inputs = {input(s)};
+    c.output = s;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::scale(ctx, in[0], 0.375f, out); };
+    c.reference = [](const Refs& in) { return reference::elementwise_scale(in[0], 0.375); };
+    c.accuracy = one_rounding();
+    c.alias_input = 0;
+    c.cross_device_ulps = 1.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {{"a strided output", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor x = ctx.empty({4, 6}, dt), out = ctx.empty({6, 4}, dt).transpose(0, 1);
+                        *needles = {"scale", out.str(), "contiguous"};
+                        ops::scale(ctx, x, 2.0f, out);
+                      }}};
+  return entry;
+}
+
+OpCases copy_cases() {
+  OpCases entry{"copy", {}, {}};
+  struct View {
+    const char* what;
+    Shape made;
+    std::function<Tensor(const Tensor&)> view;
+  };
+  // Contiguous (one device copy), and the gathers of a block: a permutation (innermost stride
+  // != 1), a slice of the middle dim, the QKV split, a misaligned start.
+  const std::vector<View> views = {
+      {"contiguous", {3, 7, 5}, nullptr},
+      {"permuted", {3, 7, 5}, [](const Tensor& t) { return t.permute({2, 0, 1}); }},
+      {"middle slice", {3, 7, 5}, [](const Tensor& t) { return t.slice(1, 2, 6); }},
+      {"qkv split", {2, 7, 3, 2, 37}, [](const Tensor& t) { return t.select(2, 1); }},
+      {"misaligned", {2 * 5 * 3 * 8 + 1},
+       [](const Tensor& t) { return t.slice(0, 1, 2 * 5 * 3 * 8 + 1).reshape({2, 5, 3, 8}).transpose(1, 2); }},
+      {"empty", {0, 5}, nullptr},
+  };
+  for (const View& v : views) {
+    Shape shape = v.made;
+    if (v.view) {
+      Context probe(Device::cpu());
+      shape = v.view(probe.empty(v.made, DType::f32)).shape();
+    }
+    const int64_t n = shape.empty() ? 1 : shape.back();
+    OpCase c;
+    c.label = std::string(v.what) + " " + shape_label(shape);
+    c.call = sizes({{"R", n == 0 ? 0 : shape_numel(shape) / n}, {"N", n}}, {{"strided", v.view != nullptr}});
+    c.inputs = {viewed(v.made, v.view)};
+    c.output = shape;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::copy(ctx, in[0], out); };
+    c.reference = [](const Refs& in) { return in[0]; };
+    c.accuracy = exact();
+    c.cross_device_ulps = 0.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {{"dst of another shape", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor src = ctx.empty({4, 6}, dt), dst = ctx.empty({6, 4}, dt);
+                        *needles = {"copy", dst.str()};
+                        ops::copy(ctx, src, dst);
+                      }}};
+  return entry;
+}
+
+// Score shapes: Sq == Sk, Sq < Sk, Sq > Sk (whole rows masked), one element, none.
+const std::vector<Shape>& score_shapes() {
+  static const std::vector<Shape> shapes = {{2, 3, 7, 7}, {2, 5, 11}, {11, 5}, {1, 1}, {0, 4, 4}};
+  return shapes;
+}
+ops::OpCall score_sizes(const Shape& s) {
+  const int64_t sq = s[s.size() - 2], sk = s.back();
+  return sizes({{"B", sq * sk == 0 ? 0 : shape_numel(s) / (sq * sk)}, {"Sq", sq}, {"Sk", sk}});
+}
+
+OpCases masked_fill_cases() {
+  OpCases entry{"masked_fill", {}, {}};
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (const Shape& s : score_shapes()) {
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = score_sizes(s);
+    c.inputs = {input(s)};
+    c.output = s;
+    c.run = [minus_inf](Context& ctx, const Tensors& in, Tensor& out) {
+      ops::masked_fill_causal(ctx, in[0], minus_inf, out);
+    };
+    c.reference = [minus_inf](const Refs& in) { return reference::causal_masked_fill(in[0], minus_inf); };
+    c.accuracy = exact();
+    c.cross_device_ulps = 0.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {{"out aliasing scores", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor scores = ctx.empty({4, 6}, dt);
+                        *needles = {"masked_fill_causal", "aliases"};
+                        ops::masked_fill_causal(ctx, scores, 0.0f, scores);
+                      }}};
+  return entry;
+}
+
+OpCases masked_fill_inplace_cases() {
+  OpCases entry{"masked_fill_", {}, {}};
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (const Shape& s : score_shapes()) {
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = score_sizes(s);
+    c.inputs = {input(s)};
+    c.output = s;
+    c.run = [minus_inf](Context& ctx, const Tensors&, Tensor& out) { ops::masked_fill_causal_(ctx, out, minus_inf); };
+    c.reference = [minus_inf](const Refs& in) { return reference::causal_masked_fill(in[0], minus_inf); };
+    c.accuracy = exact();
+    c.in_place_only = true;
+    c.cross_device_ulps = 0.0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {{"a vector of scores", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor vector = ctx.empty({6}, dt);
+                        *needles = {"masked_fill_causal_", vector.str(), "2-D"};
+                        ops::masked_fill_causal_(ctx, vector, 0.0f);
+                      }}};
+  return entry;
+}
+
+// ---- activations ---------------------------------------------------------------------------
+
+OpCases activation_cases() {
+  OpCases entry{"activation", {}, {}};
+  for (const Shape& s : {Shape{1, 1}, Shape{7, 37}, Shape{1000, 100}, Shape{15, 4097}, Shape{0, 3}}) {
+    for (ops::Activation act : ops::activations()) {
+      OpCase c;
+      c.label = shape_label(s) + " " + act_label(act);
+      c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {}, "", ops::activation_name(act));
+      c.inputs = {input(s, -4.0f, 4.0f)};
+      c.output = s;
+      c.run = [act](Context& ctx, const Tensors& in, Tensor& out) { ops::activation(ctx, in[0], out, act); };
+      c.reference = [act](const Refs& in) { return reference::activation(in[0], act); };
+      c.accuracy = activation_ulps(false);
+      c.alias_input = 0;
+      c.cross_device_ulps = 4.0;  // each device within kActivationUlps of the reference
+      entry.cases.push_back(std::move(c));
+    }
+  }
+  entry.bad_calls = {
+      {"y of another shape",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), y = ctx.empty({4, 9}, dt);
+         *needles = {x.str(), y.str()};
+         ops::activation(ctx, x, y, ops::Activation::silu);
+       }},
+      {"y of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), y = ctx.empty({4, 8}, dt == DType::f32 ? DType::f16 : DType::f32);
+         *needles = {"dtype", y.str()};
+         ops::activation(ctx, x, y, ops::Activation::relu);
+       }},
+      {"a strided x",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({8, 4}, dt).transpose(0, 1), y = ctx.empty({4, 8}, dt);
+         *needles = {x.str(), "contiguous"};
+         ops::activation(ctx, x, y, ops::Activation::gelu_erf);
+       }},
+  };
+  return entry;
+}
+
+// gate and up are the column halves of one [rows, 2F] tensor (the fused MLP path: strided
+// views, no copy) or two contiguous tensors.
+OpCases gated_activation_cases() {
+  OpCases entry{"gated_activation", {}, {}};
+  for (const auto& [rows, f] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 37}, {1000, 100}, {3, 4097}, {0, 5}}) {
+    for (ops::Activation act : ops::activations()) {
+      for (bool halves : {true, false}) {
+        OpCase c;
+        c.label = "rows " + std::to_string(rows) + " F " + std::to_string(f) + " " + act_label(act) +
+                  (halves ? " halves of [rows, 2F]" : " contiguous");
+        c.call = sizes({{"R", rows}, {"N", f}}, {}, "", ops::activation_name(act));
+        const int64_t cols = f;
+        if (halves) {
+          c.inputs = {viewed({rows, 2 * f}, [cols](const Tensor& t) { return t.slice(1, 0, cols); }, -4.0f, 4.0f),
+                      viewed({rows, 2 * f}, [cols](const Tensor& t) { return t.slice(1, cols, 2 * cols); }, -4.0f, 4.0f)};
+        } else {
+          c.inputs = {input({rows, f}, -4.0f, 4.0f), input({rows, f}, -4.0f, 4.0f)};
+        }
+        c.output = {rows, f};
+        c.run = [act](Context& ctx, const Tensors& in, Tensor& out) { ops::gated_activation(ctx, in[0], in[1], out, act); };
+        c.reference = [act](const Refs& in) { return reference::gated_activation(in[0], in[1], act); };
+        c.accuracy = activation_ulps(true);
+        c.cross_device_ulps = 4.0;
+        entry.cases.push_back(std::move(c));
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"up of another shape",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor gate = ctx.empty({4, 8}, dt), up = ctx.empty({4, 7}, dt), y = ctx.empty({4, 8}, dt);
+         *needles = {gate.str(), up.str()};
+         ops::gated_activation(ctx, gate, up, y, ops::Activation::silu);
+       }},
+      {"a transposed gate",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor gate = ctx.empty({8, 4}, dt).transpose(0, 1), up = ctx.empty({4, 8}, dt), y = ctx.empty({4, 8}, dt);
+         *needles = {gate.str()};
+         ops::gated_activation(ctx, gate, up, y, ops::Activation::silu);
+       }},
+      {"y of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor gate = ctx.empty({4, 8}, dt), y = ctx.empty({4, 8}, dt == DType::f32 ? DType::f16 : DType::f32);
+         *needles = {"dtype"};
+         ops::gated_activation(ctx, gate, gate, y, ops::Activation::silu);
+       }},
+  };
+  return entry;
+}
+
+// ---- norms and softmax ---------------------------------------------------------------------
+
+// Hidden sizes that are not multiples of 8 (37, 100, 4097), rows 1 / 7 / many, none.
+const std::vector<Shape>& row_shapes() {
+  static const std::vector<Shape> shapes = {{1, 37}, {7, 100}, {1000, 37}, {7, 4097}, {64, 4097}, {0, 16}};
+  return shapes;
+}
+
+OpCases layer_norm_cases() {
+  OpCases entry{"layer_norm", {}, {}};
+  // Two eps: the usual one, and one that changes every output (the inputs have a variance of
+  // 1/3 and a mean square near 9), so an eps that is ignored or replaced is caught.
+  for (const Shape& s : row_shapes()) {
+    for (bool bias : {true, false}) {
+     for (float eps : {1e-5f, 0.5f}) {
+      OpCase c;
+      c.label = shape_label(s) + (bias ? " bias" : " no bias") + " eps " + std::to_string(eps);
+      c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {{"bias", bias}});
+      // Values in [2, 4): a mean far from zero (a one-pass variance would lose digits).
+      c.inputs = {input(s, 2.0f, 4.0f), input({s[1]}), bias ? input({s[1]}) : absent()};
+      c.output = s;
+      c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::layer_norm(ctx, in[0], in[1], in[2], eps, out); };
+      c.reference = [eps](const Refs& in) { return reference::layer_norm(in[0], in[1], optional(in[2]), eps); };
+      c.accuracy = norm_rows();
+      c.alias_input = 0;
+      entry.cases.push_back(std::move(c));
+     }
+    }
+  }
+  entry.bad_calls = {
+      {"weight of another size",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), w = ctx.empty({11}, dt), y = ctx.empty({4, 10}, dt);
+         *needles = {w.str(), x.str()};
+         ops::layer_norm(ctx, x, w, Tensor(), 1e-5f, y);
+       }},
+      {"bias of another size",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), w = ctx.empty({10}, dt), b = ctx.empty({11}, dt), y = ctx.empty({4, 10}, dt);
+         *needles = {"bias", b.str()};
+         ops::layer_norm(ctx, x, w, b, 1e-5f, y);
+       }},
+      {"a transposed x",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({10, 4}, dt).transpose(0, 1), w = ctx.empty({10}, dt), y = ctx.empty({4, 10}, dt);
+         *needles = {x.str()};
+         ops::layer_norm(ctx, x, w, Tensor(), 1e-5f, y);
+       }},
+      {"a negative eps",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), w = ctx.empty({10}, dt), y = ctx.empty({4, 10}, dt);
+         *needles = {"eps"};
+         ops::layer_norm(ctx, x, w, Tensor(), -1.0f, y);
+       }},
+  };
+  return entry;
+}
+
+OpCases rms_norm_cases() {
+  OpCases entry{"rms_norm", {}, {}};
+  for (const Shape& s : row_shapes()) {
+    for (float eps : {1e-5f, 0.5f}) {
+      OpCase c;
+      c.label = shape_label(s) + " eps " + std::to_string(eps);
+      c.call = sizes({{"R", s[0]}, {"N", s[1]}});
+      c.inputs = {input(s, 2.0f, 4.0f), input({s[1]})};
+      c.output = s;
+      c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::rms_norm(ctx, in[0], in[1], eps, out); };
+      c.reference = [eps](const Refs& in) { return reference::rms_norm(in[0], in[1], eps); };
+      c.accuracy = norm_rows();
+      c.alias_input = 0;
+      entry.cases.push_back(std::move(c));
+    }
+  }
+  entry.bad_calls = {
+      {"weight of another size",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), w = ctx.empty({11}, dt), y = ctx.empty({4, 10}, dt);
+         *needles = {w.str(), x.str()};
+         ops::rms_norm(ctx, x, w, 1e-5f, y);
+       }},
+      {"y of another shape",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), w = ctx.empty({10}, dt), y = ctx.empty({4, 11}, dt);
+         *needles = {y.str(), x.str()};
+         ops::rms_norm(ctx, x, w, 1e-5f, y);
+       }},
+      {"weight of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 10}, dt), y = ctx.empty({4, 10}, dt);
+         Tensor w = ctx.empty({10}, dt == DType::f32 ? DType::bf16 : DType::f32);
+         *needles = {"dtype", w.str()};
+         ops::rms_norm(ctx, x, w, 1e-5f, y);
+       }},
+  };
+  return entry;
+}
+
+OpCases softmax_cases() {
+  OpCases entry{"softmax", {}, {}};
+  for (const Shape& s : {Shape{1, 1}, Shape{7, 33}, Shape{3, 5, 1000}, Shape{2, 4097}, Shape{0, 9}}) {
+    const int64_t n = s.back();
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = sizes({{"R", n == 0 ? 0 : shape_numel(s) / n}, {"N", n}});
+    c.inputs = {input(s, -6.0f, 6.0f)};
+    c.output = s;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::softmax(ctx, in[0], out); };
+    c.reference = [](const Refs& in) { return reference::softmax_rows(in[0]); };
+    c.accuracy = softmax_rows();
+    c.alias_input = 0;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {
+      {"y of another shape",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 6}, dt), y = ctx.empty({4, 7}, dt);
+         *needles = {"softmax", x.str(), y.str()};
+         ops::softmax(ctx, x, y);
+       }},
+      {"y of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 6}, dt), y = ctx.empty({4, 6}, dt == DType::bf16 ? DType::f32 : DType::bf16);
+         *needles = {"softmax", y.str(), "dtype"};
+         ops::softmax(ctx, x, y);
+       }},
+      {"a transposed x",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({6, 4}, dt).transpose(0, 1), y = ctx.empty({4, 6}, dt);
+         *needles = {"softmax", "contiguous"};
+         ops::softmax(ctx, x, y);
+       }},
+  };
+  return entry;
+}
+
+OpCases softmax_scale_causal_cases() {
+  OpCases entry{"softmax_scale_causal", {}, {}};
+  // Sq == Sk, Sq < Sk, Sq > Sk (the first Sq - Sk rows see no key: zeros), one element, none.
+  for (const Shape& s : {Shape{2, 3, 7, 7}, Shape{2, 13, 70}, Shape{70, 13}, Shape{1, 1}, Shape{1, 129, 129},
+                         Shape{0, 4, 4}}) {
+    for (bool causal : {true, false}) {
+      const int64_t n = s.back();
+      OpCase c;
+      c.label = shape_label(s) + (causal ? " causal" : " full");
+      c.call = sizes({{"R", n == 0 ? 0 : shape_numel(s) / n}, {"N", n}});
+      c.inputs = {input(s, -30.0f, 30.0f)};
+      c.output = s;
+      c.run = [causal](Context& ctx, const Tensors& in, Tensor& out) {
+        ops::softmax_scale_causal(ctx, in[0], 0.125f, causal, out);
+      };
+      c.reference = [causal](const Refs& in) { return reference::softmax_scale_causal(in[0], 0.125, causal); };
+      c.accuracy = softmax_rows();
+      c.alias_input = 0;
+      entry.cases.push_back(std::move(c));
+    }
+  }
+  entry.bad_calls = {{"a vector of scores", [](Context& ctx, DType dt, Needles* needles) {
+                        Tensor vector = ctx.empty({6}, dt);
+                        *needles = {"softmax_scale_causal", vector.str(), "[..., Sq, Sk]"};
+                        ops::softmax_scale_causal(ctx, vector, 1.0f, true, vector);
+                      }}};
+  return entry;
+}
+
+// ---- rope ----------------------------------------------------------------------------------
+
+OpCases rope_cases() {
+  OpCases entry{"rope", {}, {}};
+  const std::vector<Shape> shapes = {{2, 3, 7, 64}, {1, 2, 33, 128}, {2, 3, 5, 6}, {1, 1, 1, 2}, {1, 4, 1000, 64},
+                                     {1, 2, 0, 8}};
+  for (const Shape& s : shapes) {
+    for (int64_t offset : {int64_t{0}, int64_t{4093}, int64_t{70001}}) {
+     for (float theta : {10000.0f, 500000.0f}) {
+      OpCase c;
+      c.label = shape_label(s) + " offset " + std::to_string(offset) + " theta " + std::to_string(theta);
+      c.call = sizes({{"B", s[0]}, {"H", s[1]}, {"S", s[2]}, {"D", s[3]}});
+      c.inputs = {input(s)};
+      c.output = s;
+      c.run = [offset, theta](Context& ctx, const Tensors& in, Tensor& out) { ops::rope(ctx, in[0], out, theta, offset); };
+      c.reference = [offset, theta](const Refs& in) { return reference::rope(in[0], theta, offset); };
+      c.accuracy = absolute([](const Measured& m) { return rope_bound(m.inputs[0], m.want, m.dtype); });
+      c.alias_input = 0;
+      // The same cos/sin table (ops/rope/rope_table.h) and f32 products on both devices:
+      // bit-identical, offsets past 2^16 (windowed tables) included.
+      c.cross_device_ulps = 0.0;
+      entry.cases.push_back(std::move(c));
+     }
+    }
+  }
+  entry.bad_calls = {
+      {"an odd head dim",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({1, 2, 3, 7}, dt), y = ctx.empty({1, 2, 3, 7}, dt);
+         *needles = {x.str(), "even"};
+         ops::rope(ctx, x, y, 10000.0f);
+       }},
+      {"three dimensions",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({2, 3, 8}, dt), y = ctx.empty({2, 3, 8}, dt);
+         *needles = {x.str(), "[B, H, S, D]"};
+         ops::rope(ctx, x, y, 10000.0f);
+       }},
+      {"y neither contiguous nor x's view",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({1, 2, 3, 8}, dt), y = ctx.empty({1, 3, 2, 8}, dt).transpose(1, 2);
+         *needles = {y.str(), "contiguous"};
+         ops::rope(ctx, x, y, 10000.0f);
+       }},
+      {"y of another dtype",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({1, 2, 3, 8}, dt), y = ctx.empty({1, 2, 3, 8}, dt == DType::f32 ? DType::f16 : DType::f32);
+         *needles = {"dtype", y.str()};
+         ops::rope(ctx, x, y, 10000.0f);
+       }},
+      {"a negative position offset",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({1, 2, 3, 8}, dt), y = ctx.empty({1, 2, 3, 8}, dt);
+         *needles = {"position_offset"};
+         ops::rope(ctx, x, y, 10000.0f, -1);
+       }},
+  };
+  return entry;
+}
+
+// ---- GEMMs ---------------------------------------------------------------------------------
+
+OpCases linear_cases() {
+  OpCases entry{"linear", {}, {}};
+  struct Size {
+    int64_t rows, in, out;
+  };
+  for (const Size& s : std::vector<Size>{{1, 37, 100}, {7, 100, 37}, {300, 72, 41}, {0, 8, 5}, {3, 0, 4}}) {
+    for (ops::LinearPath path : ops::all_paths<ops::LinearPath>(ops::PathOp::linear)) {
+      for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
+        for (bool bias : {true, false}) {
+          for (bool gelu : {false, true}) {
+            const bool out_in = layout == ops::WeightLayout::out_in;
+            OpCase c;
+            c.label = "x [" + std::to_string(s.rows) + ", " + std::to_string(s.in) + "] out " + std::to_string(s.out) +
+                      " " + ops::path_name(path) + (out_in ? " out_in" : " in_out") + (bias ? " bias" : "") +
+                      (gelu ? " gelu" : "");
+            c.call = sizes({{"M", s.rows}, {"K", s.in}, {"N", s.out}}, {{"bias", bias}, {"gelu", gelu}},
+                           ops::path_name(path));
+            c.inputs = {input({s.rows, s.in}), weight(out_in ? Shape{s.out, s.in} : Shape{s.in, s.out}, s.in),
+                        bias ? input({s.out}) : absent()};
+            c.output = {s.rows, s.out};
+            const ops::LinearActivation act = gelu ? ops::LinearActivation::gelu_tanh : ops::LinearActivation::none;
+            c.run = [path, layout, act](Context& ctx, const Tensors& in, Tensor& out) {
+              ops::linear(ctx, in[0], in[1], in[2], out, path, layout, act);
+            };
+            c.reference = [out_in, gelu](const Refs& in) {
+              const RefTensor pre = reference::linear(in[0], in[1], optional(in[2]), out_in);
+              return gelu ? reference::activation(pre, ops::Activation::gelu_tanh) : pre;
+            };
+            c.accuracy = absolute([out_in](const Measured& m) {
+              const RefTensor pre = reference::linear(m.inputs[0], m.inputs[1], optional(m.inputs[2]), out_in);
+              const RefTensor magnitude = reference::linear_magnitude(m.inputs[0], m.inputs[1], optional(m.inputs[2]), out_in);
+              return linear_bound(pre, magnitude, m.inputs[0].shape.back(), m.dtype);
+            });
+            entry.cases.push_back(std::move(c));
+          }
+        }
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"a weight of the wrong in-features",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), w = ctx.empty({5, 9}, dt), y = ctx.empty({4, 5}, dt);
+         *needles = {"linear", w.str(), x.str()};
+         ops::linear(ctx, x, w, Tensor(), y, ops::LinearPath::epilogue);
+       }},
+      {"a bias of the wrong size",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), w = ctx.empty({5, 8}, dt), b = ctx.empty({6}, dt), y = ctx.empty({4, 5}, dt);
+         *needles = {"linear", b.str()};
+         ops::linear(ctx, x, w, b, y, ops::LinearPath::naive);
+       }},
+  };
+  return entry;
+}
+
+OpCases batched_matmul_cases() {
+  OpCases entry{"batched_matmul", {}, {}};
+  struct Case {
+    Shape a, b;
+    bool trans_b;
+    int64_t group;
+  };
+  // QKᵀ and PV shapes with odd sizes, GQA groups of 4 and 8, vectors, one element, none.
+  const std::vector<Case> shapes = {{{2, 3, 7, 5}, {2, 3, 11, 5}, true, 1}, {{2, 3, 7, 11}, {2, 3, 11, 5}, false, 1},
+                                    {{1, 8, 9, 64}, {1, 2, 13, 64}, true, 4}, {{1, 8, 9, 13}, {1, 1, 13, 128}, false, 8},
+                                    {{1, 1}, {1, 1}, false, 1}, {{3, 1, 4}, {3, 4, 1}, false, 1},
+                                    {{2, 0, 4}, {2, 4, 3}, false, 1}};
+  for (const Case& s : shapes) {
+    const int64_t m = s.a[s.a.size() - 2], k = s.a.back(), n = s.trans_b ? s.b[s.b.size() - 2] : s.b.back();
+    Shape out = s.a;
+    out.back() = n;
+    OpCase c;
+    c.label = "a " + shape_label(s.a) + " b " + shape_label(s.b) + (s.trans_b ? " trans_b" : "") + " group " +
+              std::to_string(s.group);
+    c.call = sizes({{"batch", shape_numel(s.a) / std::max<int64_t>(m * k, 1)}, {"G", s.group}, {"M", m}, {"K", k}, {"N", n}},
+                   {}, "gemm_test");
+    if (m * k == 0) c.call.sizes["batch"] = s.a[0];
+    c.inputs = {input(s.a), input(s.b)};
+    c.output = out;
+    const bool trans_b = s.trans_b;
+    const int64_t group = s.group;
+    c.run = [trans_b, group](Context& ctx, const Tensors& in, Tensor& o) {
+      ops::batched_matmul(ctx, in[0], in[1], o, trans_b, 0.75f, group, "gemm_test");
+    };
+    c.reference = [trans_b, group](const Refs& in) { return reference::batched_matmul(in[0], in[1], trans_b, 0.75, group); };
+    c.accuracy = absolute([](const Measured& m) { return batched_matmul_bound(m.want, m.dtype); });
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {
+      {"k that differs",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor a = ctx.empty({2, 3, 4}, dt), b = ctx.empty({2, 5, 6}, dt), c = ctx.empty({2, 3, 6}, dt);
+         *needles = {"batched_matmul", a.str(), b.str()};
+         ops::batched_matmul(ctx, a, b, c, false, 1.0f);
+       }},
+      {"a batch that is not b_group times b's",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor a = ctx.empty({3, 3, 4}, dt), b = ctx.empty({2, 4, 6}, dt), c = ctx.empty({3, 3, 6}, dt);
+         *needles = {"batched_matmul", "b_group"};
+         ops::batched_matmul(ctx, a, b, c, false, 1.0f, 1);
+       }},
+  };
+  return entry;
+}
+
+// ---- attention and the MLP -----------------------------------------------------------------
+
+OpCases attention_cases() {
+  OpCases entry{"attention", {}, {}};
+  struct Size {
+    int64_t b, h, hkv, sq, sk, d;
+  };
+  // seq 1, odd sizes, GQA over a tile tail, Sq < Sk (decode-like), Sq > Sk (causal rows that
+  // see no key are zeros), head_dim 128, no queries.
+  const std::vector<Size> shapes = {{1, 2, 2, 1, 1, 64}, {2, 3, 3, 7, 7, 64},  {1, 8, 2, 70, 70, 64},
+                                    {1, 2, 2, 7, 19, 64}, {1, 2, 2, 19, 7, 128}, {1, 2, 1, 0, 5, 64}};
+  for (const Size& s : shapes) {
+    for (ops::AttentionPath path : ops::all_paths<ops::AttentionPath>(ops::PathOp::attention)) {
+      for (bool causal : {true, false}) {
+        OpCase c;
+        c.label = "B=" + std::to_string(s.b) + " H=" + std::to_string(s.h) + " Hkv=" + std::to_string(s.hkv) +
+                  " Sq=" + std::to_string(s.sq) + " Sk=" + std::to_string(s.sk) + " D=" + std::to_string(s.d) + " " +
+                  ops::path_name(path) + (causal ? " causal" : " full");
+        c.call = sizes({{"B", s.b}, {"H", s.h}, {"Hkv", s.hkv}, {"Sq", s.sq}, {"Sk", s.sk}, {"D", s.d}},
+                       {{"causal", causal}}, ops::path_name(path));
+        c.inputs = {input({s.b, s.h, s.sq, s.d}, -2.0f, 2.0f), input({s.b, s.hkv, s.sk, s.d}, -2.0f, 2.0f),
+                    input({s.b, s.hkv, s.sk, s.d})};
+        c.output = {s.b, s.h, s.sq, s.d};
+        const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+        c.run = [path, causal, scale](Context& ctx, const Tensors& in, Tensor& out) {
+          ops::attention(ctx, in[0], in[1], in[2], out, path, causal, scale);
+        };
+        c.reference = [causal, scale](const Refs& in) { return reference::attention(in[0], in[1], in[2], causal, scale); };
+        c.accuracy = {"row relative",
+                      [](const Measured& m) {
+                        return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
+                      },
+                      [](const Measured& m) { return attention_bound(m.dtype); }};
+        c.cross_device_ulps = 8.0;
+        entry.cases.push_back(std::move(c));
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"heads that are not a multiple of the kv heads",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor q = ctx.empty({1, 3, 4, 8}, dt), k = ctx.empty({1, 2, 4, 8}, dt), out = ctx.empty({1, 3, 4, 8}, dt);
+         *needles = {"attention", q.str(), k.str()};
+         ops::attention(ctx, q, k, k, out, ops::AttentionPath::naive, true, 1.0f);
+       }},
+      {"head dims that differ",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor q = ctx.empty({1, 2, 4, 8}, dt), k = ctx.empty({1, 2, 4, 16}, dt), out = ctx.empty({1, 2, 4, 8}, dt);
+         *needles = {"attention", "head dims"};
+         ops::attention(ctx, q, k, k, out, ops::AttentionPath::flash, true, 1.0f);
+       }},
+  };
+  return entry;
+}
+
+OpCases mlp_cases() {
+  OpCases entry{"mlp", {}, {}};
+  struct Size {
+    int64_t rows, d, f;
+  };
+  for (const Size& s : std::vector<Size>{{1, 37, 100}, {7, 48, 96}, {0, 16, 24}}) {
+    for (ops::MlpPath path : ops::all_paths<ops::MlpPath>(ops::PathOp::mlp)) {
+      for (bool gated : {false, true}) {
+        const ops::PathInfo& info = ops::path_info(path);
+        if (!(gated ? info.gated_mlp : info.plain_mlp)) continue;
+        for (ops::Activation act : {ops::Activation::gelu_tanh, ops::Activation::silu}) {
+          OpCase c;
+          c.label = "T=" + std::to_string(s.rows) + " D=" + std::to_string(s.d) + " F=" + std::to_string(s.f) + " " +
+                    (gated ? "gated " : "plain ") + ops::path_name(path) + " " + act_label(act);
+          c.call = sizes({{"T", s.rows}, {"D", s.d}, {"F", s.f}}, {{"gated", gated}, {"bias", !gated}},
+                         ops::path_name(path), ops::activation_name(act));
+          // x, then fc (gate), fc bias (up), proj (down), proj bias (none): [out, in] weights.
+          if (gated) {
+            c.inputs = {input({s.rows, s.d}), weight({s.f, s.d}, s.d), weight({s.f, s.d}, s.d), weight({s.d, s.f}, s.f)};
+          } else {
+            c.inputs = {input({s.rows, s.d}), weight({s.f, s.d}, s.d), input({s.f}), weight({s.d, s.f}, s.f),
+                        input({s.d})};
+          }
+          c.output = {s.rows, s.d};
+          c.run = [gated, act, path](Context& ctx, const Tensors& in, Tensor& out) {
+            ops::MlpWeights w;
+            w.gated = gated;
+            w.activation = act;
+            if (gated) {
+              w.gate_weight = in[1];
+              w.up_weight = in[2];
+              w.down_weight = in[3];
+              if (path == ops::MlpPath::fused) ops::pack_gate_up(ctx, w);
+            } else {
+              w.fc_weight = in[1];
+              w.fc_bias = in[2];
+              w.proj_weight = in[3];
+              w.proj_bias = in[4];
+            }
+            ops::mlp(ctx, in[0], w, out, path);
+          };
+          c.reference = [gated, act](const Refs& in) {
+            return gated ? reference::mlp_gated(in[0], in[1], in[2], in[3], act, true)
+                         : reference::mlp_plain(in[0], in[1], &in[2], in[3], &in[4], act, true);
+          };
+          c.accuracy = absolute([gated, act](const Measured& m) {
+            const Refs& in = m.inputs;
+            return gated ? mlp_gated_bound(in[0], in[1], in[2], in[3], act, true, m.want, m.dtype)
+                         : mlp_plain_bound(in[0], in[1], &in[2], in[3], &in[4], act, true, m.want, m.dtype);
+          });
+          c.alias_input = 0;  // x is read only by the first GEMM, y written only by the last
+          entry.cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"a path that does not apply to a gated MLP",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::MlpWeights w;
+         w.gated = true;
+         w.gate_weight = ctx.empty({6, 4}, dt);
+         w.up_weight = ctx.empty({6, 4}, dt);
+         w.down_weight = ctx.empty({4, 6}, dt);
+         Tensor x = ctx.empty({2, 4}, dt), y = ctx.empty({2, 4}, dt);
+         *needles = {"mlp", "epilogue", "gated"};
+         ops::mlp(ctx, x, w, y, ops::MlpPath::epilogue);
+       }},
+      {"a proj weight of the wrong shape",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::MlpWeights w;
+         w.fc_weight = ctx.empty({6, 4}, dt);
+         w.proj_weight = ctx.empty({4, 5}, dt);
+         Tensor x = ctx.empty({2, 4}, dt), y = ctx.empty({2, 4}, dt);
+         *needles = {"mlp", "proj_weight", w.proj_weight.str()};
+         ops::mlp(ctx, x, w, y, ops::MlpPath::naive);
+       }},
+  };
+  return entry;
+}
+
+}  // namespace
+
+const std::vector<OpCases>& op_cases() {
+  static const std::vector<OpCases> cases = {
+      add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
+      masked_fill_cases(), masked_fill_inplace_cases(), activation_cases(), gated_activation_cases(),
+      layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
+      rope_cases(),       linear_cases(),      batched_matmul_cases(), attention_cases(),
+      mlp_cases(),
+  };
+  return cases;
+}
+
+}  // namespace blockscope::testing
