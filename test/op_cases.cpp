@@ -390,19 +390,19 @@ OpCases layer_norm_cases() {
   // 1/3 and a mean square near 9), so an eps that is ignored or replaced is caught.
   for (const Shape& s : row_shapes()) {
     for (bool bias : {true, false}) {
-     for (float eps : {1e-5f, 0.5f}) {
-      OpCase c;
-      c.label = shape_label(s) + (bias ? " bias" : " no bias") + " eps " + std::to_string(eps);
-      c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {{"bias", bias}});
-      // Values in [2, 4): a mean far from zero (a one-pass variance would lose digits).
-      c.inputs = {input(s, 2.0f, 4.0f), input({s[1]}), bias ? input({s[1]}) : absent()};
-      c.output = s;
-      c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::layer_norm(ctx, in[0], in[1], in[2], eps, out); };
-      c.reference = [eps](const Refs& in) { return reference::layer_norm(in[0], in[1], optional(in[2]), eps); };
-      c.accuracy = norm_rows();
-      c.alias_input = 0;
-      entry.cases.push_back(std::move(c));
-     }
+      for (float eps : {1e-5f, 0.5f}) {
+        OpCase c;
+        c.label = shape_label(s) + (bias ? " bias" : " no bias") + " eps " + std::to_string(eps);
+        c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {{"bias", bias}});
+        // Values in [2, 4): a mean far from zero (a one-pass variance would lose digits).
+        c.inputs = {input(s, 2.0f, 4.0f), input({s[1]}), bias ? input({s[1]}) : absent()};
+        c.output = s;
+        c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::layer_norm(ctx, in[0], in[1], in[2], eps, out); };
+        c.reference = [eps](const Refs& in) { return reference::layer_norm(in[0], in[1], optional(in[2]), eps); };
+        c.accuracy = norm_rows();
+        c.alias_input = 0;
+        entry.cases.push_back(std::move(c));
+      }
     }
   }
   entry.bad_calls = {
@@ -549,21 +549,21 @@ OpCases rope_cases() {
                                      {1, 2, 0, 8}};
   for (const Shape& s : shapes) {
     for (int64_t offset : {int64_t{0}, int64_t{4093}, int64_t{70001}}) {
-     for (float theta : {10000.0f, 500000.0f}) {
-      OpCase c;
-      c.label = shape_label(s) + " offset " + std::to_string(offset) + " theta " + std::to_string(theta);
-      c.call = sizes({{"B", s[0]}, {"H", s[1]}, {"S", s[2]}, {"D", s[3]}});
-      c.inputs = {input(s)};
-      c.output = s;
-      c.run = [offset, theta](Context& ctx, const Tensors& in, Tensor& out) { ops::rope(ctx, in[0], out, theta, offset); };
-      c.reference = [offset, theta](const Refs& in) { return reference::rope(in[0], theta, offset); };
-      c.accuracy = absolute([](const Measured& m) { return rope_bound(m.inputs[0], m.want, m.dtype); });
-      c.alias_input = 0;
-      // The same cos/sin table (ops/rope/rope_table.h) and f32 products on both devices:
-      // bit-identical, offsets past 2^16 (windowed tables) included.
-      c.cross_device_ulps = 0.0;
-      entry.cases.push_back(std::move(c));
-     }
+      for (float theta : {10000.0f, 500000.0f}) {
+        OpCase c;
+        c.label = shape_label(s) + " offset " + std::to_string(offset) + " theta " + std::to_string(theta);
+        c.call = sizes({{"B", s[0]}, {"H", s[1]}, {"S", s[2]}, {"D", s[3]}});
+        c.inputs = {input(s)};
+        c.output = s;
+        c.run = [offset, theta](Context& ctx, const Tensors& in, Tensor& out) { ops::rope(ctx, in[0], out, theta, offset); };
+        c.reference = [offset, theta](const Refs& in) { return reference::rope(in[0], theta, offset); };
+        c.accuracy = absolute([](const Measured& m) { return rope_bound(m.inputs[0], m.want, m.dtype); });
+        c.alias_input = 0;
+        // The same cos/sin table (ops/rope/rope_table.h) and f32 products on both devices:
+        // bit-identical, offsets past 2^16 (windowed tables) included.
+        c.cross_device_ulps = 0.0;
+        entry.cases.push_back(std::move(c));
+      }
     }
   }
   entry.bad_calls = {
@@ -678,9 +678,9 @@ OpCases batched_matmul_cases() {
     OpCase c;
     c.label = "a " + shape_label(s.a) + " b " + shape_label(s.b) + (s.trans_b ? " trans_b" : "") + " group " +
               std::to_string(s.group);
-    c.call = sizes({{"batch", shape_numel(s.a) / std::max<int64_t>(m * k, 1)}, {"G", s.group}, {"M", m}, {"K", k}, {"N", n}},
-                   {}, "gemm_test");
-    if (m * k == 0) c.call.sizes["batch"] = s.a[0];
+    int64_t batch = 1;  // the leading dimensions of a
+    for (size_t d = 0; d + 2 < s.a.size(); ++d) batch *= s.a[d];
+    c.call = sizes({{"batch", batch}, {"G", s.group}, {"M", m}, {"K", k}, {"N", n}}, {}, "gemm_test");
     c.inputs = {input(s.a), input(s.b)};
     c.output = out;
     const bool trans_b = s.trans_b;

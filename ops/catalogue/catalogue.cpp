@@ -1,9 +1,8 @@
 #include "ops/catalogue/catalogue.h"
 
-#include <algorithm>
-
 #include "ops/activation/backends.h"
 #include "ops/attention/backends.h"
+#include "ops/common/flops.h"
 #include "ops/elementwise/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/mlp/mlp.h"
@@ -39,7 +38,7 @@ Activation activation_of(const OpCall& c) {
 }
 
 template <class Path>
-Path path_of(const OpCall& c, Path* /*tag*/ = nullptr) {
+Path path_of(const OpCall& c) {
   Path path{};
   BS_CHECK_INPUT(parse_path(c.path, &path), "op catalogue: unknown path '", c.path, "'");
   return path;
@@ -109,8 +108,9 @@ OpCost linear_cost(const OpCall& c) {
 
 OpCost batched_matmul_cost(const OpCall& c) {
   // a [batch, M, K], b [batch / G, K, N], c [batch, M, N]
-  const double batch = d(c.size("batch")), m = d(c.size("M")), k = d(c.size("K")), n = d(c.size("N"));
-  return {2.0 * batch * m * n * k, (batch * m * k + batch / d(c.size("G")) * k * n + batch * m * n) * elem(c)};
+  const int64_t batch = c.size("batch"), m = c.size("M"), k = c.size("K"), n = c.size("N");
+  const double b_matrices = d(batch) / d(c.size("G"));
+  return {gemm_flops(batch * m, n, k), (d(batch) * d(m) * d(k) + b_matrices * d(k) * d(n) + d(batch) * d(m) * d(n)) * elem(c)};
 }
 
 OpCost attention_cost(const OpCall& c) {
