@@ -298,7 +298,12 @@ TEST(Tables, FitTheWidthAndChooseColumns) {
       EXPECT_LE(code_points, width) << line;
       start = end + 1;
     }
-    EXPECT_NE(text.find("(hidden to fit " + std::to_string(width) + " columns: Input"), std::string::npos) << text;
+    // Input Shapes goes first, where there is one: a group whose calls had different shapes
+    // shows none, and the random profile may give every group more than one.
+    const bool has_shapes = wide.find("Input Shapes") != std::string::npos;
+    EXPECT_NE(text.find("(hidden to fit " + std::to_string(width) + " columns: " + (has_shapes ? "Input" : "")),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find("Self Device"), std::string::npos) << "the key columns stay";
   }
   EXPECT_EQ(wide.find("(hidden to fit"), std::string::npos);
