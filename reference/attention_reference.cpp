@@ -99,9 +99,10 @@ RefTensor batched_matmul(const RefTensor& a, const RefTensor& b, bool trans_b, d
   shape.back() = n;
   RefTensor c(shape);
   for (int64_t batch = 0; batch < batch_a; ++batch) {
-    const double* a_matrix = &a.data[batch * m * k];
-    const double* b_matrix = &b.data[(batch / b_group) * k * n];
-    double* c_matrix = &c.data[batch * m * n];
+    // Pointers, not &data[i]: an empty matrix (m, n or k = 0) has no element to refer to.
+    const double* a_matrix = a.data.data() + batch * m * k;
+    const double* b_matrix = b.data.data() + (batch / b_group) * k * n;
+    double* c_matrix = c.data.data() + batch * m * n;
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0.0;
@@ -127,10 +128,10 @@ RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, 
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t kv = h / group;
-      const double* q_head = &q.data[((b * heads + h) * sq) * d];
-      const double* k_head = &k.data[((b * kv_heads + kv) * sk) * d];
-      const double* v_head = &v.data[((b * kv_heads + kv) * sk) * d];
-      double* out_head = &out.data[((b * heads + h) * sq) * d];
+      const double* q_head = q.data.data() + ((b * heads + h) * sq) * d;
+      const double* k_head = k.data.data() + ((b * kv_heads + kv) * sk) * d;
+      const double* v_head = v.data.data() + ((b * kv_heads + kv) * sk) * d;
+      double* out_head = out.data.data() + ((b * heads + h) * sq) * d;
       for (int64_t i = 0; i < sq; ++i) {
         for (int64_t j = 0; j < sk; ++j) {
           if (causal && !visible(i, j, sq, sk)) {

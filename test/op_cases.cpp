@@ -114,7 +114,6 @@ OpCases add_cases() {
     c.reference = [](const Refs& in) { return reference::elementwise_add(in[0], in[1]); };
     c.accuracy = one_rounding();
     c.alias_input = 0;
-    c.cross_device_ulps = 1.0;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {
@@ -147,7 +146,6 @@ OpCases mul_cases() {
     c.reference = [](const Refs& in) { return reference::elementwise_mul(in[0], in[1]); };
     c.accuracy = one_rounding();
     c.alias_input = 0;
-    c.cross_device_ulps = 1.0;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {{"b of another shape", [](Context& ctx, DType dt, Needles* needles) {
@@ -170,7 +168,6 @@ OpCases scale_cases() {
     c.reference = [](const Refs& in) { return reference::elementwise_scale(in[0], 0.375); };
     c.accuracy = one_rounding();
     c.alias_input = 0;
-    c.cross_device_ulps = 1.0;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {{"a strided output", [](Context& ctx, DType dt, Needles* needles) {
@@ -214,7 +211,7 @@ OpCases copy_cases() {
     c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::copy(ctx, in[0], out); };
     c.reference = [](const Refs& in) { return in[0]; };
     c.accuracy = exact();
-    c.cross_device_ulps = 0.0;
+    c.bit_identical_across_devices = true;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {{"dst of another shape", [](Context& ctx, DType dt, Needles* needles) {
@@ -249,7 +246,7 @@ OpCases masked_fill_cases() {
     };
     c.reference = [minus_inf](const Refs& in) { return reference::causal_masked_fill(in[0], minus_inf); };
     c.accuracy = exact();
-    c.cross_device_ulps = 0.0;
+    c.bit_identical_across_devices = true;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {{"out aliasing scores", [](Context& ctx, DType dt, Needles* needles) {
@@ -273,7 +270,7 @@ OpCases masked_fill_inplace_cases() {
     c.reference = [minus_inf](const Refs& in) { return reference::causal_masked_fill(in[0], minus_inf); };
     c.accuracy = exact();
     c.in_place_only = true;
-    c.cross_device_ulps = 0.0;
+    c.bit_identical_across_devices = true;
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {{"a vector of scores", [](Context& ctx, DType dt, Needles* needles) {
@@ -299,7 +296,6 @@ OpCases activation_cases() {
       c.reference = [act](const Refs& in) { return reference::activation(in[0], act); };
       c.accuracy = activation_ulps(false);
       c.alias_input = 0;
-      c.cross_device_ulps = 4.0;  // each device within kActivationUlps of the reference
       entry.cases.push_back(std::move(c));
     }
   }
@@ -348,7 +344,6 @@ OpCases gated_activation_cases() {
         c.run = [act](Context& ctx, const Tensors& in, Tensor& out) { ops::gated_activation(ctx, in[0], in[1], out, act); };
         c.reference = [act](const Refs& in) { return reference::gated_activation(in[0], in[1], act); };
         c.accuracy = activation_ulps(true);
-        c.cross_device_ulps = 4.0;
         entry.cases.push_back(std::move(c));
       }
     }
@@ -561,7 +556,7 @@ OpCases rope_cases() {
         c.alias_input = 0;
         // The same cos/sin table (ops/rope/rope_table.h) and f32 products on both devices:
         // bit-identical, offsets past 2^16 (windowed tables) included.
-        c.cross_device_ulps = 0.0;
+        c.bit_identical_across_devices = true;
         entry.cases.push_back(std::move(c));
       }
     }
@@ -742,7 +737,6 @@ OpCases attention_cases() {
                         return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
                       },
                       [](const Measured& m) { return attention_bound(m.dtype); }};
-        c.cross_device_ulps = 8.0;
         entry.cases.push_back(std::move(c));
       }
     }

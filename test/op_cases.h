@@ -51,7 +51,9 @@ struct OpCase {
   Accuracy accuracy;
   int alias_input = -1;     // the output may be this input: the harness runs it in place too
   bool in_place_only = false;  // the op writes inputs[0] (masked_fill_)
-  double cross_device_ulps = 4.0;  // CUDA against the CPU backend (test/cuda_vs_cpu.h)
+  // CUDA against the CPU backend on the same inputs: bit for bit where both do the same
+  // arithmetic; else both within the bound of the reference.
+  bool bit_identical_across_devices = false;
 };
 
 // A call the op must refuse with an invalid_input error whose message holds every needle, and
