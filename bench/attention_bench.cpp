@@ -26,9 +26,10 @@ void register_attention(Device device, DType dtype, const AttentionShape& s, ops
                        {{"B", s.batch}, {"H", s.heads}, {"S", s.seq}, {"D", s.head_dim}, {"causal", s.causal ? 1 : 0}});
   c.device = device;
   c.dtype = dtype;
-  c.flops = ops::attention_flops(s.batch, s.heads, s.seq, s.seq, s.head_dim, s.causal);
-  // q, k, v read once and out written once: the least any path can move (flash's target).
-  c.bytes = 4.0 * static_cast<double>(dtype_size(dtype)) * static_cast<double>(s.batch * s.heads * s.seq * s.head_dim);
+  // Bytes: q, k, v read once and out written once, the least any path can move (flash's target).
+  set_cost(c, "attention", {ops::path_name(path), "",
+                            {{"B", s.batch}, {"H", s.heads}, {"Hkv", s.heads}, {"Sq", s.seq}, {"Sk", s.seq}, {"D", s.head_dim}},
+                            {{"causal", s.causal}}});
   register_case(c, [=](Context& ctx) -> std::function<void()> {
     const Shape shape{s.batch, s.heads, s.seq, s.head_dim};
     Tensor q = random_tensor(ctx, shape, dtype, 31);

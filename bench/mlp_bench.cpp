@@ -15,16 +15,14 @@ struct MlpShape {
 };
 
 void register_mlp(Device device, DType dtype, const MlpShape& s, bool gated, ops::MlpPath path) {
-  const double t = static_cast<double>(s.tokens), d = static_cast<double>(s.d_model), f = static_cast<double>(s.d_ff);
-  const double e = static_cast<double>(dtype_size(dtype));
   Case c;
   c.key = workload_key(gated ? "mlp_geglu" : "mlp_gelu", ops::path_name(path), dtype,
                        {{"T", s.tokens}, {"D", s.d_model}, {"F", s.d_ff}});
   c.device = device;
   c.dtype = dtype;
   // GEMM FLOPs only (2 GEMMs of 2·T·D·F plain, 3 gated); bytes: x, y and every weight once.
-  c.flops = (gated ? 6.0 : 4.0) * t * d * f;
-  c.bytes = gated ? e * (2 * t * d + 3 * d * f) : e * (2 * t * d + 2 * d * f + f + d);
+  set_cost(c, "mlp", {ops::path_name(path), "gelu_tanh", {{"T", s.tokens}, {"D", s.d_model}, {"F", s.d_ff}},
+                      {{"gated", gated}, {"bias", !gated}}});
   register_case(c, [=](Context& ctx) -> std::function<void()> {
     auto weights = std::make_shared<ops::MlpWeights>();
     weights->gated = gated;

@@ -17,26 +17,13 @@ struct Scores {
   int64_t batch, heads, seq;  // scores: [batch, heads, seq, seq]
 };
 
-// FLOPs per element as each op counts them (ops/softmax/softmax.cpp, ops/norm/norm.cpp):
-// softmax 4 (subtract max, exp, sum, divide), +1 for the scale; LayerNorm 7; RMSNorm 4.
 void register_rows(const char* workload, Device device, DType dtype, const Rows& s) {
-  const double elements = static_cast<double>(s.rows * s.n);
-  const double e = static_cast<double>(dtype_size(dtype));
   Case c;
   c.key = workload_key(workload, "plain", dtype, {{"R", s.rows}, {"N", s.n}});
   c.device = device;
   c.dtype = dtype;
   const std::string op = workload;
-  if (op == "softmax") {
-    c.flops = 4.0 * elements;
-    c.bytes = 2.0 * e * elements;
-  } else if (op == "layer_norm") {
-    c.flops = 7.0 * elements;
-    c.bytes = e * (2.0 * elements + 2.0 * static_cast<double>(s.n));  // x, y, weight, bias
-  } else {
-    c.flops = 4.0 * elements;
-    c.bytes = e * (2.0 * elements + static_cast<double>(s.n));  // x, y, weight
-  }
+  set_cost(c, workload, {"", "", {{"R", s.rows}, {"N", s.n}}, {{"bias", op == "layer_norm"}}});
   register_case(c, [=](Context& ctx) -> std::function<void()> {
     Tensor x = random_tensor(ctx, {s.rows, s.n}, dtype, 11);
     Tensor y = ctx.empty({s.rows, s.n}, dtype);
@@ -51,13 +38,11 @@ void register_rows(const char* workload, Device device, DType dtype, const Rows&
 }
 
 void register_scores(Device device, DType dtype, const Scores& s) {
-  const double elements = static_cast<double>(s.batch * s.heads * s.seq * s.seq);
   Case c;
   c.key = workload_key("softmax_scale_causal", "fused", dtype, {{"B", s.batch}, {"H", s.heads}, {"S", s.seq}});
   c.device = device;
   c.dtype = dtype;
-  c.flops = 5.0 * elements;
-  c.bytes = 2.0 * static_cast<double>(dtype_size(dtype)) * elements;
+  set_cost(c, "softmax_scale_causal", {"", "", {{"R", s.batch * s.heads * s.seq}, {"N", s.seq}}, {}});
   register_case(c, [=](Context& ctx) -> std::function<void()> {
     Tensor x = random_tensor(ctx, {s.batch, s.heads, s.seq, s.seq}, dtype, 21);
     Tensor y = ctx.empty(x.shape(), dtype);

@@ -491,3 +491,33 @@ TEST(Cli, InfoAndHelp) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
 }
+
+// info --cost: the catalogue's numbers for given sizes (what the Python tools read), and every
+// malformed spec an exit-2 error naming it.
+TEST(Cli, InfoCostGivesTheCatalogueNumbersAndNamesBadSpecs) {
+  Result r = run_cli({"info", "--cost", "linear/naive:M=3,K=5,N=7,bias=1,gelu=1,dtype=bf16", "--cost",
+                      "attention/inplace:B=1,H=4,Hkv=2,Sq=9,Sk=9,D=8,causal=0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json costs = nlohmann::json::parse(r.out)["costs"];
+  ASSERT_EQ(costs.size(), 2u);
+  EXPECT_EQ(costs[0]["flops"], 2.0 * 3 * 5 * 7);
+  EXPECT_EQ(costs[0]["bytes"], 2.0 * (3 * 5 + 7 * 5 + 7 + 3 * 7));
+  EXPECT_EQ(costs[0]["kernels"]["cpu"], (std::vector<std::string>{"gemm", "bias_add_kernel", "gelu_tanh_kernel"}));
+  EXPECT_EQ(costs[1]["kernels"]["cpu"].size(), 4u);  // no mask: no masked_fill
+  EXPECT_EQ(costs[1]["flops"], 4.0 * 4 * 9 * 9 * 8);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"softmax:R=4", "size 'N' is missing"},
+      {"softmax:R=4,N=8,Q=1", "takes no 'Q'"},
+      {"softmax:R=-4,N=8", "non-negative integer"},
+      {"linear:M=1,K=2,N=3", "needs a path, one of naive, epilogue, addmm"},
+      {"mlp/naive:T=1,D=2,F=3,gated=2,activation=silu", "must be 0 or 1"},
+      {"activation:R=1,N=2", "activation= is missing"},
+      {"sigmoidd:R=1", "no op 'sigmoidd'"},
+  };
+  for (const auto& [spec, needle] : bad) {
+    r = run_cli({"info", "--cost", spec});
+    EXPECT_EQ(r.code, 2) << spec;
+    EXPECT_NE(r.err.find("'" + spec + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+}

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/catalogue/catalogue.h"
 #include "runtime/context.h"
 #include "runtime/tensor.h"
 
@@ -79,6 +80,15 @@ struct Case {
   DType dtype = DType::f32;  // for the peak lookup
   int warmup = 2;       // untimed iterations first
 };
+
+// c.flops and c.bytes of one call of `op` from the op catalogue (the formulas the ops record
+// with), at the case's dtype: sizes and flags as `blockscope info --cost` takes them.
+inline void set_cost(Case& c, const char* op, ops::OpCall call) {
+  call.dtype = c.dtype;
+  const ops::OpCost cost = ops::op_spec(op).cost(call);
+  c.flops = cost.flops;
+  c.bytes = cost.bytes;
+}
 
 // Builds the tensors of a case on a context and returns one forward (work queued on the
 // context's stream; no synchronisation needed inside).

@@ -2,12 +2,11 @@
 """CI gates on blockscope's Google Benchmark JSON: only what is stable on a shared machine.
 
 Gated (each a failure with a message naming the benchmark):
-  * kernels per iteration, per workload and path: for the ops with paths from blockscope's
-    own path table (`blockscope info --format json`, ops/common/paths.h), for the single-path
-    ops from the table below;
-  * FLOPs and bytes per iteration: the ops' own records (counters op_flops, op_bytes) and the
-    suites' rate counters (FLOPs, bytes_per_second x time) against the formulas below,
-    recomputed from the shape in the workload key;
+  * kernels per iteration, per workload and path, and FLOPs and bytes per iteration — the ops'
+    own records (counters op_flops, op_bytes) and the suites' rate counters (FLOPs,
+    bytes_per_second x time) — against blockscope's op catalogue (ops/catalogue/catalogue.h),
+    asked with `blockscope info --cost SPEC` for the op call each workload key describes
+    (cost_spec below): no formula or kernel count is restated here;
   * ratios within one run with wide margins: peak_extra_bytes of the flash attention path far
     below the naive path's (no S x S scores), in-place and fused_softmax below naive (one
     scores buffer instead of two; f32 only on CPU, where f16/bf16 GEMMs use f32 scratch that
@@ -19,12 +18,13 @@ Usage:
   bench_gate.py run --out-dir DIR SUITE_BINARY...   smoke-run each suite on CPU (--smoke
                                                      --cpu_only), keep DIR/<suite>.json, gate
   bench_gate.py check FILE.json...                  gate existing runs (CPU or CUDA)
-  (both take --blockscope BIN, the CLI whose path table to read; default: `blockscope`
+  (both take --blockscope BIN, the CLI whose catalogue to read; default: `blockscope`
    next to the first suite binary, as in a build's bin/)
-  bench_gate.py self-test                           doctored inputs must fail each gate
+  bench_gate.py self-test --blockscope BIN          doctored inputs must fail each gate
 
 The workload key (also each benchmark's label) is `<workload>/<variant>/<dtype>/<shape>`;
-parse_key() and formulas() here are shared with tools/peers/torch_peer.py and tools/peers/side_by_side.py.
+parse_key(), cost_spec() and load_costs() here are shared with tools/peers/torch_peer.py and
+tools/peers/side_by_side.py.
 """
 
 import argparse
@@ -75,38 +75,62 @@ def make_key(workload, variant, dtype, shape):
     return f"{workload}/{variant}/{dtype}/" + ",".join(f"{n}={shape[n]}" for n in SHAPE_ORDER[workload])
 
 
-def formulas(workload, dtype, s):
-    """(FLOPs, bytes) of one iteration, as the ops define them (ops/*/ *.cpp):
-    GEMMs 2·m·n·k; attention 4·B·H·S²·D, halved when causal; softmax 4 per element (+1 for
-    the scale), LayerNorm 7, RMSNorm 4; bytes = every input read once + every output written
-    once, in the storage dtype."""
-    e = DTYPE_SIZE[dtype]
+def cost_spec(workload, variant, dtype, s):
+    """The op call a workload key describes, as `blockscope info --cost` takes it. The suites'
+    workloads are ops of the catalogue: matmul_add and linear (bias, no GELU) on their path,
+    oneDNN's own matmul as linear's epilogue with a bias, GPT-2's plain MLP and the GeGLU MLP
+    (tanh-GELU, bench/mlp_bench.cpp), the row ops (LayerNorm with a bias), the fused scale +
+    causal softmax over [B, H, S, S] scores, self-attention (Sq = Sk = S, Hkv = H)."""
+    d = f"dtype={dtype}"
     if workload in ("matmul_add", "linear", "onednn_matmul"):
-        m, n, k = s["M"], s["N"], s["K"]
-        return 2.0 * m * n * k, float(e * (m * k + k * n + n + m * n))
-    if workload == "mlp_gelu":  # fc [F, D] + bias [F], proj [D, F] + bias [D]
-        t, d, f = s["T"], s["D"], s["F"]
-        return 4.0 * t * d * f, float(e * (2 * t * d + 2 * d * f + f + d))
-    if workload == "mlp_geglu":  # gate, up [F, D], down [D, F], no biases
-        t, d, f = s["T"], s["D"], s["F"]
-        return 6.0 * t * d * f, float(e * (2 * t * d + 3 * d * f))
-    if workload == "softmax":
-        r, n = s["R"], s["N"]
-        return 4.0 * r * n, float(e * 2 * r * n)
+        path = "epilogue" if workload == "onednn_matmul" else variant
+        return f"linear/{path}:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
+    if workload in ("mlp_gelu", "mlp_geglu"):
+        gated = int(workload == "mlp_geglu")
+        return (f"mlp/{variant}:T={s['T']},D={s['D']},F={s['F']},gated={gated},bias={1 - gated},"
+                f"activation=gelu_tanh,{d}")
+    if workload in ("softmax", "rms_norm"):
+        return f"{workload}:R={s['R']},N={s['N']},{d}"
     if workload == "layer_norm":
-        r, n = s["R"], s["N"]
-        return 7.0 * r * n, float(e * (2 * r * n + 2 * n))
-    if workload == "rms_norm":
-        r, n = s["R"], s["N"]
-        return 4.0 * r * n, float(e * (2 * r * n + n))
+        return f"layer_norm:R={s['R']},N={s['N']},bias=1,{d}"
     if workload == "softmax_scale_causal":
-        elements = s["B"] * s["H"] * s["S"] * s["S"]
-        return 5.0 * elements, float(e * 2 * elements)
+        return f"softmax_scale_causal:R={s['B'] * s['H'] * s['S']},N={s['S']},{d}"
     if workload == "attention":
-        b, h, n, d = s["B"], s["H"], s["S"], s["D"]
-        flops = 4.0 * b * h * n * n * d
-        return (flops / 2 if s["causal"] else flops), float(e * 4 * b * h * n * d)
-    raise ValueError(f"no formula for workload {workload!r}")
+        return (f"attention/{variant}:B={s['B']},H={s['H']},Hkv={s['H']},Sq={s['S']},Sk={s['S']},D={s['D']},"
+                f"causal={s['causal']},{d}")
+    raise ValueError(f"no op for workload {workload!r}")
+
+
+BLOCKSCOPE = None  # the CLI whose catalogue gate_file() reads (set by main)
+COSTS = {}  # cost spec -> {"flops", "bytes", "kernels": {"cpu": [...], "cuda": [...]}}, by load_costs()
+
+
+def load_costs(blockscope, specs):
+    """Asks `blockscope info --cost` for every spec not asked yet (one process for all)."""
+    missing = sorted(set(specs) - set(COSTS))
+    if not missing:
+        return
+    command = [blockscope, "info"] + [arg for spec in missing for arg in ("--cost", spec)]
+    try:
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if result.returncode != 0:
+            raise GateError(f"`{blockscope} info --cost ...` failed (exit {result.returncode}): {result.stderr.strip()}")
+        for entry in json.loads(result.stdout)["costs"]:
+            COSTS[entry["spec"]] = entry
+    except (OSError, ValueError, KeyError) as error:
+        raise GateError(f"cannot read the op catalogue from `{blockscope} info --cost`: {error}")
+
+
+def formulas(workload, variant, dtype, shape):
+    """(FLOPs, bytes) of one iteration, from the catalogue (load_costs first)."""
+    entry = COSTS[cost_spec(workload, variant, dtype, shape)]
+    return entry["flops"], entry["bytes"]
+
+
+def expected_kernels(workload, variant, dtype, shape, device):
+    """Kernels per iteration on `device` ("cpu", "cuda0", ...) from the catalogue."""
+    entry = COSTS[cost_spec(workload, variant, dtype, shape)]
+    return len(entry["kernels"]["cpu" if device == "cpu" else "cuda"])
 
 
 # The block suite's labels ("block/<paths>/<dtype>/<config>,B=..,S=.."): gated on their
@@ -117,47 +141,28 @@ BLOCK_WORKLOADS = {"block", "stack"}
 # no op runs, so only the suite's own rate counters are gated.
 LIBRARY_WORKLOADS = {"onednn_matmul"}
 
-# Which op of the path table a workload runs, and for MLPs which kind it is.
-PATH_WORKLOADS = {
-    "matmul_add": ("linear", None), "linear": ("linear", None), "attention": ("attention", None),
-    "mlp_gelu": ("mlp", "plain_mlp"), "mlp_geglu": ("mlp", "gated_mlp"),
-}
-# Kernels per forward of the ops that have one path.
-SINGLE_PATH_KERNELS = {
-    ("softmax", "plain"): 1, ("softmax_scale_causal", "fused"): 1,
-    ("layer_norm", "plain"): 1, ("rms_norm", "plain"): 1,
-}
-PATH_TABLE = None  # rows of `blockscope info --format json`["paths"], set by load_path_table()
-
-
 class GateError(Exception):
     """A problem with the gate's own inputs (not a benchmark failure)."""
 
 
-def load_path_table(blockscope):
-    """Reads the path table from `blockscope info --format json`."""
-    global PATH_TABLE
+def load_catalogue(blockscope, benchmarks):
+    """Loads the catalogue's numbers for every workload key among `benchmarks` and checks that
+    blockscope's dtypes are the ones DTYPE_SIZE names."""
     try:
         result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, check=True)
-        PATH_TABLE = json.loads(result.stdout)["paths"]
+        dtypes = {d["name"]: d["bytes"] for d in json.loads(result.stdout)["dtypes"]}
     except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
-        raise GateError(f"cannot read the path table from `{blockscope} info --format json`: {error}")
-
-
-def expected_kernels(workload, variant, shape):
-    """Kernels per forward (the same on CPU and CUDA); None for an unknown workload or path.
-    Attention without a causal mask has no masked_fill kernels (the table's
-    kernels_without_mask)."""
-    if workload in PATH_WORKLOADS:
-        if PATH_TABLE is None:
-            raise GateError("the path table was not loaded (load_path_table)")
-        op, kind = PATH_WORKLOADS[workload]
-        for row in PATH_TABLE:
-            if row["op"] == op and row["name"] == variant and (kind is None or row[kind]):
-                return row["kernels"] if shape.get("causal", 1) else row["kernels_without_mask"]
-        return None
-    return SINGLE_PATH_KERNELS.get((workload, variant))
+        raise GateError(f"cannot read `{blockscope} info --format json`: {error}")
+    if dtypes != DTYPE_SIZE:
+        raise GateError(f"blockscope's dtypes {dtypes} are not DTYPE_SIZE {DTYPE_SIZE}")
+    specs = []
+    for bench in benchmarks:
+        try:
+            specs.append(cost_spec(*parse_key(bench.get("label", ""))))
+        except ValueError:
+            pass  # blocks and unparseable labels: gate_benchmarks reports what it must
+    load_costs(blockscope, specs)
 
 
 TIME_UNIT_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -197,20 +202,22 @@ def gate_benchmarks(benchmarks, source):
         except ValueError as error:
             failures.append(f"{where}: cannot parse its label: {error}")
             continue
-        flops, nbytes = formulas(workload, dtype, shape)
+        try:
+            flops, nbytes = formulas(workload, variant, dtype, shape)
+        except (KeyError, ValueError):
+            failures.append(f"{where}: the op catalogue has no {workload} call on path {variant}")
+            continue
         library = workload in LIBRARY_WORKLOADS
-        want = 0 if library else expected_kernels(workload, variant, shape)
+        want = 0 if library else expected_kernels(workload, variant, dtype, shape, benchmark_device(bench))
         got = bench.get("kernels_per_iter", 0 if library else None)
-        if want is None:
-            failures.append(f"{where}: no kernel count known for {workload} path {variant}")
-        elif got != want:
-            failures.append(f"{where}: {got} kernels per iteration, the path table (blockscope info) says {want}")
+        if got != want:
+            failures.append(f"{where}: {got} kernels per iteration, the op catalogue (blockscope info) says {want}")
         for counter, expected in (() if library else (("op_flops", flops), ("op_bytes", nbytes))):
             value = bench.get(counter)
             if value is None:
                 failures.append(f"{where}: counter {counter} missing")
             elif not close(value, expected, 1e-6):
-                failures.append(f"{where}: the op recorded {counter} = {value:.6g}, the formula gives {expected:.6g}")
+                failures.append(f"{where}: the op recorded {counter} = {value:.6g}, the catalogue gives {expected:.6g}")
         # The suites' own rate counters: rate x time per iteration = the formula.
         seconds = bench.get("real_time", 0) * TIME_UNIT_S.get(bench.get("time_unit", "ns"), 1e-9)
         for counter, expected in (("FLOPs", flops), ("bytes_per_second", nbytes)):
@@ -219,7 +226,7 @@ def gate_benchmarks(benchmarks, source):
                 failures.append(f"{where}: counter {counter} missing")
             elif seconds > 0 and not close(rate * seconds, expected, 1e-3):
                 failures.append(f"{where}: {counter} x time = {rate * seconds:.6g} per iteration, "
-                                f"the formula gives {expected:.6g}")
+                                f"the catalogue gives {expected:.6g}")
         group = (benchmark_device(bench), workload, dtype, json.dumps(shape, sort_keys=True))
         by_group.setdefault(group, {})[variant] = bench
 
@@ -262,7 +269,12 @@ def gate_file(path):
             data = json.load(handle)
     except (OSError, ValueError) as error:
         return [f"{path}: cannot read benchmark JSON: {error}"]
-    return gate_benchmarks(data.get("benchmarks", []), os.path.basename(path))
+    benchmarks = data.get("benchmarks", [])
+    try:
+        load_catalogue(BLOCKSCOPE, benchmarks)
+    except GateError as error:
+        return [f"{path}: {error}"]
+    return gate_benchmarks(benchmarks, os.path.basename(path))
 
 
 def run_suites(binaries, out_dir, extra):
@@ -288,16 +300,16 @@ def run_suites(binaries, out_dir, extra):
 def _synthetic_run():
     """A passing run built from the formulas (what a correct suite writes)."""
     benchmarks = []
-    shape = {"B": 1, "H": 2, "S": 512, "D": 64, "causal": 1}
+    shape = {"B": 1, "H": 2, "S": 512, "D": 64, "causal": 1}  # as self_test loads it
     scores = 1 * 2 * 512 * 512 * 4
     peaks = {"naive": 2 * scores, "inplace": scores, "fused_softmax": scores, "flash": 200000}
     for variant in ("naive", "inplace", "fused_softmax", "flash"):
         key = make_key("attention", variant, "f32", shape)
-        flops, nbytes = formulas("attention", "f32", shape)
+        flops, nbytes = formulas("attention", variant, "f32", shape)
         benchmarks.append({"name": key + "/cpu/real_time", "label": key, "run_type": "iteration",
                            "real_time": 1000.0, "time_unit": "us", "FLOPs": flops / 1e-3,
                            "bytes_per_second": nbytes / 1e-3, "op_flops": flops, "op_bytes": nbytes,
-                           "kernels_per_iter": expected_kernels("attention", variant, shape),
+                           "kernels_per_iter": expected_kernels("attention", variant, "f32", shape, "cpu"),
                            "peak_extra_bytes": peaks[variant]})
     return benchmarks
 
@@ -334,18 +346,11 @@ def _self_test_bench_compare(benchmarks, problems):
     return 2
 
 
-# The attention rows of the path table, as `blockscope info --format json` writes them.
-_SELF_TEST_PATHS = [
-    {"op": "attention", "name": "naive", "kernels": 6, "kernels_without_mask": 4},
-    {"op": "attention", "name": "inplace", "kernels": 5, "kernels_without_mask": 4},
-    {"op": "attention", "name": "fused_softmax", "kernels": 3, "kernels_without_mask": 3},
-    {"op": "attention", "name": "flash", "kernels": 1, "kernels_without_mask": 1},
-]
-
-
-def self_test():
-    global PATH_TABLE
-    PATH_TABLE = _SELF_TEST_PATHS
+def self_test(blockscope):
+    shape = {"B": 1, "H": 2, "S": 512, "D": 64, "causal": 1}
+    library_key = ("onednn_matmul", "plain_weights", "bf16", {"M": 8, "N": 4, "K": 2})
+    load_costs(blockscope, [cost_spec("attention", v, "f32", shape) for v in ("naive", "inplace", "fused_softmax", "flash")]
+               + [cost_spec(*library_key)])
     good = _synthetic_run()
     problems = []
     if gate_benchmarks(good, "synthetic"):
@@ -395,22 +400,24 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="smoke-run suites on CPU, keep their JSON, gate them")
     run.add_argument("--out-dir", required=True)
-    run.add_argument("--blockscope", help="the blockscope CLI whose path table to read")
+    run.add_argument("--blockscope", help="the blockscope CLI whose op catalogue to read")
     run.add_argument("binaries", nargs="+")
     check = sub.add_parser("check", help="gate existing benchmark JSON files")
-    check.add_argument("--blockscope", required=True, help="the blockscope CLI whose path table to read")
+    check.add_argument("--blockscope", required=True, help="the blockscope CLI whose op catalogue to read")
     check.add_argument("files", nargs="+")
-    sub.add_parser("self-test", help="check that every gate can fail")
+    test = sub.add_parser("self-test", help="check that every gate can fail")
+    test.add_argument("--blockscope", required=True, help="the blockscope CLI whose catalogue to read")
     args, extra = parser.parse_known_args(argv)
 
+    global BLOCKSCOPE
     if args.command == "self-test":
-        return self_test()
-    blockscope = args.blockscope or os.path.join(os.path.dirname(os.path.abspath(args.binaries[0])), "blockscope")
-    try:
-        load_path_table(blockscope)
-    except GateError as error:
-        print(f"bench_gate: FAIL: {error}")
-        return 1
+        BLOCKSCOPE = args.blockscope
+        try:
+            return self_test(args.blockscope)
+        except GateError as error:
+            print(f"bench_gate self-test: FAIL: {error}")
+            return 1
+    BLOCKSCOPE = args.blockscope or os.path.join(os.path.dirname(os.path.abspath(args.binaries[0])), "blockscope")
     if args.command == "run":
         paths, failures = run_suites(args.binaries, args.out_dir, extra)
     else:

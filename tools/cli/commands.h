@@ -14,5 +14,7 @@ int profile_command(Session& session);  // op and kernel tables per variant, dif
 int check_command(Session& session);    // every device and path mix against the float64 reference
 int diff_command(Session& session, const std::string& before, const std::string& after);
 int info_command(Session& session);     // build, devices, peaks, path table
+// FLOPs, bytes and kernels of ops from the catalogue, one spec each: "op[/path]:name=value,...".
+int info_costs_command(Session& session, const std::vector<std::string>& specs);
 
 }  // namespace blockscope::cli

@@ -3,7 +3,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <sstream>
 #include <iostream>
 
 #include "ops/catalogue/catalogue.h"
@@ -11,6 +14,7 @@
 #include "profiler/render.h"
 #include "model/workload.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/error.h"
 
 namespace blockscope::cli {
 
@@ -119,6 +123,95 @@ int info_command(Session& session) {
             << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
             << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n\n";
   std::cout << profiler::render(table, format);
+  return 0;
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& names, const char* separator) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : separator) + n;
+  return out;
+}
+
+// "attention/flash:B=1,H=12,causal=1,dtype=bf16" -> the op's entry and its call; every name
+// must be one the op takes, every size given, the path one of the op's.
+ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
+  const auto fail = [&](const std::string& why) {
+    throw InputError("--cost '" + spec + "': " + why + " (form: OP[/PATH]:NAME=VALUE,...)");
+  };
+  const size_t colon = spec.find(':');
+  const std::string head = spec.substr(0, colon), body = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  const size_t slash = head.find('/');
+  const std::string name = head.substr(0, slash);
+  try {
+    *op = &ops::op_spec(name);
+  } catch (const Error& error) {
+    fail(error.what());
+  }
+  const ops::OpSpec& entry = **op;
+  ops::OpCall call;
+  if (slash != std::string::npos) call.path = head.substr(slash + 1);
+  if (entry.path_op) {
+    const std::vector<std::string> paths = ops::path_names(*entry.path_op);
+    if (std::find(paths.begin(), paths.end(), call.path) == paths.end())
+      fail("op '" + name + "' needs a path, one of " + join(paths, ", "));
+  } else if (!call.path.empty() && name != "batched_matmul") {  // batched_matmul's path is its kernel label
+    fail("op '" + name + "' has no paths");
+  }
+  std::stringstream items(body);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) fail("'" + item + "' is not NAME=VALUE");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key == "dtype") {
+      if (!parse_dtype(value, &call.dtype)) fail("unknown dtype '" + value + "'");
+    } else if (key == "activation" && entry.takes_activation) {
+      ops::Activation act{};
+      if (!ops::parse_activation(value, &act)) fail("unknown activation '" + value + "'");
+      call.activation = value;
+    } else if (std::find(entry.flags.begin(), entry.flags.end(), key) != entry.flags.end()) {
+      if (value != "0" && value != "1") fail("flag '" + key + "' must be 0 or 1, got '" + value + "'");
+      call.flags[key] = value == "1";
+    } else if (std::find(entry.sizes.begin(), entry.sizes.end(), key) != entry.sizes.end()) {
+      int64_t size = -1;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), size);
+      if (error != std::errc() || end != value.data() + value.size() || size < 0)
+        fail("size '" + key + "' must be a non-negative integer, got '" + value + "'");
+      call.sizes[key] = size;
+    } else {
+      std::vector<std::string> known = entry.sizes;
+      known.insert(known.end(), entry.flags.begin(), entry.flags.end());
+      known.push_back("dtype");
+      if (entry.takes_activation) known.push_back("activation");
+      fail("op '" + name + "' takes no '" + key + "' (it takes " + join(known, ", ") + ")");
+    }
+  }
+  for (const std::string& size : entry.sizes)
+    if (!call.sizes.count(size)) fail("size '" + size + "' is missing");
+  if (entry.takes_activation && call.activation.empty()) fail("activation= is missing");
+  return call;
+}
+
+}  // namespace
+
+int info_costs_command(Session& session, const std::vector<std::string>& specs) {
+  if (session.format() != profiler::Format::json && session.options.format != "table")
+    throw InputError("info --cost writes JSON only; drop --format or give --format json");
+  nlohmann::json costs = nlohmann::json::array();
+  for (const std::string& spec : specs) {
+    const ops::OpSpec* op = nullptr;
+    const ops::OpCall call = parse_cost_spec(spec, &op);
+    const ops::OpCost cost = op->cost(call);
+    costs.push_back({{"spec", spec},
+                     {"op", ops::recorded_name(*op, call)},
+                     {"path", ops::recorded_path(*op, call)},
+                     {"flops", cost.flops},
+                     {"bytes", cost.bytes},
+                     {"kernels", {{"cpu", op->kernels(call, DeviceType::cpu)}, {"cuda", op->kernels(call, DeviceType::cuda)}}}});
+  }
+  std::cout << nlohmann::json{{"costs", costs}}.dump(2) << "\n";
   return 0;
 }
 

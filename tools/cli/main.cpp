@@ -144,7 +144,13 @@ int run_cli(Session& session, int argc, char** argv) {
 
   CLI::App* info = app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
   info->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
-  info->footer("Example:\n  blockscope info --format json");
+  std::vector<std::string> cost_specs;
+  info->add_option("--cost", cost_specs,
+                   "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"
+                   "OP[/PATH]:NAME=VALUE,... with the op's sizes, its flags (0 or 1), dtype= and activation=")
+      ->check(kNonEmpty);
+  info->footer("Examples:\n  blockscope info --format json\n"
+               "  blockscope info --cost attention/flash:B=1,H=12,Hkv=12,Sq=256,Sk=256,D=64,causal=1,dtype=bf16");
 
   try {
     app.parse(argc, argv);
@@ -164,7 +170,7 @@ int run_cli(Session& session, int argc, char** argv) {
   if (profile->parsed()) return profile_command(session);
   if (check->parsed()) return check_command(session);
   if (diff->parsed()) return diff_command(session, diff_before, diff_after);
-  if (info->parsed()) return info_command(session);
+  if (info->parsed()) return cost_specs.empty() ? info_command(session) : info_costs_command(session, cost_specs);
   return 2;
 }
 

@@ -99,13 +99,22 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_setup import PINNED_THREADS, SOURCE_DIR, torch  # noqa: E402  (first: pins every thread pool, then imports torch)
-from bench_gate import formulas  # noqa: E402
+from bench_gate import GateError, cost_spec, formulas, load_costs  # noqa: E402
 from peer_blocks import Configs, build_block, find_blockscope  # noqa: E402
 from peer_timing import Timer, count_cuda_kernels, summary, thread_pools  # noqa: E402
 from peer_workloads import Skip, build, builtin_workloads, device_name_of, workload_key, workloads_from_json  # noqa: E402
 from side_by_side import BLOCK_KINDS  # noqa: E402
 
 SCHEMA = "blockscope.torch_peer/1"
+
+
+def catalogue_call(workload, variant, dtype, shape):
+    """The op call whose catalogue numbers a row reports. PyTorch-only attention rows (the other
+    SDPA backends) cost what attention costs on every path: its FLOPs and bytes do not depend
+    on the path, so blockscope's naive path stands in for them."""
+    if workload == "attention" and variant.startswith("sdpa_"):
+        variant = "naive"
+    return workload, variant, dtype, shape
 
 
 def run_all(args):
@@ -126,6 +135,16 @@ def run_all(args):
         workloads = builtin_workloads(args.sizes, device)
     if args.filter:
         workloads = [w for w in workloads if args.filter in workload_key(*w)]
+    # FLOPs and bytes of the op rows from blockscope's op catalogue (`blockscope info --cost`).
+    op_rows = [w for w in workloads if w[0] not in BLOCK_KINDS]
+    if op_rows:
+        blockscope = find_blockscope(args, blocks)
+        if not blockscope:
+            sys.exit("torch_peer: no blockscope CLI for the op catalogue's FLOPs and bytes (give --blockscope)")
+        try:
+            load_costs(blockscope, [cost_spec(*catalogue_call(*w)) for w in op_rows])
+        except GateError as error:
+            sys.exit(f"torch_peer: {error}")
     block_context = None
     if any(w[0] in BLOCK_KINDS for w in workloads):
         dump_dir = args.dump_dir or tempfile.mkdtemp(prefix="torch_peer_dumps.")
@@ -142,7 +161,7 @@ def run_all(args):
         if workload in BLOCK_KINDS:  # no single formula: the sums blockscope's ops recorded
             flops, nbytes = blocks[key]["flops"], blocks[key]["bytes"]
         else:
-            flops, nbytes = formulas(workload, dtype, shape)
+            flops, nbytes = formulas(*catalogue_call(workload, variant, dtype, shape))
         row = {"key": key, "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
                "device": device_name_of(device), "impl": None, "skipped": None, "iterations": 0,
                "warmup": args.warmup, "time_ms": None, "cpu_time_ms": None, "flops": flops, "bytes": nbytes,
