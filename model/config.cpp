@@ -10,23 +10,39 @@
 
 namespace blockscope {
 
-const char* workload_kind_name(WorkloadKind kind) {
-  switch (kind) {
-    case WorkloadKind::block: return "block";
-    case WorkloadKind::stack: return "stack";
-    case WorkloadKind::matmul_add: return "matmul_add";
-    case WorkloadKind::linear: return "linear";
-    case WorkloadKind::mlp: return "mlp";
-    case WorkloadKind::attention: return "attention";
-    case WorkloadKind::softmax: return "softmax";
-  }
-  return "?";
+namespace {
+
+const std::vector<WorkloadTraits>& traits_table() {
+  using S = WorkloadSizes;
+  using K = WorkloadKind;
+  static const std::vector<WorkloadTraits> table = {
+      {K::block, "block", S::model_and_input, true, ops::path_ops()},
+      {K::stack, "stack", S::model_and_input, true, ops::path_ops()},
+      {K::matmul_add, "matmul_add", S::gemm_shape, false, {ops::PathOp::linear}},
+      {K::linear, "linear", S::gemm_shape, false, {ops::PathOp::linear}},
+      {K::mlp, "mlp", S::model_and_input, false, {ops::PathOp::mlp}},
+      {K::attention, "attention", S::model_and_input, false, {ops::PathOp::attention}},
+      {K::softmax, "softmax", S::rows_shape, false, {}},
+  };
+  return table;
 }
 
+}  // namespace
+
+const WorkloadTraits& workload_traits(WorkloadKind kind) {
+  for (const WorkloadTraits& row : traits_table())
+    if (row.kind == kind) return row;
+  throw Error(ErrorKind::runtime, "workload_traits: a workload kind without a row");
+}
+
+const char* workload_kind_name(WorkloadKind kind) { return workload_traits(kind).name; }
+
 const std::vector<WorkloadKind>& workload_kinds() {
-  static const std::vector<WorkloadKind> all = {WorkloadKind::block,     WorkloadKind::stack, WorkloadKind::matmul_add,
-                                                WorkloadKind::linear,    WorkloadKind::mlp,   WorkloadKind::attention,
-                                                WorkloadKind::softmax};
+  static const std::vector<WorkloadKind> all = [] {
+    std::vector<WorkloadKind> kinds;
+    for (const WorkloadTraits& row : traits_table()) kinds.push_back(row.kind);
+    return kinds;
+  }();
   return all;
 }
 
@@ -67,7 +83,7 @@ const char* weight_init_name(WeightInit init) {
   return "?";
 }
 
-bool is_block_workload(WorkloadKind kind) { return kind == WorkloadKind::block || kind == WorkloadKind::stack; }
+bool is_block_workload(WorkloadKind kind) { return workload_traits(kind).whole_block; }
 
 const char* PathConfig::name(ops::PathOp op) const {
   switch (op) {
@@ -99,18 +115,7 @@ std::string paths_str(const PathConfig& paths, WorkloadKind kind) {
   return text.empty() ? workload_kind_name(kind) : text;  // softmax: one path, named by the workload
 }
 
-std::vector<ops::PathOp> path_ops_for(WorkloadKind kind) {
-  switch (kind) {
-    case WorkloadKind::block:
-    case WorkloadKind::stack: return ops::path_ops();
-    case WorkloadKind::matmul_add:
-    case WorkloadKind::linear: return {ops::PathOp::linear};
-    case WorkloadKind::mlp: return {ops::PathOp::mlp};
-    case WorkloadKind::attention: return {ops::PathOp::attention};
-    case WorkloadKind::softmax: return {};
-  }
-  return {};
-}
+std::vector<ops::PathOp> path_ops_for(WorkloadKind kind) { return workload_traits(kind).path_ops; }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> previous(b.size() + 1), current(b.size() + 1);

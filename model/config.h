@@ -34,6 +34,24 @@ enum class WeightInit {
   file,       // a safetensors file with Hugging Face names
 };
 
+// Where a workload kind's sizes come from.
+enum class WorkloadSizes {
+  model_and_input,  // model: and input: {batch, seq_len} (block, stack, mlp, attention)
+  gemm_shape,       // shape: {m, n, k}
+  rows_shape,       // shape: {m, n}, m rows of n
+};
+
+// What a workload kind is, in one row per kind (model/config.cpp): the config reader, the
+// size check, the run's title and the runners read it instead of listing kinds.
+struct WorkloadTraits {
+  WorkloadKind kind;
+  const char* name;                    // as configs spell it
+  WorkloadSizes sizes;
+  bool whole_block;                    // a transformer block (or a stack of them): family, layers, HF import
+  std::vector<ops::PathOp> path_ops;   // the ops whose paths it uses, in PathOp order
+};
+const WorkloadTraits& workload_traits(WorkloadKind kind);
+
 const char* workload_kind_name(WorkloadKind kind);
 // Every workload kind, in enum order, and their config names; the parse of one name.
 const std::vector<WorkloadKind>& workload_kinds();

@@ -33,9 +33,12 @@ void read_heads(const Section& s, ModelConfig& m) {
 ModelConfig read_model(const Reader& reader, const Section& s, WorkloadKind kind) {
   ModelConfig m;
   const std::string kind_name = workload_kind_name(kind);
-  if (kind == WorkloadKind::matmul_add || kind == WorkloadKind::linear || kind == WorkloadKind::softmax) {
+  const WorkloadSizes sizes = workload_traits(kind).sizes;
+  if (sizes != WorkloadSizes::model_and_input) {
     if (s.node().IsDefined() && !s.node().IsNull()) {
-      reader.fail(s.node(), "model", "does not apply to workload " + kind_name + " (it takes shape: {m, n, k})");
+      reader.fail(s.node(), "model",
+                  "does not apply to workload " + kind_name + " (it takes shape: {m, n" +
+                      (sizes == WorkloadSizes::gemm_shape ? ", k" : "") + "})");
     }
     return m;
   }

@@ -85,11 +85,10 @@ WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKin
 }
 
 void read_input(const Reader& reader, const Section& top, WorkloadConfig& config) {
-  const bool uses_input = is_block_workload(config.kind) || config.kind == WorkloadKind::mlp ||
-                          config.kind == WorkloadKind::attention;
-  if (!uses_input) {
+  const WorkloadSizes sizes = workload_traits(config.kind).sizes;
+  if (sizes != WorkloadSizes::model_and_input) {
     top.reject("input", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
-                            " (its sizes are shape: {m, n" + (config.kind == WorkloadKind::softmax ? "" : ", k") + "})");
+                            " (its sizes are shape: {m, n" + (sizes == WorkloadSizes::gemm_shape ? ", k" : "") + "})");
     return;
   }
   top.require("input", "batch and seq_len");
@@ -106,8 +105,9 @@ void read_input(const Reader& reader, const Section& top, WorkloadConfig& config
 }
 
 void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config) {
-  const bool gemm = config.kind == WorkloadKind::matmul_add || config.kind == WorkloadKind::linear;
-  if (!gemm && config.kind != WorkloadKind::softmax) {
+  const WorkloadSizes sizes = workload_traits(config.kind).sizes;
+  const bool gemm = sizes == WorkloadSizes::gemm_shape;
+  if (sizes == WorkloadSizes::model_and_input) {
     top.reject("shape", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
                             " (its sizes come from model and input)");
     return;
@@ -122,7 +122,7 @@ void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config
     s.require("k");
     config.shape.k = s.get_int("k", 0, 1);
   } else {
-    s.reject("k", "softmax takes shape: {m, n} (m rows of n)");
+    s.reject("k", std::string(workload_kind_name(config.kind)) + " takes shape: {m, n} (m rows of n)");
   }
 }
 

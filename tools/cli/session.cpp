@@ -112,10 +112,10 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
         << m.n_kv_heads << " head_dim=" << m.head_dim << " d_ff=" << m.d_ff;
     if (config.kind == WorkloadKind::stack) out << " layers=" << m.n_layers;
   }
-  if (config.kind == WorkloadKind::matmul_add || config.kind == WorkloadKind::linear ||
-      config.kind == WorkloadKind::softmax) {
+  const WorkloadSizes sizes = workload_traits(config.kind).sizes;
+  if (sizes != WorkloadSizes::model_and_input) {
     out << " m=" << config.shape.m << " n=" << config.shape.n;
-    if (config.kind != WorkloadKind::softmax) out << " k=" << config.shape.k;
+    if (sizes == WorkloadSizes::gemm_shape) out << " k=" << config.shape.k;
   } else {
     out << " batch=" << config.input.batch << " seq_len=" << config.input.seq_len;
   }
