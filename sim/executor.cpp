@@ -9,8 +9,6 @@
 // starting a fiber then costs no allocation and no extra switch, and every switch goes through
 // one place where AddressSanitizer is told about it (fiber's own creation switch is not).
 #include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,25 +18,13 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
-#include <new>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "sim/executor_state.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define BLOCKSCOPE_SIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BLOCKSCOPE_SIM_ASAN 1
-#endif
-#endif
-#ifdef BLOCKSCOPE_SIM_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
+#include "sim/fiber_stacks.h"
 
 namespace blockscope::sim {
 namespace exec {
@@ -50,84 +36,6 @@ constexpr size_t kStaticSharedLimit = 48 << 10;  // what ptxas accepts of static
 constexpr size_t kSharedPerBlockOptin = 227 << 10;
 constexpr unsigned kRandomResidentBlocks = 2;
 constexpr unsigned kPreemptOneIn = 128;          // random schedule: switch at about 1 access in 128
-
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return fallback;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(env, &end, 10);
-  if (*end != '\0') {
-    std::fprintf(stderr, "blockscope sim: %s=%s is not a number; using %llu\n", name, env,
-                 static_cast<unsigned long long>(fallback));
-    return fallback;
-  }
-  return value;
-}
-
-// ---- ASan fiber annotations (no-ops in other builds) -----------------------------------------
-inline void start_switch(void** fake_stack_save, const void* bottom, size_t size) {
-#ifdef BLOCKSCOPE_SIM_ASAN
-  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
-#else
-  (void)fake_stack_save, (void)bottom, (void)size;
-#endif
-}
-inline void finish_switch(void* fake_stack_save, const void** old_bottom, size_t* old_size) {
-#ifdef BLOCKSCOPE_SIM_ASAN
-  __sanitizer_finish_switch_fiber(fake_stack_save, old_bottom, old_size);
-#else
-  (void)fake_stack_save, (void)old_bottom, (void)old_size;
-#endif
-}
-inline void asan_poison(const void* p, size_t bytes) {
-#ifdef BLOCKSCOPE_SIM_ASAN
-  ASAN_POISON_MEMORY_REGION(p, bytes);
-#else
-  (void)p, (void)bytes;
-#endif
-}
-inline void asan_unpoison(const void* p, size_t bytes) {
-#ifdef BLOCKSCOPE_SIM_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(p, bytes);
-#else
-  (void)p, (void)bytes;
-#endif
-}
-
-// ---- Fiber stacks ----------------------------------------------------------------------------
-// mmap'ed with MAP_NORESERVE (only touched pages cost memory) and a PROT_NONE guard page below,
-// kept in a LIFO pool: a barrier-free kernel reuses one warm stack for every thread. 1 MiB by
-// default: a GPU thread may use up to 512 KiB of local memory, and host frames are larger.
-size_t page_bytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
-
-size_t stack_bytes() {
-  static const size_t bytes = [] {
-    const uint64_t kib = env_u64("BLOCKSCOPE_SIM_STACK_KIB", 1024);
-    return static_cast<size_t>(std::max<uint64_t>(kib, 16)) << 10;
-  }();
-  return bytes;
-}
-
-class StackPool {
- public:
-  Stack take() {
-    if (!free_.empty()) {
-      Stack stack = free_.back();
-      free_.pop_back();
-      return stack;
-    }
-    const size_t page = page_bytes();
-    const size_t size = stack_bytes();
-    void* mem = mmap(nullptr, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) throw std::bad_alloc();
-    mprotect(mem, page, PROT_NONE);  // a kernel overflowing its stack faults here, not in a neighbour
-    return Stack{static_cast<char*>(mem) + page, size};
-  }
-  void give(Stack stack) { free_.push_back(stack); }
-
- private:
-  std::vector<Stack> free_;  // stacks live as long as the process: no munmap at exit needed
-};
 
 // ---- Thrown through fibers -------------------------------------------------------------------
 // Thrown into blocked threads to unwind their stacks when the grid ends at a fault. Not a
@@ -819,114 +727,13 @@ void preempt(GridRun& grid, SimThread& me) {
 
 using namespace exec;
 
-// ---- Schedule and checks ----------------------------------------------------------------------------
-bool parse_schedule(const std::string& text, Schedule* schedule, std::string* error) {
-  Schedule s;
-  if (text == "inorder") {
-    s.order = Order::inorder;
-  } else if (text == "reverse") {
-    s.order = Order::reverse;
-  } else if (text == "random" || text.rfind("random:", 0) == 0) {
-    s.order = Order::random;
-    if (text == "random") {
-      s.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) % 1000000007ull;
-    } else {
-      const std::string digits = text.substr(7);
-      char* end = nullptr;
-      s.seed = std::strtoull(digits.c_str(), &end, 10);
-      if (digits.empty() || *end != '\0') {
-        *error = "schedule '" + text + "': the seed after 'random:' must be a non-negative integer";
-        return false;
-      }
-    }
-  } else {
-    *error = "schedule '" + text + "' is not inorder, reverse, random or random:<seed>";
-    return false;
-  }
-  *schedule = s;
-  return true;
-}
-
-std::string schedule_name(const Schedule& schedule) {
-  switch (schedule.order) {
-    case Order::inorder: return "inorder";
-    case Order::reverse: return "reverse";
-    case Order::random: return "random:" + std::to_string(schedule.seed);
-  }
-  return "?";
-}
-
-namespace {
-Schedule& schedule_setting() {
-  static Schedule schedule = [] {
-    Schedule s;
-    const char* env = std::getenv("BLOCKSCOPE_SIM_SCHEDULE");
-    if (env == nullptr || *env == '\0') return s;
-    std::string error;
-    if (!parse_schedule(env, &s, &error)) {
-      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_SCHEDULE: %s\n", error.c_str());
-      std::exit(2);
-    }
-    if (std::strcmp(env, "random") == 0) {
-      std::fprintf(stderr, "blockscope sim: schedule %s (BLOCKSCOPE_SIM_SCHEDULE=%s replays it)\n",
-                   schedule_name(s).c_str(), schedule_name(s).c_str());
-    }
-    return s;
-  }();
-  return schedule;
-}
-
-Checks& checks_setting() {
-  static Checks checks = [] {
-    Checks c;
-    const char* env = std::getenv("BLOCKSCOPE_SIM_CHECKS");
-    if (env == nullptr || *env == '\0') return c;
-    std::string error;
-    if (!parse_checks(env, &c, &error)) {
-      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_CHECKS: %s\n", error.c_str());
-      std::exit(2);
-    }
-    return c;
-  }();
-  return checks;
-}
-}  // namespace
-
-Schedule current_schedule() { return schedule_setting(); }
+// ---- Schedule (the settings themselves: settings.cpp) ----------------------------------------
 // A new schedule is a new run: its grids count from 1 again, so the same seed replays it.
 void set_schedule(const Schedule& schedule) {
   std::lock_guard<std::mutex> lock(g_grid_mutex);
   schedule_setting() = schedule;
   g_grid_count = 0;
 }
-
-bool parse_checks(const std::string& text, Checks* checks, std::string* error) {
-  Checks c{false, false};
-  if (text == "all") {
-    c = Checks{true, true};
-  } else if (text != "none") {
-    size_t start = 0;
-    while (start <= text.size()) {
-      const size_t comma = text.find(',', start);
-      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      if (item == "race") {
-        c.race = true;
-      } else if (item == "memcheck") {
-        c.memcheck = true;
-      } else {
-        *error = "'" + item + "' is not a check (all, none, or a comma list of race, memcheck)";
-        return false;
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
-  *checks = c;
-  return true;
-}
-
-Checks current_checks() { return checks_setting(); }
-void set_checks(const Checks& checks) { checks_setting() = checks; }
 
 // ---- Public: grid ----------------------------------------------------------------------------
 void run_grid(const GridLaunch& launch, const std::function<void()>& body) {

@@ -1,5 +1,5 @@
-// Internal to the simulated GPU's executor (executor.cpp), its memory checks (checks.cpp) and
-// its PTX emulation (ptx.cpp): the state of a running grid, its resident blocks and threads.
+// Internal to the simulated GPU's executor (executor.cpp, fiber_stacks.cpp, settings.cpp), its
+// memory checks (checks.cpp) and its PTX emulation (ptx.cpp): the state of a running grid, its resident blocks and threads.
 // Not for other users: kernels see device.h, hosts sim.h.
 #pragma once
 
@@ -254,5 +254,9 @@ std::string source_line(const void* pc);
 // Grid start/end: the allocation snapshot, the shadow pages.
 void checks_begin_grid(GridRun& grid);
 void checks_end_grid(GridRun& grid);
+
+// ---- settings.cpp: the run's settings, from the environment at first use ----------------------
+Schedule& schedule_setting();  // BLOCKSCOPE_SIM_SCHEDULE (set_schedule replaces it)
+Checks& checks_setting();      // BLOCKSCOPE_SIM_CHECKS (set_checks replaces it)
 
 }  // namespace blockscope::sim::exec

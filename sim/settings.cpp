@@ -1,0 +1,115 @@
+// The simulated GPU's run settings: the schedule (BLOCKSCOPE_SIM_SCHEDULE, set_schedule) and the
+// checks (BLOCKSCOPE_SIM_CHECKS, set_checks), their parsing and their names.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "sim/executor_state.h"
+
+namespace blockscope::sim {
+
+bool parse_schedule(const std::string& text, Schedule* schedule, std::string* error) {
+  Schedule s;
+  if (text == "inorder") {
+    s.order = Order::inorder;
+  } else if (text == "reverse") {
+    s.order = Order::reverse;
+  } else if (text == "random" || text.rfind("random:", 0) == 0) {
+    s.order = Order::random;
+    if (text == "random") {
+      s.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) % 1000000007ull;
+    } else {
+      const std::string digits = text.substr(7);
+      char* end = nullptr;
+      s.seed = std::strtoull(digits.c_str(), &end, 10);
+      if (digits.empty() || *end != '\0') {
+        *error = "schedule '" + text + "': the seed after 'random:' must be a non-negative integer";
+        return false;
+      }
+    }
+  } else {
+    *error = "schedule '" + text + "' is not inorder, reverse, random or random:<seed>";
+    return false;
+  }
+  *schedule = s;
+  return true;
+}
+
+std::string schedule_name(const Schedule& schedule) {
+  switch (schedule.order) {
+    case Order::inorder: return "inorder";
+    case Order::reverse: return "reverse";
+    case Order::random: return "random:" + std::to_string(schedule.seed);
+  }
+  return "?";
+}
+
+namespace exec {
+Schedule& schedule_setting() {
+  static Schedule schedule = [] {
+    Schedule s;
+    const char* env = std::getenv("BLOCKSCOPE_SIM_SCHEDULE");
+    if (env == nullptr || *env == '\0') return s;
+    std::string error;
+    if (!parse_schedule(env, &s, &error)) {
+      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_SCHEDULE: %s\n", error.c_str());
+      std::exit(2);
+    }
+    if (std::strcmp(env, "random") == 0) {
+      std::fprintf(stderr, "blockscope sim: schedule %s (BLOCKSCOPE_SIM_SCHEDULE=%s replays it)\n",
+                   schedule_name(s).c_str(), schedule_name(s).c_str());
+    }
+    return s;
+  }();
+  return schedule;
+}
+
+Checks& checks_setting() {
+  static Checks checks = [] {
+    Checks c;
+    const char* env = std::getenv("BLOCKSCOPE_SIM_CHECKS");
+    if (env == nullptr || *env == '\0') return c;
+    std::string error;
+    if (!parse_checks(env, &c, &error)) {
+      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_CHECKS: %s\n", error.c_str());
+      std::exit(2);
+    }
+    return c;
+  }();
+  return checks;
+}
+}  // namespace exec
+
+Schedule current_schedule() { return exec::schedule_setting(); }
+
+bool parse_checks(const std::string& text, Checks* checks, std::string* error) {
+  Checks c{false, false};
+  if (text == "all") {
+    c = Checks{true, true};
+  } else if (text != "none") {
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t comma = text.find(',', start);
+      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (item == "race") {
+        c.race = true;
+      } else if (item == "memcheck") {
+        c.memcheck = true;
+      } else {
+        *error = "'" + item + "' is not a check (all, none, or a comma list of race, memcheck)";
+        return false;
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  *checks = c;
+  return true;
+}
+
+Checks current_checks() { return exec::checks_setting(); }
+void set_checks(const Checks& checks) { exec::checks_setting() = checks; }
+
+}  // namespace blockscope::sim
