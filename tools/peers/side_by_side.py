@@ -164,6 +164,30 @@ def row_order(item, shape_rank):
     return (device, rank(WORKLOAD_ORDER, workload), dtype, group, rank(VARIANT_ORDER, variant), variant)
 
 
+def pair(row, ours, peer, clock):
+    """Fills a row's blockscope side (time on `clock`, kernels, a failure) and PyTorch side
+    (time, what ran, kernels, a skip) and their ratio; notes only the first problem."""
+    if ours is not None:
+        row["kernels"] = ours["kernels"]
+        if ours["error"]:
+            row["note"] = f"blockscope failed: {ours['error']}"
+        else:
+            row["ours_ms"] = ours["cpu_time_ms"] if clock == "cpu" else ours["time_ms"]
+    if peer is not None:
+        row["impl"] = peer.get("impl") or ""
+        row["torch_kernels"] = peer.get("kernels_per_iter")
+        if peer.get("skipped"):
+            row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
+        else:
+            row["torch_ms"] = peer["time"]
+    if row["ours_ms"] and row["torch_ms"]:
+        row["ratio"] = row["ours_ms"] / row["torch_ms"]
+
+
+def geomean(values):
+    return math.exp(sum(math.log(x) for x in values) / len(values))
+
+
 def build_rows(blockscope, torch_rows, clock):
     rows = []
     shape_rank = {}  # (workload, dtype, shape) -> first appearance in the blockscope runs
@@ -180,27 +204,13 @@ def build_rows(blockscope, torch_rows, clock):
         row = {"key": key, "section": "op", "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,
                "device": device, "ours_ms": None, "kernels": None, "torch_ms": None, "impl": "",
                "torch_kernels": None, "ratio": None, "note": ""}
-        if ours is not None:
-            row["kernels"] = ours["kernels"]
-            if ours["error"]:
-                row["note"] = f"blockscope failed: {ours['error']}"
-            else:
-                row["ours_ms"] = ours["cpu_time_ms"] if clock == "cpu" else ours["time_ms"]
-        if peer is not None:
-            row["impl"] = peer.get("impl") or ""
-            row["torch_kernels"] = peer.get("kernels_per_iter")
-            if peer.get("skipped"):
-                row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
-            else:
-                row["torch_ms"] = peer["time"]
+        pair(row, ours, peer, clock)
         if ours is None and variant.startswith("sdpa_"):
             row["note"] = row["note"] or "PyTorch only: no blockscope path for this variant"
         elif ours is None:
             row["note"] = row["note"] or "not in the blockscope JSON given (--blockscope)"
         elif peer is None:
             row["note"] = row["note"] or "not run by torch_peer.py (run it with --from-json on this file)"
-        if row["ours_ms"] and row["torch_ms"]:
-            row["ratio"] = row["ours_ms"] / row["torch_ms"]
         rows.append(row)
     return rows
 
@@ -220,23 +230,13 @@ def build_block_rows(blockscope, torch_rows, clock):
                "shape": f"{name},B={batch},S={seq_len}", "config": name, "B": batch, "S": seq_len,
                "device": device, "ours_ms": None, "kernels": ours["kernels"], "torch_key": peer_key,
                "torch_ms": None, "impl": "", "torch_kernels": None, "ratio": None, "speed": None, "note": ""}
-        if ours["error"]:
-            row["note"] = f"blockscope failed: {ours['error']}"
-        else:
-            row["ours_ms"] = ours["cpu_time_ms"] if clock == "cpu" else ours["time_ms"]
+        pair(row, ours, peer, clock)
         if peer is None:
             row["note"] = row["note"] or f"no PyTorch row {peer_key} (run torch_peer.py with --from-json on this file)"
         else:
             used.add((peer_key, device))
-            row["impl"] = peer.get("impl") or ""
-            row["torch_kernels"] = peer.get("kernels_per_iter")
-            if peer.get("skipped"):
-                row["note"] = row["note"] or f"no PyTorch time: {peer['skipped']}"
-            else:
-                row["torch_ms"] = peer["time"]
-        if row["ours_ms"] and row["torch_ms"]:
-            row["ratio"] = row["ours_ms"] / row["torch_ms"]
-            row["speed"] = row["torch_ms"] / row["ours_ms"]
+        if row["ratio"]:
+            row["speed"] = 1.0 / row["ratio"]
         groups.setdefault((device, peer_key), len(groups))
         rows.append(row)
     for (key, device), peer in torch_rows.items():
@@ -289,9 +289,8 @@ def block_markdown(rows):
     speeds = [r["speed"] for r in rows if r["speed"]]
     lines.append("")
     if speeds:
-        geomean = math.exp(sum(math.log(x) for x in speeds) / len(speeds))
         lines.append(f"{len(speeds)} matched block rows; geometric mean of blockscope speed (PyTorch / blockscope): "
-                     f"{geomean:.2f}× (above 1: blockscope faster). {len(rows) - len(speeds)} block rows without a "
+                     f"{geomean(speeds):.2f}× (above 1: blockscope faster). {len(rows) - len(speeds)} block rows without a "
                      "ratio (see the note).")
     else:
         lines.append("No matched block rows: run torch_peer.py with --from-json on the block_bench JSON.")
@@ -333,8 +332,7 @@ def markdown(rows, ours_ctx, torch_ctx, stat, clock, block_rows=()):
     ratios = [r["ratio"] for r in rows if r["ratio"]]
     lines.append("")
     if ratios:
-        geomean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
-        lines.append(f"{len(ratios)} matched rows; geometric mean of blockscope / PyTorch: {geomean:.2f}× "
+        lines.append(f"{len(ratios)} matched rows; geometric mean of blockscope / PyTorch: {geomean(ratios):.2f}× "
                      f"(below 1: blockscope faster). {len(rows) - len(ratios)} rows without a ratio (see the note).")
     else:
         lines.append("No matched rows: run torch_peer.py with --from-json on the blockscope JSON.")
