@@ -121,6 +121,27 @@ def load_costs(blockscope, specs):
         raise GateError(f"cannot read the op catalogue from `{blockscope} info --cost`: {error}")
 
 
+def path_names(blockscope):
+    """The path table's names per workload family, as `blockscope info --format json` lists
+    them: {"linear": [...], "attention": [...], "mlp_gelu": [...plain MLP paths],
+    "mlp_geglu": [...gated MLP paths]}."""
+    try:
+        result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, check=True)
+        rows = json.loads(result.stdout)["paths"]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
+        raise GateError(f"cannot read the path table from `{blockscope} info --format json`: {error}")
+    names = {"linear": [], "attention": [], "mlp_gelu": [], "mlp_geglu": []}
+    for row in rows:
+        if row["op"] == "mlp":
+            for family, applies in (("mlp_gelu", row["plain_mlp"]), ("mlp_geglu", row["gated_mlp"])):
+                if applies:
+                    names[family].append(row["name"])
+        else:
+            names[row["op"]].append(row["name"])
+    return names
+
+
 def formulas(workload, variant, dtype, shape):
     """(FLOPs, bytes) of one iteration, from the catalogue (load_costs first)."""
     entry = COSTS[cost_spec(workload, variant, dtype, shape)]

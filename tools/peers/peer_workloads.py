@@ -34,8 +34,10 @@ def masked_softmax(scores, mask, empty):
 
 # ---- Built-in workload lists (mirror bench/*_bench.cpp) -------------------------------------
 
-def builtin_workloads(sizes, device):
-    """(workload, variant, dtype, shape) tuples for --sizes smoke|cpu|gpu."""
+def builtin_workloads(sizes, device, paths):
+    """(workload, variant, dtype, shape) tuples for --sizes smoke|cpu|gpu; the variants of the ops
+    with paths are blockscope's path table (`paths`: bench_gate.path_names), attention's plus
+    the PyTorch-only SDPA backends."""
     out = []
 
     def add(workload, variants, dtypes, shapes):
@@ -44,15 +46,14 @@ def builtin_workloads(sizes, device):
                 for variant in variants:
                     out.append((workload, variant, dtype, dict(shape)))
 
-    linear_variants = ["naive", "epilogue", "addmm"]
-    attention_variants = ["naive", "inplace", "fused_softmax", "flash",
-                          "sdpa_math", "sdpa_efficient", "sdpa_cudnn"]
+    linear_variants = paths["linear"]
+    attention_variants = paths["attention"] + ["sdpa_math", "sdpa_efficient", "sdpa_cudnn"]
     if sizes == "smoke":
         dts = ["f32"]
         add("matmul_add", linear_variants, dts, [dict(M=64, N=64, K=64), dict(M=33, N=17, K=29)])
         add("linear", linear_variants, dts, [dict(M=64, N=48, K=32)])
-        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=16, D=64, F=128)])
-        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=16, D=64, F=128)])
+        add("mlp_geglu", paths["mlp_geglu"], dts, [dict(T=16, D=64, F=128)])
+        add("mlp_gelu", paths["mlp_gelu"], dts, [dict(T=16, D=64, F=128)])
         add("softmax", ["plain"], dts, [dict(R=7, N=33)])
         add("softmax_scale_causal", ["fused"], dts, [dict(B=1, H=2, S=33)])
         add("layer_norm", ["plain"], dts, [dict(R=7, N=33)])
@@ -63,8 +64,8 @@ def builtin_workloads(sizes, device):
         dts = ["f32", "bf16"]
         add("matmul_add", linear_variants, dts, [dict(M=n, N=n, K=n) for n in (64, 256, 512)])
         add("linear", linear_variants, dts, [dict(M=512, N=3072, K=768)])
-        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=256, D=768, F=3072)])
-        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=256, D=768, F=3072)])
+        add("mlp_geglu", paths["mlp_geglu"], dts, [dict(T=256, D=768, F=3072)])
+        add("mlp_gelu", paths["mlp_gelu"], dts, [dict(T=256, D=768, F=3072)])
         add("softmax", ["plain"], dts, [dict(R=4096, N=1024)])
         add("softmax_scale_causal", ["fused"], dts, [dict(B=1, H=4, S=1024)])
         add("layer_norm", ["plain"], dts, [dict(R=4096, N=1024)])
@@ -77,8 +78,8 @@ def builtin_workloads(sizes, device):
         add("matmul_add", linear_variants, dts + ["f32"],
             [dict(M=64, N=64, K=64), dict(M=4096, N=4096, K=4096)])
         add("linear", linear_variants, dts, [dict(M=8192, N=3072, K=768)])
-        add("mlp_geglu", ["naive", "fused"], dts, [dict(T=8192, D=768, F=3072)])
-        add("mlp_gelu", ["naive", "epilogue"], dts, [dict(T=8192, D=768, F=3072)])
+        add("mlp_geglu", paths["mlp_geglu"], dts, [dict(T=8192, D=768, F=3072)])
+        add("mlp_gelu", paths["mlp_gelu"], dts, [dict(T=8192, D=768, F=3072)])
         rows = [dict(R=65536, N=4096), dict(R=8192, N=768)]
         add("softmax", ["plain"], dts + ["f32"], rows)
         add("softmax_scale_causal", ["fused"], dts + ["f32"], [dict(B=8, H=16, S=1024)])

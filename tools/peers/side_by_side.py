@@ -146,22 +146,18 @@ def describe(key):
         return key, "", "", ""
 
 
-WORKLOAD_ORDER = ["matmul_add", "linear", "mlp_gelu", "mlp_geglu", "softmax", "softmax_scale_causal",
-                  "layer_norm", "rms_norm", "attention"]
-VARIANT_ORDER = ["naive", "inplace", "fused_softmax", "flash", "sdpa_math", "sdpa_efficient", "sdpa_cudnn",
-                 "epilogue", "addmm", "fused", "plain"]
-
-
-def row_order(item, shape_rank):
-    """Device, workload family, dtype, shapes in the order the suites ran them, paths naive -> fused."""
+def row_order(item, first_seen):
+    """Device, then workload, dtype, shape and path each in the order the suites ran them (the
+    blockscope JSON: the suites run the path table's paths naive -> fused), PyTorch-only rows
+    after; no list of workloads or paths restated here."""
     key, device = item
     try:
         workload, variant, dtype, shape = parse_key(key)
     except ValueError:
-        return (device, len(WORKLOAD_ORDER), key, 0, 0, "")
-    rank = lambda order, name: order.index(name) if name in order else len(order)  # noqa: E731
-    group = shape_rank.get((workload, dtype, tuple(shape.items())), len(shape_rank))
-    return (device, rank(WORKLOAD_ORDER, workload), dtype, group, rank(VARIANT_ORDER, variant), variant)
+        return (device, len(first_seen), key, 0, 0, "")
+    rank = lambda *what: first_seen.get(what, len(first_seen))  # noqa: E731
+    return (device, rank("workload", workload), dtype, rank("shape", workload, dtype, tuple(shape.items())),
+            rank("variant", variant), variant)
 
 
 def pair(row, ours, peer, clock):
@@ -190,15 +186,16 @@ def geomean(values):
 
 def build_rows(blockscope, torch_rows, clock):
     rows = []
-    shape_rank = {}  # (workload, dtype, shape) -> first appearance in the blockscope runs
+    first_seen = {}  # ("workload", w) / ("shape", w, dtype, shape) / ("variant", v) -> first appearance
     for key, _ in list(blockscope) + list(torch_rows):
         try:
-            workload, _, dtype, shape = parse_key(key)
+            workload, variant, dtype, shape = parse_key(key)
         except ValueError:
             continue
-        shape_rank.setdefault((workload, dtype, tuple(shape.items())), len(shape_rank))
+        for what in (("workload", workload), ("shape", workload, dtype, tuple(shape.items())), ("variant", variant)):
+            first_seen.setdefault(what, len(first_seen))
     keys = {item for item in set(blockscope) | set(torch_rows) if not is_block_key(item[0])}  # blocks: build_block_rows
-    for (key, device) in sorted(keys, key=lambda item: row_order(item, shape_rank)):
+    for (key, device) in sorted(keys, key=lambda item: row_order(item, first_seen)):
         ours, peer = blockscope.get((key, device)), torch_rows.get((key, device))
         workload, variant, dtype, shape = describe(key)
         row = {"key": key, "section": "op", "workload": workload, "variant": variant, "dtype": dtype, "shape": shape,

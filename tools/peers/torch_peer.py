@@ -99,7 +99,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_setup import PINNED_THREADS, SOURCE_DIR, torch  # noqa: E402  (first: pins every thread pool, then imports torch)
-from bench_gate import GateError, cost_spec, formulas, load_costs  # noqa: E402
+from bench_gate import GateError, cost_spec, formulas, load_costs, path_names  # noqa: E402
 from peer_blocks import Configs, build_block, find_blockscope  # noqa: E402
 from peer_timing import Timer, count_cuda_kernels, summary, thread_pools  # noqa: E402
 from peer_workloads import Skip, build, builtin_workloads, device_name_of, workload_key, workloads_from_json  # noqa: E402
@@ -132,7 +132,13 @@ def run_all(args):
     if args.from_json:
         workloads = [w for path in args.from_json for w in workloads_from_json(path, device, blocks)]
     else:
-        workloads = builtin_workloads(args.sizes, device)
+        blockscope = find_blockscope(args, blocks)
+        if not blockscope:
+            sys.exit("torch_peer: --sizes needs the blockscope CLI for its path table (give --blockscope)")
+        try:
+            workloads = builtin_workloads(args.sizes, device, path_names(blockscope))
+        except GateError as error:
+            sys.exit(f"torch_peer: {error}")
     if args.filter:
         workloads = [w for w in workloads if args.filter in workload_key(*w)]
     # FLOPs and bytes of the op rows from blockscope's op catalogue (`blockscope info --cost`).
