@@ -35,11 +35,8 @@ using reference::RefTensor;
 const AttentionPath kAllPaths[] = {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax,
                                    AttentionPath::flash};
 
-// The bound every path meets on its own: testing::attention_bound (test/accuracy_bounds.h).
-double naive_bound(DType dtype) { return bt::attention_bound(dtype); }
-
 // The worst output row's relative error (rows of head_dim); when `bounded` (the error is
-// checked against naive_bound) recorded as attention.<path>.<dtype>.
+// checked against bt::attention_bound, which every path meets on its own) recorded as attention.<path>.<dtype>.
 double attention_error(const std::vector<float>& got, const RefTensor& want, AttentionPath path, DType dtype,
                        bool bounded = true) {
   const double error = bt::max_row_relative_error(got, want.data, static_cast<size_t>(want.shape.back()));
@@ -152,7 +149,7 @@ TEST_P(Attention, EveryPathWithinTheAccuracyRule) {
           const std::vector<float> actual = to_floats(out);
           ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
           const double error = attention_error(actual, expected, path, dtype);
-          EXPECT_LE(error, naive_bound(dtype));
+          EXPECT_LE(error, bt::attention_bound(dtype));
           if (path == AttentionPath::naive) {
             naive_error = error;
           } else {
@@ -196,10 +193,10 @@ void expect_flash_case(Context& ctx, const FlashCase& c, DType dtype, bool causa
     const std::vector<float> actual = to_floats(out);
     ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
     errors[i] = attention_error(actual, expected, paths[i], dtype, c.range <= 2.0f);
-    // With large logits the naive path's rounded scores cost more than naive_bound; only the
+    // With large logits the naive path's rounded scores cost more than attention_bound; only the
     // comparison with flash applies there.
     if (c.range <= 2.0f) {
-      EXPECT_LE(errors[i], naive_bound(dtype));
+      EXPECT_LE(errors[i], bt::attention_bound(dtype));
     }
   }
   EXPECT_TRUE(bt::within_accuracy_rule(errors[1], errors[0], dtype))
@@ -271,7 +268,7 @@ TEST_P(Attention, F16LogitsAbove65504BeforeTheScale) {
       ops::attention(ctx, q, k, v, out, path, causal, scale);
       const std::vector<float> actual = to_floats(out);
       for (size_t i = 0; i < actual.size(); ++i) ASSERT_TRUE(std::isfinite(actual[i])) << "element " << i;
-      EXPECT_LE(bt::max_relative_error(actual, expected.data), naive_bound(dtype));
+      EXPECT_LE(bt::max_relative_error(actual, expected.data), bt::attention_bound(dtype));
     }
     // naive and inplace: the unscaled f16 scores overflow, as PyTorch eager's `q @ k.T * scale`.
     for (AttentionPath path : {AttentionPath::naive, AttentionPath::inplace}) {

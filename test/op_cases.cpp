@@ -54,6 +54,31 @@ ops::OpCall sizes(std::map<std::string, int64_t> named, std::map<std::string, bo
   return call;
 }
 
+// R rows of N (the last dimension) of a tensor of shape `shape`: the row ops' sizes.
+std::map<std::string, int64_t> rows_of(const Shape& shape) {
+  const int64_t n = shape.back();
+  return {{"R", n == 0 ? 0 : shape_numel(shape) / n}, {"N", n}};
+}
+
+using Run = std::function<void(Context&, const Tensors&, Tensor&)>;
+using Reference = std::function<RefTensor(const Refs&)>;
+
+// A case whose output has the shape of its first input and may be that input (the harness runs
+// it out of place and in place).
+OpCase in_place_case(std::string label, const Shape& shape, ops::OpCall call, std::vector<InputSpec> inputs, Run run,
+                     Reference reference, Accuracy accuracy) {
+  OpCase c;
+  c.label = std::move(label);
+  c.call = std::move(call);
+  c.inputs = std::move(inputs);
+  c.output = shape;
+  c.run = std::move(run);
+  c.reference = std::move(reference);
+  c.accuracy = std::move(accuracy);
+  c.alias_input = 0;
+  return c;
+}
+
 const RefTensor* optional(const RefTensor& t) { return t.data.empty() && t.shape.empty() ? nullptr : &t; }
 
 Accuracy one_rounding() {
@@ -137,16 +162,10 @@ OpCases add_cases() {
 OpCases mul_cases() {
   OpCases entry{"mul", {}, {}};
   for (const Shape& s : {Shape{7, 33}, Shape{1, 1}, Shape{3, 2500}, Shape{0, 4}}) {
-    OpCase c;
-    c.label = shape_label(s);
-    c.call = sizes({{"R", s[0]}, {"N", s[1]}});
-    c.inputs = {input(s), input(s)};
-    c.output = s;
-    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::mul(ctx, in[0], in[1], out); };
-    c.reference = [](const Refs& in) { return reference::elementwise_mul(in[0], in[1]); };
-    c.accuracy = one_rounding();
-    c.alias_input = 0;
-    entry.cases.push_back(std::move(c));
+    entry.cases.push_back(in_place_case(
+        shape_label(s), s, sizes(rows_of(s)), {input(s), input(s)},
+        [](Context& ctx, const Tensors& in, Tensor& out) { ops::mul(ctx, in[0], in[1], out); },
+        [](const Refs& in) { return reference::elementwise_mul(in[0], in[1]); }, one_rounding()));
   }
   entry.bad_calls = {{"b of another shape", [](Context& ctx, DType dt, Needles* needles) {
                         Tensor a = ctx.empty({4, 6}, dt), b = ctx.empty({6, 4}, dt), out = ctx.empty({4, 6}, dt);
@@ -159,16 +178,10 @@ OpCases mul_cases() {
 OpCases scale_cases() {
   OpCases entry{"scale", {}, {}};
   for (const Shape& s : {Shape{7, 33}, Shape{1, 1}, Shape{3, 2500}, Shape{0, 4}}) {
-    OpCase c;
-    c.label = shape_label(s);
-    c.call = sizes({{"R", s[0]}, {"N", s[1]}});
-    c.inputs = {input(s)};
-    c.output = s;
-    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::scale(ctx, in[0], 0.375f, out); };
-    c.reference = [](const Refs& in) { return reference::elementwise_scale(in[0], 0.375); };
-    c.accuracy = one_rounding();
-    c.alias_input = 0;
-    entry.cases.push_back(std::move(c));
+    entry.cases.push_back(in_place_case(
+        shape_label(s), s, sizes(rows_of(s)), {input(s)},
+        [](Context& ctx, const Tensors& in, Tensor& out) { ops::scale(ctx, in[0], 0.375f, out); },
+        [](const Refs& in) { return reference::elementwise_scale(in[0], 0.375); }, one_rounding()));
   }
   entry.bad_calls = {{"a strided output", [](Context& ctx, DType dt, Needles* needles) {
                         Tensor x = ctx.empty({4, 6}, dt), out = ctx.empty({6, 4}, dt).transpose(0, 1);
@@ -202,10 +215,9 @@ OpCases copy_cases() {
       Context probe(Device::cpu());
       shape = v.view(probe.empty(v.made, DType::f32)).shape();
     }
-    const int64_t n = shape.empty() ? 1 : shape.back();
     OpCase c;
     c.label = std::string(v.what) + " " + shape_label(shape);
-    c.call = sizes({{"R", n == 0 ? 0 : shape_numel(shape) / n}, {"N", n}}, {{"strided", v.view != nullptr}});
+    c.call = sizes(rows_of(shape), {{"strided", v.view != nullptr}});
     c.inputs = {viewed(v.made, v.view)};
     c.output = shape;
     c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::copy(ctx, in[0], out); };
@@ -287,16 +299,11 @@ OpCases activation_cases() {
   OpCases entry{"activation", {}, {}};
   for (const Shape& s : {Shape{1, 1}, Shape{7, 37}, Shape{1000, 100}, Shape{15, 4097}, Shape{0, 3}}) {
     for (ops::Activation act : ops::activations()) {
-      OpCase c;
-      c.label = shape_label(s) + " " + act_label(act);
-      c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {}, "", ops::activation_name(act));
-      c.inputs = {input(s, -4.0f, 4.0f)};
-      c.output = s;
-      c.run = [act](Context& ctx, const Tensors& in, Tensor& out) { ops::activation(ctx, in[0], out, act); };
-      c.reference = [act](const Refs& in) { return reference::activation(in[0], act); };
-      c.accuracy = activation_ulps(false);
-      c.alias_input = 0;
-      entry.cases.push_back(std::move(c));
+      entry.cases.push_back(in_place_case(
+          shape_label(s) + " " + act_label(act), s, sizes(rows_of(s), {}, "", ops::activation_name(act)),
+          {input(s, -4.0f, 4.0f)},
+          [act](Context& ctx, const Tensors& in, Tensor& out) { ops::activation(ctx, in[0], out, act); },
+          [act](const Refs& in) { return reference::activation(in[0], act); }, activation_ulps(false)));
     }
   }
   entry.bad_calls = {
@@ -386,17 +393,12 @@ OpCases layer_norm_cases() {
   for (const Shape& s : row_shapes()) {
     for (bool bias : {true, false}) {
       for (float eps : {1e-5f, 0.5f}) {
-        OpCase c;
-        c.label = shape_label(s) + (bias ? " bias" : " no bias") + " eps " + std::to_string(eps);
-        c.call = sizes({{"R", s[0]}, {"N", s[1]}}, {{"bias", bias}});
-        // Values in [2, 4): a mean far from zero (a one-pass variance would lose digits).
-        c.inputs = {input(s, 2.0f, 4.0f), input({s[1]}), bias ? input({s[1]}) : absent()};
-        c.output = s;
-        c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::layer_norm(ctx, in[0], in[1], in[2], eps, out); };
-        c.reference = [eps](const Refs& in) { return reference::layer_norm(in[0], in[1], optional(in[2]), eps); };
-        c.accuracy = norm_rows();
-        c.alias_input = 0;
-        entry.cases.push_back(std::move(c));
+        // x in [2, 4): a mean far from zero (a one-pass variance would lose digits).
+        entry.cases.push_back(in_place_case(
+            shape_label(s) + (bias ? " bias" : " no bias") + " eps " + std::to_string(eps), s,
+            sizes(rows_of(s), {{"bias", bias}}), {input(s, 2.0f, 4.0f), input({s[1]}), bias ? input({s[1]}) : absent()},
+            [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::layer_norm(ctx, in[0], in[1], in[2], eps, out); },
+            [eps](const Refs& in) { return reference::layer_norm(in[0], in[1], optional(in[2]), eps); }, norm_rows()));
       }
     }
   }
@@ -433,16 +435,10 @@ OpCases rms_norm_cases() {
   OpCases entry{"rms_norm", {}, {}};
   for (const Shape& s : row_shapes()) {
     for (float eps : {1e-5f, 0.5f}) {
-      OpCase c;
-      c.label = shape_label(s) + " eps " + std::to_string(eps);
-      c.call = sizes({{"R", s[0]}, {"N", s[1]}});
-      c.inputs = {input(s, 2.0f, 4.0f), input({s[1]})};
-      c.output = s;
-      c.run = [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::rms_norm(ctx, in[0], in[1], eps, out); };
-      c.reference = [eps](const Refs& in) { return reference::rms_norm(in[0], in[1], eps); };
-      c.accuracy = norm_rows();
-      c.alias_input = 0;
-      entry.cases.push_back(std::move(c));
+      entry.cases.push_back(in_place_case(
+          shape_label(s) + " eps " + std::to_string(eps), s, sizes(rows_of(s)), {input(s, 2.0f, 4.0f), input({s[1]})},
+          [eps](Context& ctx, const Tensors& in, Tensor& out) { ops::rms_norm(ctx, in[0], in[1], eps, out); },
+          [eps](const Refs& in) { return reference::rms_norm(in[0], in[1], eps); }, norm_rows()));
     }
   }
   entry.bad_calls = {
@@ -472,17 +468,10 @@ OpCases rms_norm_cases() {
 OpCases softmax_cases() {
   OpCases entry{"softmax", {}, {}};
   for (const Shape& s : {Shape{1, 1}, Shape{7, 33}, Shape{3, 5, 1000}, Shape{2, 4097}, Shape{0, 9}}) {
-    const int64_t n = s.back();
-    OpCase c;
-    c.label = shape_label(s);
-    c.call = sizes({{"R", n == 0 ? 0 : shape_numel(s) / n}, {"N", n}});
-    c.inputs = {input(s, -6.0f, 6.0f)};
-    c.output = s;
-    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::softmax(ctx, in[0], out); };
-    c.reference = [](const Refs& in) { return reference::softmax_rows(in[0]); };
-    c.accuracy = softmax_rows();
-    c.alias_input = 0;
-    entry.cases.push_back(std::move(c));
+    entry.cases.push_back(in_place_case(
+        shape_label(s), s, sizes(rows_of(s)), {input(s, -6.0f, 6.0f)},
+        [](Context& ctx, const Tensors& in, Tensor& out) { ops::softmax(ctx, in[0], out); },
+        [](const Refs& in) { return reference::softmax_rows(in[0]); }, softmax_rows()));
   }
   entry.bad_calls = {
       {"y of another shape",
@@ -513,19 +502,12 @@ OpCases softmax_scale_causal_cases() {
   for (const Shape& s : {Shape{2, 3, 7, 7}, Shape{2, 13, 70}, Shape{70, 13}, Shape{1, 1}, Shape{1, 129, 129},
                          Shape{0, 4, 4}}) {
     for (bool causal : {true, false}) {
-      const int64_t n = s.back();
-      OpCase c;
-      c.label = shape_label(s) + (causal ? " causal" : " full");
-      c.call = sizes({{"R", n == 0 ? 0 : shape_numel(s) / n}, {"N", n}});
-      c.inputs = {input(s, -30.0f, 30.0f)};
-      c.output = s;
-      c.run = [causal](Context& ctx, const Tensors& in, Tensor& out) {
-        ops::softmax_scale_causal(ctx, in[0], 0.125f, causal, out);
-      };
-      c.reference = [causal](const Refs& in) { return reference::softmax_scale_causal(in[0], 0.125, causal); };
-      c.accuracy = softmax_rows();
-      c.alias_input = 0;
-      entry.cases.push_back(std::move(c));
+      entry.cases.push_back(in_place_case(
+          shape_label(s) + (causal ? " causal" : " full"), s, sizes(rows_of(s)), {input(s, -30.0f, 30.0f)},
+          [causal](Context& ctx, const Tensors& in, Tensor& out) {
+            ops::softmax_scale_causal(ctx, in[0], 0.125f, causal, out);
+          },
+          [causal](const Refs& in) { return reference::softmax_scale_causal(in[0], 0.125, causal); }, softmax_rows()));
     }
   }
   entry.bad_calls = {{"a vector of scores", [](Context& ctx, DType dt, Needles* needles) {
@@ -545,15 +527,12 @@ OpCases rope_cases() {
   for (const Shape& s : shapes) {
     for (int64_t offset : {int64_t{0}, int64_t{4093}, int64_t{70001}}) {
       for (float theta : {10000.0f, 500000.0f}) {
-        OpCase c;
-        c.label = shape_label(s) + " offset " + std::to_string(offset) + " theta " + std::to_string(theta);
-        c.call = sizes({{"B", s[0]}, {"H", s[1]}, {"S", s[2]}, {"D", s[3]}});
-        c.inputs = {input(s)};
-        c.output = s;
-        c.run = [offset, theta](Context& ctx, const Tensors& in, Tensor& out) { ops::rope(ctx, in[0], out, theta, offset); };
-        c.reference = [offset, theta](const Refs& in) { return reference::rope(in[0], theta, offset); };
-        c.accuracy = absolute([](const Measured& m) { return rope_bound(m.inputs[0], m.want, m.dtype); });
-        c.alias_input = 0;
+        OpCase c = in_place_case(
+            shape_label(s) + " offset " + std::to_string(offset) + " theta " + std::to_string(theta), s,
+            sizes({{"B", s[0]}, {"H", s[1]}, {"S", s[2]}, {"D", s[3]}}), {input(s)},
+            [offset, theta](Context& ctx, const Tensors& in, Tensor& out) { ops::rope(ctx, in[0], out, theta, offset); },
+            [offset, theta](const Refs& in) { return reference::rope(in[0], theta, offset); },
+            absolute([](const Measured& m) { return rope_bound(m.inputs[0], m.want, m.dtype); }));
         // The same cos/sin table (ops/rope/rope_table.h) and f32 products on both devices:
         // bit-identical, offsets past 2^16 (windowed tables) included.
         c.bit_identical_across_devices = true;
