@@ -46,18 +46,29 @@ std::string schedule_name(const Schedule& schedule) {
   return "?";
 }
 
+namespace {
+// The setting in environment variable `name`, parsed by `parse`; the default when it is unset. A
+// bad value ends the process (exit 2) naming the variable, before any kernel runs.
+template <class Setting>
+Setting from_env(const char* name, bool (*parse)(const std::string&, Setting*, std::string*)) {
+  Setting setting;
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return setting;
+  std::string error;
+  if (!parse(env, &setting, &error)) {
+    std::fprintf(stderr, "blockscope sim: %s: %s\n", name, error.c_str());
+    std::exit(2);
+  }
+  return setting;
+}
+}  // namespace
+
 namespace exec {
 Schedule& schedule_setting() {
   static Schedule schedule = [] {
-    Schedule s;
+    const Schedule s = from_env("BLOCKSCOPE_SIM_SCHEDULE", parse_schedule);
     const char* env = std::getenv("BLOCKSCOPE_SIM_SCHEDULE");
-    if (env == nullptr || *env == '\0') return s;
-    std::string error;
-    if (!parse_schedule(env, &s, &error)) {
-      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_SCHEDULE: %s\n", error.c_str());
-      std::exit(2);
-    }
-    if (std::strcmp(env, "random") == 0) {
+    if (env != nullptr && std::strcmp(env, "random") == 0) {  // a fresh seed: say how to replay it
       std::fprintf(stderr, "blockscope sim: schedule %s (BLOCKSCOPE_SIM_SCHEDULE=%s replays it)\n",
                    schedule_name(s).c_str(), schedule_name(s).c_str());
     }
@@ -67,17 +78,7 @@ Schedule& schedule_setting() {
 }
 
 Checks& checks_setting() {
-  static Checks checks = [] {
-    Checks c;
-    const char* env = std::getenv("BLOCKSCOPE_SIM_CHECKS");
-    if (env == nullptr || *env == '\0') return c;
-    std::string error;
-    if (!parse_checks(env, &c, &error)) {
-      std::fprintf(stderr, "blockscope sim: BLOCKSCOPE_SIM_CHECKS: %s\n", error.c_str());
-      std::exit(2);
-    }
-    return c;
-  }();
+  static Checks checks = from_env("BLOCKSCOPE_SIM_CHECKS", parse_checks);
   return checks;
 }
 }  // namespace exec
