@@ -121,16 +121,26 @@ def load_costs(blockscope, specs):
         raise GateError(f"cannot read the op catalogue from `{blockscope} info --cost`: {error}")
 
 
+INFO = {}  # blockscope CLI -> its `info --format json`, read once per process
+
+
+def blockscope_info(blockscope, key):
+    """One section ("paths", "dtypes", ...) of `blockscope info --format json`."""
+    try:
+        if blockscope not in INFO:
+            result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, check=True)
+            INFO[blockscope] = json.loads(result.stdout)
+        return INFO[blockscope][key]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
+        raise GateError(f"cannot read {key!r} from `{blockscope} info --format json`: {error}")
+
+
 def path_names(blockscope):
     """The path table's names per workload family, as `blockscope info --format json` lists
     them: {"linear": [...], "attention": [...], "mlp_gelu": [...plain MLP paths],
     "mlp_geglu": [...gated MLP paths]}."""
-    try:
-        result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, check=True)
-        rows = json.loads(result.stdout)["paths"]
-    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
-        raise GateError(f"cannot read the path table from `{blockscope} info --format json`: {error}")
+    rows = blockscope_info(blockscope, "paths")
     names = {"linear": [], "attention": [], "mlp_gelu": [], "mlp_geglu": []}
     for row in rows:
         if row["op"] == "mlp":
@@ -169,12 +179,7 @@ class GateError(Exception):
 def load_catalogue(blockscope, benchmarks):
     """Loads the catalogue's numbers for every workload key among `benchmarks` and checks that
     blockscope's dtypes are the ones DTYPE_SIZE names."""
-    try:
-        result = subprocess.run([blockscope, "info", "--format", "json"], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, check=True)
-        dtypes = {d["name"]: d["bytes"] for d in json.loads(result.stdout)["dtypes"]}
-    except (OSError, subprocess.CalledProcessError, ValueError, KeyError) as error:
-        raise GateError(f"cannot read `{blockscope} info --format json`: {error}")
+    dtypes = {d["name"]: d["bytes"] for d in blockscope_info(blockscope, "dtypes")}
     if dtypes != DTYPE_SIZE:
         raise GateError(f"blockscope's dtypes {dtypes} are not DTYPE_SIZE {DTYPE_SIZE}")
     specs = []

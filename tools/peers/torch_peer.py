@@ -131,32 +131,28 @@ def run_all(args):
     blocks = {}  # block peer key -> what the blockscope JSON says about it
     if args.from_json:
         workloads = [w for path in args.from_json for w in workloads_from_json(path, device, blocks)]
-    else:
-        blockscope = find_blockscope(args, blocks)
-        if not blockscope:
-            sys.exit("torch_peer: --sizes needs the blockscope CLI for its path table (give --blockscope)")
-        try:
+    # The CLI (--blockscope, else beside the --from-json files' suites, else this checkout's build):
+    # its path table for --sizes, its op catalogue for the rows' FLOPs and bytes, --dump for blocks.
+    blockscope = find_blockscope(args, blocks)
+    try:
+        if not args.from_json:
+            if not blockscope:
+                sys.exit("torch_peer: --sizes needs the blockscope CLI for its path table (give --blockscope)")
             workloads = builtin_workloads(args.sizes, device, path_names(blockscope))
-        except GateError as error:
-            sys.exit(f"torch_peer: {error}")
-    if args.filter:
-        workloads = [w for w in workloads if args.filter in workload_key(*w)]
-    # FLOPs and bytes of the op rows from blockscope's op catalogue (`blockscope info --cost`).
-    op_rows = [w for w in workloads if w[0] not in BLOCK_KINDS]
-    if op_rows:
-        blockscope = find_blockscope(args, blocks)
-        if not blockscope:
-            sys.exit("torch_peer: no blockscope CLI for the op catalogue's FLOPs and bytes (give --blockscope)")
-        try:
+        if args.filter:
+            workloads = [w for w in workloads if args.filter in workload_key(*w)]
+        op_rows = [w for w in workloads if w[0] not in BLOCK_KINDS]
+        if op_rows:
+            if not blockscope:
+                sys.exit("torch_peer: no blockscope CLI for the op catalogue's FLOPs and bytes (give --blockscope)")
             load_costs(blockscope, [cost_spec(*catalogue_call(*w)) for w in op_rows])
-        except GateError as error:
-            sys.exit(f"torch_peer: {error}")
+    except GateError as error:
+        sys.exit(f"torch_peer: {error}")
     block_context = None
     if any(w[0] in BLOCK_KINDS for w in workloads):
         dump_dir = args.dump_dir or tempfile.mkdtemp(prefix="torch_peer_dumps.")
         os.makedirs(dump_dir, exist_ok=True)
-        block_context = {"configs": Configs(args.configs, args.set), "blockscope": find_blockscope(args, blocks),
-                         "dump_dir": dump_dir}
+        block_context = {"configs": Configs(args.configs, args.set), "blockscope": blockscope, "dump_dir": dump_dir}
         print(f"torch_peer: block rows from {block_context['blockscope']} run --dump (configs "
               f"{' '.join(args.configs)}; dumps in {dump_dir})", file=sys.stderr)
 
