@@ -268,7 +268,7 @@ std::vector<OpSpec> make_catalogue() {
        "y = x * W^T + b (or x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
       {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"}, {}, false,
        "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",
-       batched_matmul_cost, batched_matmul_kernels},
+       batched_matmul_cost, batched_matmul_kernels, nullptr, nullptr, /*path_is_kernel_label=*/true},
       {"attention", Family::attention, PathOp::attention, {"B", "H", "Hkv", "Sq", "Sk", "D"},
        {"causal", "split_keys"}, false, "softmax(q k^T * scale + mask) v; q, out [B, H, Sq, D], k, v [B, Hkv, Sk, D]",
        attention_cost, attention_kernels},

@@ -57,6 +57,9 @@ struct OpSpec {
   // recorded under the activation's name, gated_activation with the activation as its path.
   std::string (*event_name)(const OpCall&) = nullptr;
   std::string (*event_path)(const OpCall&) = nullptr;
+  // An op without paths whose call.path is instead the label its kernel is recorded under
+  // (batched_matmul: "gemm_qk", "gemm_pv"); any text is valid there.
+  bool path_is_kernel_label = false;
 };
 
 // Every public op, by family.

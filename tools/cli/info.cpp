@@ -156,7 +156,7 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
     const std::vector<std::string> paths = ops::path_names(*entry.path_op);
     if (std::find(paths.begin(), paths.end(), call.path) == paths.end())
       fail("op '" + name + "' needs a path, one of " + join(paths, ", "));
-  } else if (!call.path.empty() && name != "batched_matmul") {  // batched_matmul's path is its kernel label
+  } else if (!call.path.empty() && !entry.path_is_kernel_label) {
     fail("op '" + name + "' has no paths");
   }
   std::stringstream items(body);
