@@ -140,6 +140,11 @@ json profile_to_json(const Profile& profile) {
           {"simulated", profile.simulated},
           {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}, {"source", profile.peaks.source}}},
           {"active_steps", profile.active_steps},
+          {"schedule", profile.schedule ? json{{"wait", profile.schedule->wait},
+                                               {"warmup", profile.schedule->warmup},
+                                               {"active", profile.schedule->active},
+                                               {"cold_step", profile.schedule->keep_cold_step}}
+                                        : json()},
           {"ops", ops},
           {"kernels", kernels}};
 }
@@ -167,6 +172,17 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.peaks.source = document["peaks"].is_object() && document["peaks"].contains("source") ? peaks.string("source") : "";
   profile.active_steps = static_cast<int>(top.integer("active_steps"));
   if (profile.active_steps < 0) top.fail("active_steps", "must not be negative");
+  // Optional: profiles saved before the schedule was kept have none (null or missing).
+  if (document.contains("schedule") && !document["schedule"].is_null()) {
+    const Reader schedule = top.child("schedule");
+    Schedule s;
+    s.wait = static_cast<int>(schedule.integer("wait"));
+    s.warmup = static_cast<int>(schedule.integer("warmup"));
+    s.active = static_cast<int>(schedule.integer("active"));
+    s.keep_cold_step = schedule.boolean("cold_step");
+    if (s.wait < 0 || s.warmup < 0 || s.active < 0) top.fail("schedule", "step counts must not be negative");
+    profile.schedule = s;
+  }
 
   const json& ops = top.array("ops");
   for (size_t i = 0; i < ops.size(); ++i) {

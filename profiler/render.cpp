@@ -175,6 +175,10 @@ void check_columns(const TextLayout& layout, const std::vector<Column>& known) {
   }
 }
 
+std::string text_cell(const Row& row, size_t index, const Column& column) {
+  return column.text ? column.text(row) : cell_text(row[index], column, false);
+}
+
 std::string render(const Rows& rows, Format format, const TextLayout& layout) {
   switch (format) {
     case Format::json: return rows_json(rows).dump(2) + "\n";
@@ -199,7 +203,7 @@ std::string render(const Rows& rows, Format format, const TextLayout& layout) {
     std::vector<std::string> line(n);
     for (size_t c = 0; c < n; ++c) {
       const Column& column = rows.columns[c];
-      if (column.in_text) line[c] = column.text ? column.text(row) : cell_text(row[c], column, false);
+      if (column.in_text) line[c] = text_cell(row, c, column);
     }
     all_cells.push_back(line);
   }

@@ -71,6 +71,9 @@ void check_columns(const TextLayout& layout, const std::vector<Column>& known);
 // The rows in `format`; the text table ends with its closing rule (and, when columns were
 // dropped to fit, a line naming them), CSV and JSON with "\n".
 std::string render(const Rows& rows, Format format, const TextLayout& layout = {});
+// Cell `index` of `row` as the text table prints it (the column's text function, its number
+// format, "-" for null): the HTML report shows the same strings.
+std::string text_cell(const Row& row, size_t index, const Column& column);
 // The rows as a JSON array of objects (to embed in a larger document).
 nlohmann::json rows_json(const Rows& rows);
 

@@ -57,6 +57,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
 
   Profile profile;
   profile.label = label;
+  profile.schedule = schedule;
   profile.device = ctx.device().str();
   const BackendInfo device_info = ctx.backend().info(DType::f32);
   profile.device_name = device_info.description;

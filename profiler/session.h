@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct Profile {
   bool simulated = false;
   Peaks peaks;
   int active_steps = 0;     // steps kept (averages per step divide by this)
+  std::optional<Schedule> schedule;  // how the steps were run (absent in profiles saved before it was)
   std::vector<OpEvent> ops;  // of the kept steps, in order; parent indices within this vector
   std::vector<KernelEvent> kernels;  // op indices within `ops`
 };

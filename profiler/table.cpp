@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/summary.h"
+#include "profiler/verdicts.h"
 #include "runtime/error.h"
 
 namespace blockscope::profiler {
@@ -27,6 +28,7 @@ struct OpRow {
   OpStats stats;
   double tflops = 0, gbps = 0;
   double pct_peak_flops = -1, pct_peak_bandwidth = -1;  // -1: unknown
+  Bound bound = Bound::unknown;  // the roofline's verdict (verdicts.h); regions have none
 };
 
 OpRow derive(const OpStats& stats, const Peaks& peaks) {
@@ -39,6 +41,7 @@ OpRow derive(const OpStats& stats, const Peaks& peaks) {
   }
   if (peaks.tflops > 0 && stats.flops > 0) row.pct_peak_flops = 100.0 * row.tflops / peaks.tflops;
   if (peaks.gbps > 0 && stats.bytes > 0) row.pct_peak_bandwidth = 100.0 * row.gbps / peaks.gbps;
+  if (!stats.is_region) row.bound = roofline_bound(stats.flops, stats.bytes, time_us, peaks);
   return row;
 }
 
@@ -158,15 +161,16 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
        [](const Row& r) { return cell_or_dash(r[18] > 0, format_bytes(r[18].get<double>())); }},
       {"self_peak_memory_bytes", "Self Peak Mem", false, "",
        [](const Row& r) { return cell_or_dash(r[19] > 0, format_bytes(r[19].get<double>())); }},
+      {"bound", "Bound", true, "", [](const Row& r) { return r[20].is_null() ? std::string("-") : r[20].get<std::string>(); }},
       {"input_shapes", "Input Shapes", true, "",
-       [](const Row& r) { return r[20].is_null() ? std::string() : shapes_str(r[20].get<std::vector<Shape>>()); }},
+       [](const Row& r) { return r[21].is_null() ? std::string() : shapes_str(r[21].get<std::vector<Shape>>()); }},
       {"is_region", "", false, "", nullptr, false},
   };
   check_columns(options.layout, table.columns);
   // Too wide for the terminal: the shapes first (longest), then the derived rates.
   table.drop_order = {"input_shapes", "pct_peak_bandwidth", "gbps", "pct_peak_flops", "tflops", "bytes",
                       "cpu_avg_us", "device_avg_us", "self_cpu_pct", "cpu_total_us", "bytes_allocated", "self_peak_memory_bytes", "flops",
-                      "self_device_pct"};
+                      "self_device_pct", "bound"};
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
     table.rows.push_back({
@@ -190,6 +194,7 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
         s.bytes_allocated,
         s.peak_extra_bytes,
         s.self_peak_extra_bytes,
+        row.bound == Bound::unknown ? json() : json(bound_name(row.bound)),
         s.shapes.empty() ? json() : json(s.shape_list),
         s.is_region,
     });
@@ -226,6 +231,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
                            {"mean", spread.mean}, {"stddev", spread.stddev}, {"cv", spread.cv()},
                            {"noisy", spread.cv() > kNoisyCv}};
     out["steps"] = rows_json(step_table_rows(profile));  // per step: times and memory peaks
+    out["verdict"] = step_verdict_json(profile);
     out["rows"] = rows_json(table);
     return out.dump(2) + "\n";
   }
@@ -244,6 +250,11 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
   notes += fmt::format("Self CPU time total: {}\n", format_time_us(self_cpu_total));
   notes += fmt::format("Self device time total: {}\n", format_time_us(self_device_total));
   notes += step_time_lines(profile);
+  notes += "Step verdict: " + step_verdict(profile).line + "\n";
+  if (std::any_of(table.rows.begin(), table.rows.end(), [](const Row& r) { return r[20].is_string(); })) {
+    notes += fmt::format("Bound: the roofline's verdict per op; latency = over {:g}x slower than both roofs allow\n",
+                         kBelowRoofs);
+  }
   return render(table, format, options.layout) + wrap_text(notes, options.layout.max_width);
 }
 

@@ -357,6 +357,70 @@ TEST(Cli, ProfileTraceSaveAndDiff) {
   EXPECT_EQ(r.code, 2) << r.err;
 }
 
+// profile --report and `blockscope report`: one HTML file for every variant, the verdicts under
+// the text tables; bad saved profiles exit 2 naming the file, a failing write exits 3, and
+// neither leaves a report behind.
+TEST(Cli, HtmlReportsFromAProfileAndFromSavedProfiles) {
+  const fs::path dir = temp_dir() / "report";
+  fs::create_directories(dir);
+  const fs::path saved = dir / "a.json", html = dir / "a.html";
+  Result r = run_cli({"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--save", saved.string(),
+                      "--report", html.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Step verdict: "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("wrote report " + html.string() + " (2 variants;"), std::string::npos) << r.err;
+  const std::string page = read_file(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("id=\"roofline-chart\""), std::string::npos);
+  EXPECT_NE(page.find("<svg class=\"diff\""), std::string::npos) << "the variant's diff to the base";
+  EXPECT_NE(page.find("Schedule</dt><dd>wait "), std::string::npos) << "the schedule in the header";
+
+  // From the saved profiles: the base and its variant.
+  const fs::path variant = dir / "a.attention-inplace_mlp-naive.json", from_saved = dir / "b.html";
+  ASSERT_TRUE(fs::exists(variant));
+  r = run_cli({"report", saved.string(), variant.string(), "-o", from_saved.string(), "--title", "two paths"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(read_file(from_saved).find("<h1>two paths</h1>"), std::string::npos);
+
+  // Bad inputs: exit 2 naming the file, and no report.
+  const std::string text = read_file(saved);
+  std::ofstream(dir / "truncated.json") << text.substr(0, text.size() / 2);
+  nlohmann::json other = nlohmann::json::parse(text);
+  other["version"] = 99;
+  std::ofstream(dir / "version.json") << other.dump();
+  std::ofstream(dir / "not_a_profile.json") << "{\"traceEvents\": []}";
+  const fs::path out = dir / "bad.html";
+  for (const char* name : {"truncated.json", "version.json", "not_a_profile.json", "missing.json"}) {
+    SCOPED_TRACE(name);
+    r = run_cli({"report", saved.string(), (dir / name).string(), "-o", out.string()});
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find((dir / name).string()), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // The output: an input, a missing directory (exit 2, before reading anything); a device
+  // that cannot take the bytes (exit 3); none leaves a file.
+  r = run_cli({"report", saved.string(), "-o", saved.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(read_file(saved), text);
+  r = run_cli({"report", saved.string(), "-o", (dir / "no" / "r.html").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "no"));
+  if (fs::exists("/dev/full")) {
+    r = run_cli({"report", saved.string(), "-o", "/dev/full"});
+    EXPECT_EQ(r.code, 3) << r.err;
+    EXPECT_NE(r.err.find("/dev/full"), std::string::npos) << r.err;
+  }
+  r = run_cli({"report", "-o", out.string()});
+  EXPECT_EQ(r.code, 2) << "no profile given: " << r.err;
+  // profile --report is checked before the run like every output.
+  r = run_cli({"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--report",
+               (dir / "no" / "r.html").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--report"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("Step verdict"), std::string::npos) << "refused before any work";
+  fs::remove_all(dir);
+}
+
 // check's rows on a block or stack: every error is non-zero (a path exact in f32 is a sign the
 // reference was computed from the path's own output) and within its bound. In one block the
 // attention op is measured on the q, k, v the run gave it, which the linear path changes and

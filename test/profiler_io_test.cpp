@@ -67,6 +67,31 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   }
   EXPECT_EQ(back.peaks.tflops, 989.5);
   EXPECT_EQ(back.active_steps, 2);
+  EXPECT_FALSE(back.schedule.has_value()) << "none recorded, none read back";
+}
+
+// The schedule the steps ran under is saved (the HTML report's header says it); profiles saved
+// before it was have none and still load.
+TEST(ProfileJson, ScheduleRoundTripsAndIsOptional) {
+  Profile profile = detailed_profile(testing::fresh_seed());
+  profile.schedule = Schedule{2, 3, 4, true};
+  json saved = profile_to_json(profile);
+  const Profile back = profile_from_json(saved, "memory");
+  ASSERT_TRUE(back.schedule.has_value());
+  EXPECT_EQ(back.schedule->wait, 2);
+  EXPECT_EQ(back.schedule->warmup, 3);
+  EXPECT_EQ(back.schedule->active, 4);
+  EXPECT_TRUE(back.schedule->keep_cold_step);
+  saved.erase("schedule");
+  EXPECT_FALSE(profile_from_json(saved, "memory").schedule.has_value());
+  saved["schedule"] = {{"wait", 1}, {"warmup", "1"}, {"active", 3}, {"cold_step", false}};
+  try {
+    profile_from_json(saved, "old.json");
+    ADD_FAILURE() << "a string step count was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("old.json: schedule.warmup: expected an integer"), std::string::npos)
+        << error.what();
+  }
 }
 
 class ProfileFile : public ::testing::Test {

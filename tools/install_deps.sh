@@ -11,6 +11,7 @@ packages=(
   libdnnl-dev libopenblas-dev libboost-context-dev
   clang libclang-rt-14-dev libomp-dev
   python3 python3-numpy python3-matplotlib python3-torch
+  chromium fonts-dejavu-core  # the HTML report's browser test (headless; a font for its screenshots)
 )
 
 as_root() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tools/cli/session.h"
 
@@ -13,6 +14,9 @@ int run_command(Session& session);      // timing summary per variant
 int profile_command(Session& session);  // op and kernel tables per variant, diffs to the base
 int check_command(Session& session);    // every device and path mix against the float64 reference
 int diff_command(Session& session, const std::string& before, const std::string& after);
+// One HTML report of saved profiles (each a variant; the first the base of the diffs).
+int report_command(Session& session, const std::vector<std::string>& inputs, const std::string& output,
+                   const std::string& title);
 int info_command(Session& session);     // build, devices, peaks, path table
 // FLOPs, bytes and kernels of ops from the catalogue, one spec each: "op[/path]:name=value,...".
 int info_costs_command(Session& session, const std::vector<std::string>& specs);

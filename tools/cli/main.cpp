@@ -4,6 +4,7 @@
 //   blockscope profile [CONFIG]   op and kernel tables per variant, and diffs between them
 //   blockscope check [CONFIG]     every device and path against the float64 reference
 //   blockscope diff A.json B.json what changed between two saved profiles
+//   blockscope report A.json... -o R.html   an HTML report of saved profiles
 //   blockscope info               build, devices, peaks, GEMM library, path table
 //
 // Each subcommand is its own file (tools/cli/commands.h); this one parses the command line
@@ -55,6 +56,10 @@ void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace
     app->add_option("--save", options.save, "Save each profile as JSON for `blockscope diff` (variants: FILE.<variant>.json)")
         ->check(kNonEmpty);
     app->add_flag("--cold", options.cold_step, "Also keep the cold first step in the profile");
+    app->add_option("--report", options.report,
+                    "Write one self-contained HTML report of every variant: roofline, breakdown by module, steps, "
+                    "host vs device, memory, diffs, sortable tables")
+        ->check(kNonEmpty);
   }
   app->add_flag("--sync-each-op", options.sync_each_op,
                 "Debug: synchronise after every op, so an asynchronous device failure names the op");
@@ -97,6 +102,7 @@ int run_cli(Session& session, int argc, char** argv) {
       "      --set model.n_kv_heads=2 --set model.head_dim=64 --set model.d_ff=1024 --set input.seq_len=64\n"
       "  blockscope check configs/blocks/tiny-llama.yaml\n"
       "  blockscope diff before.json after.json\n"
+      "  blockscope profile configs/series/04_attention.yaml --report attention.html\n"
       "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"
       "130 / 143 interrupted by SIGINT / SIGTERM (stopped between steps; no output kept).");
 
@@ -142,6 +148,18 @@ int run_cli(Session& session, int argc, char** argv) {
   diff->footer("Example:\n  blockscope profile a.yaml --save a.json && blockscope profile b.yaml --save b.json\n"
                "  blockscope diff a.json b.json");
 
+  CLI::App* report = app.add_subcommand("report", "One HTML report of saved profiles (blockscope profile --save)");
+  std::vector<std::string> report_inputs;
+  std::string report_output, report_title;
+  report->add_option("profiles", report_inputs, "Saved profiles, each a variant; the first is the base of the diffs")
+      ->required()
+      ->check(kNonEmpty);
+  report->add_option("-o,--output", report_output, "The HTML file to write")->required()->check(kNonEmpty);
+  report->add_option("--title", report_title, "The report's title (default: the first profile's workload)");
+  report->footer("Example:\n  blockscope profile configs/series/04_attention.yaml --save attn.json\n"
+                 "  blockscope report attn.json attn.attention-flash.json -o attn.html\n"
+                 "  (or in one go: blockscope profile configs/series/04_attention.yaml --report attn.html)");
+
   CLI::App* info = app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
   info->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   std::vector<std::string> cost_specs;
@@ -170,6 +188,7 @@ int run_cli(Session& session, int argc, char** argv) {
   if (profile->parsed()) return profile_command(session);
   if (check->parsed()) return check_command(session);
   if (diff->parsed()) return diff_command(session, diff_before, diff_after);
+  if (report->parsed()) return report_command(session, report_inputs, report_output, report_title);
   if (info->parsed()) return cost_specs.empty() ? info_command(session) : info_costs_command(session, cost_specs);
   return 2;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "profiler/diff.h"
+#include "profiler/html_report.h"
 #include "profiler/profile_io.h"
 #include "profiler/session.h"
 #include "profiler/summary.h"
@@ -207,6 +208,15 @@ int profile_command(Session& session) {
     session.wrote(trace);
     std::cerr << "wrote trace " << trace << " (" << profiles.size() << " variant" << (profiles.size() == 1 ? "" : "s")
               << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
+  }
+  if (!options.report.empty()) {
+    profiler::ReportOptions report;
+    report.title = workload_title(config, ctx);
+    report.table = table;
+    profiler::write_html_report(profiles, report, options.report);
+    session.wrote(options.report);
+    std::cerr << "wrote report " << options.report << " (" << profiles.size() << " variant"
+              << (profiles.size() == 1 ? "" : "s") << "; open it in a browser, it needs nothing else)\n";
   }
   for (size_t i = 0; i < profiles.size(); ++i) {
     if (!options.save.empty()) {

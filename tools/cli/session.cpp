@@ -49,7 +49,10 @@ WorkloadConfig Session::load_config() const {
 void Session::check_outputs(const WorkloadConfig& config, bool per_variant) const {
   const std::string trace = options.trace.empty() ? (per_variant ? config.profile.trace : "") : options.trace;
   std::vector<std::pair<std::string, std::string>> outputs = {
-      {"--dump", options.dump}, {options.trace.empty() ? "profile.trace" : "--trace", trace}, {"--save", options.save}};
+      {"--dump", options.dump},
+      {options.trace.empty() ? "profile.trace" : "--trace", trace},
+      {"--save", options.save},
+      {"--report", options.report}};
   if (per_variant) {
     for (const Variant& variant : config.compare) {
       if (!trace.empty()) outputs.push_back({"the trace of variant " + variant.label, variant_path(trace, variant.label)});

@@ -25,6 +25,7 @@ struct Options {
   std::string dump;
   std::string trace;
   std::string save;
+  std::string report;  // --report: one HTML report of every variant
   std::string format = "table";
   bool cold_step = false;
   bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
@@ -48,7 +49,7 @@ class Session {
   // then --device and --dtype.
   WorkloadConfig load_config() const;
   // Before any work: every output the command will write (--dump, --trace or profile.trace,
-  // --save, and their FILE.<variant>.json for each compare: label when `per_variant`) can be
+  // --save, and their FILE.<variant>.json for each compare: label when `per_variant`, --report) can be
   // written, is none of the inputs (the config, input.file, weights.file, weights.config)
   // and is not another output. InputError otherwise.
   void check_outputs(const WorkloadConfig& config, bool per_variant) const;

@@ -1,0 +1,669 @@
+#include "profiler/html_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "blockscope_report_assets.h"  // kReportCss, kReportJs: profiler/report/, inlined by CMake
+#include "profiler/diff.h"
+#include "profiler/render.h"
+#include "profiler/summary.h"
+#include "profiler/verdicts.h"
+#include "runtime/error.h"
+#include "runtime/output_file.h"
+
+namespace blockscope::profiler {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- Text and numbers -----------------------------------------------------------------------
+
+// Everything from a profile (labels, op names, paths) is escaped: a name is never markup.
+std::string esc(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
+std::string px(double value) { return fmt::format("{:.1f}", value); }
+// A value for a data-* attribute: shortest round trip, so scripts read back what was written.
+std::string datum(double value) { return std::isfinite(value) ? fmt::format("{}", value) : std::string(); }
+
+constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+std::string colour(size_t variant) { return kPalette[variant % (sizeof(kPalette) / sizeof(kPalette[0]))]; }
+std::string swatch(size_t variant) { return "<span class=\"swatch\" style=\"background:" + colour(variant) + "\"></span>"; }
+
+// The time a profile's charts use for an event: device time when the profile has any (CUDA
+// kernels, CPU work items), else CPU time.
+bool uses_device_time(const Profile& profile) { return total_kernel_us(profile) > 0; }
+
+// A log10 axis over whole decades from `from` to `to` pixels.
+struct LogAxis {
+  double lo = 1, hi = 10, from = 0, to = 1;
+  double at(double value) const {
+    return from + (std::log10(value) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (to - from);
+  }
+};
+LogAxis decades(double min, double max, double from, double to) {
+  LogAxis axis;
+  axis.lo = std::pow(10.0, std::floor(std::log10(min)));
+  axis.hi = std::pow(10.0, std::ceil(std::log10(max)));
+  if (axis.hi / axis.lo < 100) axis.hi = axis.lo * 100;  // at least two decades
+  axis.from = from;
+  axis.to = to;
+  return axis;
+}
+
+// ---- Roofline -------------------------------------------------------------------------------
+
+struct RoofPoint {
+  size_t variant = 0;
+  std::string op;  // "linear (epilogue)"
+  double flops = 0, bytes = 0, time_us = 0;
+  Bound bound = Bound::unknown;
+  double intensity() const { return bytes > 0 ? flops / bytes : 0; }
+  double flops_per_s() const { return time_us > 0 ? flops / (time_us * 1e-6) : 0; }
+};
+
+std::vector<RoofPoint> roof_points(const std::vector<Profile>& profiles) {
+  std::vector<RoofPoint> points;
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    for (const OpStats& s : op_stats(profiles[v], false)) {
+      const double time_us = s.device_total_us > 0 ? s.device_total_us : s.cpu_total_us;
+      if (s.is_region || (s.flops <= 0 && s.bytes <= 0) || time_us <= 0) continue;
+      RoofPoint p;
+      p.variant = v;
+      p.op = s.path.empty() ? s.name : s.name + " (" + s.path + ")";
+      p.flops = s.flops;
+      p.bytes = s.bytes;
+      p.time_us = time_us;
+      p.bound = roofline_bound(s.flops, s.bytes, time_us, profiles[v].peaks);
+      points.push_back(p);
+    }
+  }
+  return points;
+}
+
+std::string roofline_svg(const std::vector<Profile>& profiles) {
+  const std::vector<RoofPoint> points = roof_points(profiles);
+  const Peaks& peaks = profiles.front().peaks;
+  const bool roofs = peaks.tflops > 0 && peaks.gbps > 0;
+  const double peak_flops = peaks.tflops * 1e12, peak_bytes = peaks.gbps * 1e9;
+  const double W = 760, H = 430, left = 78, right = 20, top = 16, bottom = 46;
+
+  double x_min = INFINITY, x_max = 0, y_min = INFINITY, y_max = 0;
+  for (const RoofPoint& p : points) {
+    if (p.intensity() <= 0 || p.flops_per_s() <= 0) continue;
+    x_min = std::min(x_min, p.intensity());
+    x_max = std::max(x_max, p.intensity());
+    y_min = std::min(y_min, p.flops_per_s());
+    y_max = std::max(y_max, p.flops_per_s());
+  }
+  if (roofs) {
+    const double ridge = peak_flops / peak_bytes;
+    x_min = std::min(x_min, ridge / 10);
+    x_max = std::max(x_max, ridge * 10);
+    y_max = std::max(y_max, peak_flops);
+    y_min = std::min(y_min, peak_flops / 1e4);
+  }
+  if (!(x_max > 0)) x_min = 0.1, x_max = 100;
+  if (!(y_max > 0)) y_min = 1e9, y_max = 1e12;
+  const LogAxis x = decades(x_min, x_max, left, W - right);
+  const LogAxis y = decades(y_min / 1.5, y_max * 1.5, H - bottom, top);  // points off the frame
+
+  std::string svg = fmt::format("<svg id=\"roofline-chart\" width=\"{}\" height=\"{}\" role=\"img\" "
+                                "aria-label=\"roofline: achieved FLOP/s against arithmetic intensity\">\n",
+                                W, H);
+  for (double d = x.lo; d <= x.hi * 1.001; d *= 10) {
+    svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
+                       "text-anchor=\"middle\">{4}</text>\n",
+                       px(x.at(d)), px(top), px(H - bottom), px(H - bottom + 15), fmt::format("{:g}", d));
+  }
+  for (double d = y.lo; d <= y.hi * 1.001; d *= 10) {
+    svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" "
+                       "text-anchor=\"end\">{5}</text>\n",
+                       px(left), px(W - right), px(y.at(d)), px(left - 6), px(y.at(d) + 4), esc(format_si(d)));
+  }
+  svg += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", px(left), px(top),
+                     px(W - right - left), px(H - bottom - top));
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP per byte the op must "
+                     "move)</text>\n",
+                     px((left + W - right) / 2), px(H - 8));
+  svg += fmt::format("<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">achieved FLOP/s</text>\n",
+                     px((top + H - bottom) / 2));
+  if (roofs) {
+    // The roofs: min(peak FLOP/s, intensity x bandwidth), clipped to the axes; dashed, the
+    // same divided by kBelowRoofs (below it an op is called latency-bound).
+    for (const double divide : {1.0, kBelowRoofs}) {
+      const double p = peak_flops / divide, b = peak_bytes / divide;
+      const double a = std::max(x.lo, y.lo / b), ridge = std::clamp(p / b, x.lo, x.hi);
+      svg += fmt::format("<polyline class=\"roof{}\" points=\"{},{} {},{} {},{}\"/>\n", divide > 1 ? " below" : "",
+                         px(x.at(a)), px(y.at(std::min(p, a * b))), px(x.at(ridge)), px(y.at(std::min(p, ridge * b))),
+                         px(x.at(x.hi)), px(y.at(std::min(p, x.hi * b))));
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">peak {} FLOP/s</text>\n", px(W - right - 4),
+                       px(y.at(peak_flops) - 5), esc(format_si(peak_flops)));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{:.3g} GB/s</text>\n", px(x.at(x.lo) + 6),
+                       px(y.at(std::max(y.lo, x.lo * peak_bytes)) - 6), peaks.gbps);
+  } else {
+    svg += fmt::format("<text class=\"no-roofs\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                       px((left + W - right) / 2), px(top + 18),
+                       profiles.front().simulated ? "no roofs: the simulated GPU has no peaks, and its times are the "
+                                                    "simulator's, not a GPU's"
+                                                  : "no roofs: the device's peaks are unknown");
+  }
+  for (const RoofPoint& p : points) {
+    const bool no_flops = p.intensity() <= 0 || p.flops_per_s() <= 0;
+    // An op with no FLOPs (a copy) has no place on a log-log roofline: it sits hollow in the
+    // lower left corner, its bandwidth in its tooltip.
+    const double cx = no_flops ? x.at(x.lo) + 5 : x.at(p.intensity());
+    const double cy = no_flops ? y.at(y.lo) - 5 : y.at(p.flops_per_s());
+    const std::string tip = fmt::format(
+        "{} · {}\n{:.3g} FLOP/byte · {} FLOP/s · {:.3g} GB/s · {} per step\nverdict: {}", profiles[p.variant].label, p.op,
+        p.intensity(), format_si(p.flops_per_s()), p.bytes / (p.time_us * 1e3),
+        format_time_us(p.time_us / std::max(1, profiles[p.variant].active_steps)),
+        p.bound == Bound::unknown ? "unknown (no peaks)" : std::string(bound_name(p.bound)) + "-bound");
+    svg += fmt::format("<circle class=\"point{}\" r=\"5\" cx=\"{}\" cy=\"{}\" style=\"fill:{};stroke:{}\" "
+                       "data-variant=\"{}\" data-op=\"{}\" data-intensity=\"{}\" data-flops-per-s=\"{}\" data-bound=\"{}\" "
+                       "data-tip=\"{}\"><title>{}</title></circle>\n",
+                       no_flops ? " no-flops" : "", px(cx), px(cy), colour(p.variant), colour(p.variant), p.variant,
+                       esc(p.op), datum(p.intensity()), datum(p.flops_per_s()), bound_name(p.bound), esc(tip), esc(tip));
+  }
+  return svg + "</svg>\n";
+}
+
+// ---- Breakdown by module (icicle) -----------------------------------------------------------
+
+struct ModuleNode {
+  std::string label;  // the last part of the scope path
+  std::string path;   // "block.0/attn/softmax"
+  double total_us = 0, self_us = 0;  // per step
+  std::vector<size_t> children;
+  int depth = 0;
+};
+
+// "step 3/block.0/attn" -> "block.0/attn": the module path, the same in every step.
+std::string module_path(const std::string& scope) {
+  const size_t slash = scope.find('/');
+  return slash == std::string::npos ? std::string() : scope.substr(slash + 1);
+}
+
+std::vector<ModuleNode> module_tree(const Profile& profile) {
+  const EventTimes times = event_times(profile);
+  const bool device = uses_device_time(profile);
+  const double steps = std::max(1, profile.active_steps);
+  std::vector<ModuleNode> nodes(1);
+  nodes[0].label = "step";
+  std::map<std::string, size_t> index{{"", 0}};
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    const double total = device ? times.device_total_us[i] : event.cpu_end_us - event.cpu_start_us;
+    const double self = device ? times.self_device_us[i] : times.self_cpu_us[i];
+    if (is_step_region(event)) {
+      nodes[0].total_us += total / steps;
+      nodes[0].self_us += self / steps;
+      continue;
+    }
+    const std::string path = module_path(event.scope);
+    auto found = index.find(path);
+    if (found == index.end()) {
+      const size_t slash = path.rfind('/');
+      const std::string parent_path = slash == std::string::npos ? std::string() : path.substr(0, slash);
+      const auto parent = index.find(parent_path);
+      const size_t parent_node = parent == index.end() ? 0 : parent->second;  // outside any step: under the root
+      ModuleNode node;
+      node.label = slash == std::string::npos ? path : path.substr(slash + 1);
+      node.path = path;
+      node.depth = nodes[parent_node].depth + 1;
+      found = index.emplace(path, nodes.size()).first;
+      nodes[parent_node].children.push_back(nodes.size());
+      nodes.push_back(node);
+    }
+    nodes[found->second].total_us += total / steps;
+    nodes[found->second].self_us += self / steps;
+  }
+  return nodes;
+}
+
+std::string icicle_svg(const Profile& profile, size_t variant) {
+  const std::vector<ModuleNode> nodes = module_tree(profile);
+  const double W = 1100, row = 22;
+  int depth = 0;
+  for (const ModuleNode& node : nodes) depth = std::max(depth, node.depth);
+  std::string cells;
+  // Each node spans [x0, x1] of the root's width; children side by side from their parent's
+  // left edge, scaled down only where clock granularity makes them outgrow their parent.
+  const double root = std::max(nodes[0].total_us, 1e-12);
+  std::vector<std::pair<double, double>> span(nodes.size());
+  span[0] = {0.0, 1.0};
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    double children = 0;
+    for (const size_t c : nodes[n].children) children += nodes[c].total_us;
+    const double scale = children > nodes[n].total_us && children > 0 ? nodes[n].total_us / children : 1.0;
+    double at = span[n].first;
+    for (const size_t c : nodes[n].children) {
+      const double width = nodes[c].total_us * scale / root;
+      span[c] = {at, at + width};
+      at += width;
+    }
+    const ModuleNode& node = nodes[n];
+    const std::string label = n == 0 ? fmt::format("step ({})", format_time_us(node.total_us)) : node.label;
+    const std::string tip = fmt::format("{}\ntotal {} per step ({:.1f}% of the step) · self {}",
+                                        n == 0 ? "step" : node.path, format_time_us(node.total_us),
+                                        100.0 * node.total_us / root, format_time_us(node.self_us));
+    cells += fmt::format("<g class=\"cell\" data-depth=\"{}\" data-path=\"{}\" data-label=\"{}\" data-x0=\"{}\" "
+                         "data-x1=\"{}\" data-total-us=\"{}\" data-self-us=\"{}\" data-tip=\"{}\"><rect x=\"{}\" y=\"{}\" "
+                         "width=\"{}\" height=\"{}\" style=\"fill:{};fill-opacity:{:.2f}\"/><text x=\"{}\" y=\"{}\">"
+                         "</text></g>\n",
+                         node.depth, esc(node.path), esc(label), datum(span[n].first), datum(span[n].second),
+                         datum(node.total_us), datum(node.self_us), esc(tip), px(span[n].first * W),
+                         px(node.depth * row), px((span[n].second - span[n].first) * W), px(row - 1), colour(variant),
+                         0.85 - 0.6 * node.depth / std::max(1, depth), px(span[n].first * W + 3),
+                         px(node.depth * row + 15));
+  }
+  return fmt::format("<svg class=\"icicle\" data-variant=\"{}\" data-width=\"{}\" data-step-us=\"{}\" width=\"{}\" "
+                     "height=\"{}\">\n{}</svg>\n",
+                     variant, W, datum(nodes[0].total_us), W, px((depth + 1) * row), cells);
+}
+
+// ---- Steps, host vs device, memory ----------------------------------------------------------
+
+bool is_cold_step(const Profile& profile, int step) {
+  return step == 0 && profile.schedule && profile.schedule->keep_cold_step;
+}
+
+std::string steps_svg(const std::vector<Profile>& profiles) {
+  const double W = 760, H = 200, left = 70, bottom = 34, top = 10, gap = 18;
+  double max_us = 0;
+  size_t bars = 0;
+  for (const Profile& p : profiles) {
+    for (const double t : step_times_us(p)) max_us = std::max(max_us, t);
+    bars += kept_steps(p).size();
+  }
+  if (bars == 0 || max_us <= 0) return "<p class=\"note\">No steps were kept.</p>\n";
+  const double bar = std::min(28.0, (W - left - gap * profiles.size()) / static_cast<double>(bars));
+  const auto y = [&](double us) { return H - bottom - us / max_us * (H - bottom - top); };
+  std::string svg = fmt::format("<svg id=\"steps-chart\" width=\"{}\" height=\"{}\">\n", W, H);
+  for (int tick = 0; tick <= 4; ++tick) {
+    const double us = max_us * tick / 4;
+    svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" "
+                       "text-anchor=\"end\">{5}</text>\n",
+                       px(left), px(W), px(y(us)), px(left - 6), px(y(us) + 4), esc(format_time_us(us)));
+  }
+  double at = left + 6;
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    const std::vector<int> steps = kept_steps(profiles[v]);
+    const std::vector<double> times = step_times_us(profiles[v]);
+    const double start = at;
+    for (size_t s = 0; s < steps.size(); ++s) {
+      const bool cold = is_cold_step(profiles[v], steps[s]);
+      const std::string tip = fmt::format("{} · step {}{}: {}", profiles[v].label, steps[s], cold ? " (cold)" : "",
+                                          format_time_us(times[s]));
+      svg += fmt::format("<rect class=\"step-bar{}\" data-variant=\"{}\" data-step=\"{}\" data-us=\"{}\" data-tip=\"{}\" "
+                         "x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{}\"/>\n",
+                         cold ? " cold" : "", v, steps[s], datum(times[s]), esc(tip), px(at), px(y(times[s])),
+                         px(bar - 2), px(H - bottom - y(times[s])), colour(v));
+      if (cold) svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">cold</text>\n", px(at + bar / 2 - 1), px(y(times[s]) - 3));
+      at += bar;
+    }
+    const Spread spread = spread_of(times);
+    svg += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" style=\"stroke:#000;stroke-dasharray:3 2\"/>"
+                       "<text x=\"{3}\" y=\"{4}\" text-anchor=\"middle\">{5}</text>\n",
+                       px(start), px(at - 2), px(y(spread.median)), px((start + at) / 2), px(H - bottom + 14),
+                       esc(fmt::format("median {}", format_time_us(spread.median))));
+    at += gap;
+  }
+  return svg + "</svg>\n";
+}
+
+// One row per kept step: the step's device span, its kernels where they ran, and the idle
+// stretches between them (what a host-bound step looks like).
+std::string timeline_svg(const Profile& profile, size_t variant) {
+  struct Row {
+    int step;
+    double start, end;
+  };
+  std::vector<Row> rows;
+  for (const OpEvent& event : profile.ops) {
+    if (is_step_region(event)) rows.push_back({event.step, event.device_start_us, event.device_end_us});
+  }
+  if (rows.empty()) return "";
+  std::map<int, size_t> position;
+  for (size_t r = 0; r < rows.size(); ++r) position[rows[r].step] = r;
+  for (const KernelEvent& kernel : profile.kernels) {  // a kernel may end after its step's end mark
+    const auto found = position.find(kernel.step);
+    if (found != position.end()) rows[found->second].end = std::max(rows[found->second].end, kernel.device_end_us);
+  }
+  double longest = 0;
+  for (const Row& r : rows) longest = std::max(longest, r.end - r.start);
+  if (longest <= 0) return "";
+  const double W = 1000, left = 150, height = 16;
+  const std::vector<StepActivity> activity = step_activity(profile);
+  std::string svg = fmt::format("<svg class=\"timeline\" data-variant=\"{}\" width=\"{}\" height=\"{}\">\n", variant,
+                                left + W, px(rows.size() * (height + 4) + 16));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const double y = r * (height + 4);
+    const StepActivity& a = activity[r];
+    svg += fmt::format("<text x=\"0\" y=\"{}\">step {}: busy {:.0f}%</text><rect class=\"busy-span\" x=\"{}\" y=\"{}\" "
+                       "width=\"{}\" height=\"{}\" data-tip=\"{}\"/>\n",
+                       px(y + 12), rows[r].step, 100.0 * a.busy_fraction(), px(left), px(y),
+                       px((rows[r].end - rows[r].start) / longest * W), px(height),
+                       esc(fmt::format("step {}: {} kernels busy {} of {}; {} gaps, the longest {}", rows[r].step,
+                                       a.kernels, format_time_us(a.busy_us), format_time_us(a.span_us), a.gaps,
+                                       format_time_us(a.largest_gap_us))));
+  }
+  for (const KernelEvent& kernel : profile.kernels) {
+    const auto found = position.find(kernel.step);
+    if (found == position.end()) continue;
+    const Row& r = rows[found->second];
+    const double y = found->second * (height + 4);
+    const double x0 = (kernel.device_start_us - r.start) / longest * W, w = kernel_duration_us(kernel) / longest * W;
+    const std::string op = kernel.op >= 0 && static_cast<size_t>(kernel.op) < profile.ops.size()
+                               ? profile.ops[kernel.op].scope
+                               : std::string("-");
+    svg += fmt::format("<rect class=\"kernel\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{}\" "
+                       "data-tip=\"{}\"/>\n",
+                       px(left + x0), px(y), fmt::format("{:.2f}", std::max(0.5, w)), px(height), colour(variant),
+                       esc(fmt::format("{} ({})\n{}; launch {} of CPU", kernel.name, op, format_time_us(kernel_duration_us(kernel)),
+                                       format_time_us(kernel.launch_cpu_us))));
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(left),
+                     px(rows.size() * (height + 4) + 12), px(left + W), px(rows.size() * (height + 4) + 12),
+                     esc(format_time_us(longest)));
+  return svg + "</svg>\n";
+}
+
+// Device memory over one step (the first kept step that is not the cold one): per op, in
+// order, what was in use when it began and its peak; the step's highest peak labelled.
+std::string memory_svg(const Profile& profile, size_t variant) {
+  int step = -1;
+  for (const int s : kept_steps(profile)) {
+    if (!is_cold_step(profile, s)) {
+      step = s;
+      break;
+    }
+  }
+  std::vector<const OpEvent*> ops;
+  int64_t highest = 0;
+  for (const OpEvent& event : profile.ops) {
+    if (event.step != step || event.is_region) continue;
+    ops.push_back(&event);
+    highest = std::max(highest, event.peak_bytes);
+  }
+  if (ops.empty() || highest <= 0) return "<p class=\"note\">No memory figures for this profile.</p>\n";
+  const double W = 1000, H = 170, left = 80, bottom = 8;
+  const double bar = std::max(1.0, std::min(24.0, W / ops.size()));
+  const auto y = [&](double bytes) { return H - bottom - bytes / highest * (H - bottom - 16); };
+  std::string svg = fmt::format("<svg class=\"memory\" data-variant=\"{}\" data-step=\"{}\" width=\"{}\" height=\"{}\">\n",
+                                variant, step, px(left + ops.size() * bar + 10), H);
+  for (const double fraction : {0.0, 0.5, 1.0}) {
+    svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" "
+                       "text-anchor=\"end\">{5}</text>\n",
+                       px(left), px(left + ops.size() * bar), px(y(highest * fraction)), px(left - 6),
+                       px(y(highest * fraction) + 4), esc(format_bytes(highest * fraction)));
+  }
+  bool labelled = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpEvent& op = *ops[i];
+    const double x = left + i * bar;
+    const std::string tip = fmt::format("{}{}\nin use at its start {} · its peak {} (+{})", op.scope,
+                                        op.path.empty() ? "" : " (" + op.path + ")", format_bytes(op.start_bytes),
+                                        format_bytes(op.peak_bytes), format_bytes(op.peak_bytes - op.start_bytes));
+    svg += fmt::format("<g data-tip=\"{}\"><rect class=\"mem-peak\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
+                       "<rect class=\"mem-start\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></g>\n",
+                       esc(tip), px(x), px(y(op.peak_bytes)), px(std::max(0.5, bar - 1)),
+                       px(H - bottom - y(op.peak_bytes)), px(x), px(y(op.start_bytes)), px(std::max(0.5, bar - 1)),
+                       px(H - bottom - y(op.start_bytes)));
+    if (!labelled && op.peak_bytes == highest) {
+      labelled = true;
+      svg += fmt::format("<text x=\"{}\" y=\"12\">peak {} in {}</text>\n", px(x), esc(format_bytes(highest)), esc(op.scope));
+    }
+  }
+  return svg + "</svg>\n";
+}
+
+// ---- Diffs ----------------------------------------------------------------------------------
+
+// Per-op and per-kernel before/after bars of `after` against `before`, each with the min-max
+// band of its per-step times (the noise the status line judged against), the biggest changes
+// first.
+std::string diff_html(const Profile& before, const Profile& after, size_t variant) {
+  const json diff = json::parse(diff_profiles(before, after, Format::json));
+  std::string out = fmt::format("<h3>{}{} → {}{}</h3>\n<p class=\"diff-summary\">{}</p>\n", swatch(0), esc(before.label),
+                                swatch(variant), esc(after.label), esc(diff["summary"].get<std::string>()));
+  for (const json& warning : diff["warnings"]) out += "<p class=\"warning\">" + esc(warning.get<std::string>()) + "</p>\n";
+  std::vector<const json*> rows;
+  for (const char* kind : {"kernels", "ops"})
+    for (const json& row : diff[kind]) rows.push_back(&row);
+  const auto us = [](const json& side, const std::string& compared) {
+    return side[compared == "device" ? "device_us_per_step" : "cpu_us_per_step"].get<double>();
+  };
+  const auto steps = [](const json& side, const std::string& compared) {
+    return side[compared == "device" ? "device_us_steps" : "cpu_us_steps"].get<std::vector<double>>();
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const json* a, const json* b) {
+    const std::string ca = (*a)["compared"], cb = (*b)["compared"];
+    return std::fabs(us((*a)["after"], ca) - us((*a)["before"], ca)) > std::fabs(us((*b)["after"], cb) - us((*b)["before"], cb));
+  });
+  if (rows.size() > 16) rows.resize(16);
+  double longest = 0;
+  for (const json* row : rows) {
+    const std::string compared = (*row)["compared"];
+    for (const char* side : {"before", "after"}) {
+      longest = std::max(longest, us((*row)[side], compared));
+      for (const double t : steps((*row)[side], compared)) longest = std::max(longest, t);
+    }
+  }
+  if (rows.empty() || longest <= 0) return out;
+  const double W = 620, left = 330, bar = 9;
+  std::string svg = fmt::format("<svg class=\"diff\" data-variant=\"{}\" width=\"{}\" height=\"{}\">\n", variant,
+                                left + W + 120, px(rows.size() * (2 * bar + 8) + 4));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const json& row = *rows[r];
+    const std::string compared = row["compared"];
+    const double y = r * (2 * bar + 8);
+    const std::string status = row["status"];
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} {}{}</text>\n", px(left - 8), px(y + bar + 4),
+                       row["kind"] == "kernel" ? "kernel" : "op", esc(row["name"].get<std::string>()),
+                       compared == "device" ? "" : " (cpu)");
+    size_t side_index = 0;
+    for (const char* side : {"before", "after"}) {
+      const double value = us(row[side], compared);
+      const std::vector<double> samples = steps(row[side], compared);
+      const double top = y + side_index * bar;
+      svg += fmt::format("<rect class=\"diff-bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{}\" "
+                         "data-tip=\"{}\"/>\n",
+                         px(left), px(top), px(value / longest * W), px(bar - 1), side_index == 0 ? "#999" : colour(variant),
+                         esc(fmt::format("{} {}: {} per step ({} calls per step){}", side, row["name"].get<std::string>(),
+                                         format_time_us(value), row[side]["calls_per_step"].get<double>(),
+                                         side_index == 1 ? "; " + status : std::string())));
+      if (samples.size() >= 2) {
+        const auto [lo, hi] = std::minmax_element(samples.begin(), samples.end());
+        svg += fmt::format("<line class=\"noise\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>\n", px(left + *lo / longest * W),
+                           px(left + *hi / longest * W), px(top + bar / 2 - 0.5));
+      }
+      ++side_index;
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", px(left + W + 6), px(y + bar + 4), esc(status));
+  }
+  return out + svg + "</svg>\n";
+}
+
+// ---- Tables ---------------------------------------------------------------------------------
+
+// The rows with the text tables' cells; each cell's data-v holds its value for sorting.
+std::string html_table(const Rows& rows, const std::string& css_class, size_t variant) {
+  std::vector<size_t> shown;
+  for (size_t c = 0; c < rows.columns.size(); ++c)
+    if (rows.columns[c].in_text) shown.push_back(c);
+  std::string out = fmt::format("<div class=\"scroll\"><table class=\"sortable {}\" data-variant=\"{}\"><thead><tr>", css_class, variant);
+  for (const size_t c : shown) out += "<th data-key=\"" + esc(rows.columns[c].key) + "\">" + esc(rows.columns[c].title) + "</th>";
+  out += "</tr></thead><tbody>\n";
+  for (const Row& row : rows.rows) {
+    out += "<tr>";
+    for (const size_t c : shown) {
+      const json& cell = row[c];
+      const std::string value = cell.is_number() ? datum(cell.get<double>()) : cell.is_string() ? cell.get<std::string>() : "";
+      out += fmt::format("<td{} data-key=\"{}\" data-v=\"{}\">{}</td>", cell.is_number() ? " class=\"num\"" : "",
+                         esc(rows.columns[c].key), esc(value), esc(text_cell(row, c, rows.columns[c])));
+    }
+    out += "</tr>\n";
+  }
+  return out + "</tbody></table></div>\n";
+}
+
+// JSON inside <script>: "</script" would end the element, "<!--" change how it is parsed; no
+// "<" at all (written as the JSON escape \u003c) rules out both.
+std::string script_json(const json& value) {
+  std::string out;
+  for (const char ch : value.dump()) {
+    if (ch == '<') out += "\\u003c";
+    else out += ch;
+  }
+  return out;
+}
+
+std::string schedule_text(const Profile& profile) {
+  if (!profile.schedule) return "not saved with this profile";
+  const Schedule& s = *profile.schedule;
+  return fmt::format("wait {}, warmup {}, active {}{}", s.wait, s.warmup, s.active, s.keep_cold_step ? " (+ the cold step)" : "");
+}
+
+}  // namespace
+
+std::string html_report(const std::vector<Profile>& profiles, const ReportOptions& options) {
+  if (profiles.empty()) throw InputError("html report: no profiles to report");
+  const Profile& base = profiles.front();
+  const std::string title = !options.title.empty() ? options.title : !base.workload.empty() ? base.workload : base.label;
+  TableOptions table = options.table;
+  table.row_limit = 0;  // the page shows every row; sorting is the reader's
+  table.layout = TextLayout{};
+
+  std::string body;
+  body += "<h1>" + esc(title) + "</h1>\n<dl class=\"header\" id=\"header\">\n";
+  const auto item = [&](const std::string& key, const std::string& value) {
+    body += "<dt>" + esc(key) + "</dt><dd>" + esc(value) + "</dd>\n";
+  };
+  item("Device", base.device_name.empty() ? base.device : base.device_name);
+  item("Dtype", base.dtype);
+  item("Schedule", schedule_text(base));
+  item("Peaks", base.peaks.tflops > 0 ? fmt::format("{:.3g} TFLOP/s, {:.3g} GB/s ({})", base.peaks.tflops, base.peaks.gbps,
+                                                    base.peaks.source.empty() ? "source not saved" : base.peaks.source)
+                                      : base.simulated ? "none: the simulated GPU has no peaks"
+                                                       : "unknown");
+  item("Simulated", base.simulated ? "yes: device times are the simulator's (kernels run as fibers on the CPU), not a GPU's"
+                                   : "no");
+  body += "<dt>Variants</dt><dd>";
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    body += (v ? "<br>" : "") + swatch(v) + esc(profiles[v].label);
+    if (profiles[v].workload != base.workload && !profiles[v].workload.empty()) body += " — " + esc(profiles[v].workload);
+  }
+  body += "</dd>\n</dl>\n";
+  for (size_t v = 1; v < profiles.size(); ++v)
+    for (const std::string& line : profile_mismatches(base, profiles[v]))
+      body += "<p class=\"warning\">" + esc(profiles[v].label + ": " + line) + "</p>\n";
+  if (std::any_of(profiles.begin(), profiles.end(), [](const Profile& p) { return p.simulated; })) {
+    body += "<p class=\"warning\">SIMULATED GPU: kernel counts, names and launch configurations are what a GPU "
+            "launches; times are the simulator's, not a GPU's.</p>\n";
+  }
+
+  body += "<h2>Verdicts</h2>\n<section id=\"verdicts\">\n";
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    const StepVerdict verdict = step_verdict(profiles[v]);
+    body += fmt::format("<p class=\"verdict\" data-variant=\"{}\" data-kind=\"{}\">{}{}: <b class=\"{}\">{}</b> {}</p>\n", v,
+                        esc(verdict.kind), swatch(v), esc(profiles[v].label), esc(verdict.kind),
+                        esc(verdict.kind.empty() ? "no verdict" : verdict.kind), esc(verdict.line));
+  }
+  body += fmt::format("<p class=\"note\">A step is host-bound when its device is busy less than {:.0f}% of it. An op is "
+                      "compute- or memory-bound by the roof that limits it, and latency-bound when it runs over {:g}x "
+                      "slower than both roofs allow (launch and per-call costs, too little work to fill the device).</p>\n",
+                      100.0 * kHostBoundBusy, kBelowRoofs);
+  body += "</section>\n";
+
+  body += "<h2>Roofline</h2>\n<section id=\"roofline\">\n" + roofline_svg(profiles);
+  body += "<p class=\"note\">One point per op of each variant (its calls together): FLOPs and bytes from the op's own "
+          "formula, achieved FLOP/s from its time. ";
+  body += base.peaks.tflops > 0 && base.peaks.gbps > 0
+              ? fmt::format("Solid: the roofs ({}); dashed: {:g}x below them, where latency-bound begins. ",
+                            esc(base.peaks.source.empty() ? std::string("source not saved") : base.peaks.source), kBelowRoofs)
+              : std::string("No roofs: the device's peaks are unknown, so no op gets a verdict. ");
+  body += "Hollow points in the lower left corner are ops without FLOPs (copies): their bandwidth is in the "
+          "tooltip.</p>\n</section>\n";
+
+  body += "<h2>Breakdown by module</h2>\n<section id=\"breakdown\">\n<p class=\"note\">Time per step by scope path "
+          "(block.0/attn/softmax): width = total time, its calls together. Click a cell to zoom, the top row to zoom "
+          "out.</p>\n";
+  for (size_t v = 0; v < profiles.size(); ++v) body += "<h3>" + swatch(v) + esc(profiles[v].label) + "</h3>\n" + icicle_svg(profiles[v], v);
+  body += "</section>\n";
+
+  body += "<h2>Steps</h2>\n<section id=\"steps\">\n" + steps_svg(profiles) +
+          "<p class=\"note\">Each kept step's time (device time, or CPU time when the step launched no device work); "
+          "the dashed line is the median the tables report.</p>\n</section>\n";
+
+  body += "<h2>Host vs device</h2>\n<section id=\"host-device\">\n<p class=\"note\">Each step's span on the device "
+          "clock (grey) and its kernels where they ran: what is grey between them the device spent idle, waiting for "
+          "the host.</p>\n";
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    body += "<h3>" + swatch(v) + esc(profiles[v].label) + "</h3>\n<p class=\"verdict-line\">" + esc(step_verdict(profiles[v]).line) +
+            "</p>\n" + timeline_svg(profiles[v], v);
+  }
+  body += "</section>\n";
+
+  body += "<h2>Memory</h2>\n<section id=\"memory\">\n<p class=\"note\">Device memory over one step, op by op: light, "
+          "in use when the op began; dark, its peak.</p>\n";
+  for (size_t v = 0; v < profiles.size(); ++v) body += "<h3>" + swatch(v) + esc(profiles[v].label) + "</h3>\n" + memory_svg(profiles[v], v);
+  body += "</section>\n";
+
+  if (profiles.size() > 1) {
+    body += "<h2>Diffs</h2>\n<section id=\"diffs\">\n<p class=\"note\">Time per step before (grey) and after, the "
+            "largest changes first; the black line across a bar is the min–max band of its steps (a change inside "
+            "it is within noise).</p>\n";
+    for (size_t v = 1; v < profiles.size(); ++v) body += diff_html(base, profiles[v], v);
+    body += "</section>\n";
+  }
+
+  body += "<h2>Tables</h2>\n<section id=\"tables\">\n";
+  json data = {{"format", "blockscope-report"}, {"version", 1}, {"title", title}};
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    const Rows ops = op_table_rows(profiles[v], table);
+    const Rows kernels = kernel_table_rows(profiles[v]);
+    body += "<h3>" + swatch(v) + esc(profiles[v].label) + ": ops</h3>\n" + html_table(ops, "ops", v);
+    body += "<h3>" + swatch(v) + esc(profiles[v].label) + ": kernels</h3>\n" + html_table(kernels, "kernels", v);
+    data["variants"].push_back({{"label", profiles[v].label},
+                                {"simulated", profiles[v].simulated},
+                                {"step_times_us", step_times_us(profiles[v])},
+                                {"verdict", step_verdict_json(profiles[v])},
+                                {"ops", rows_json(ops)},
+                                {"kernels", rows_json(kernels)}});
+  }
+  body += "</section>\n";
+
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + esc(title) +
+         " — blockscope report</title>\n<style>\n" + kReportCss + "</style>\n</head>\n<body>\n" + body +
+         "<div id=\"tooltip\"></div>\n<script type=\"application/json\" id=\"report-data\">" + script_json(data) +
+         "</script>\n<script>\n" + kReportJs + "</script>\n</body>\n</html>\n";
+}
+
+void write_html_report(const std::vector<Profile>& profiles, const ReportOptions& options, const std::string& path) {
+  const std::string html = html_report(profiles, options);
+  OutputFile file(path, "report");
+  file.write(html);
+  file.commit();
+}
+
+}  // namespace blockscope::profiler
