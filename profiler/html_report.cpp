@@ -40,7 +40,10 @@ std::string esc(const std::string& text) {
   return out;
 }
 
-std::string px(double value) { return fmt::format("{:.1f}", value); }
+// Coordinates with one decimal, never NaN or infinite (0 instead); lengths never negative
+// (a browser refuses a negative width), whatever a saved profile holds.
+std::string px(double value) { return fmt::format("{:.1f}", std::isfinite(value) ? value : 0.0); }
+std::string extent(double value) { return px(std::max(0.0, value)); }
 // A value for a data-* attribute: shortest round trip, so scripts read back what was written.
 std::string datum(double value) { return std::isfinite(value) ? fmt::format("{}", value) : std::string(); }
 
@@ -52,18 +55,29 @@ std::string swatch(size_t variant) { return "<span class=\"swatch\" style=\"back
 // kernels, CPU work items), else CPU time.
 bool uses_device_time(const Profile& profile) { return total_kernel_us(profile) > 0; }
 
-// A log10 axis over whole decades from `from` to `to` pixels.
+// A log10 axis over whole decades, 10^lo_exp .. 10^hi_exp, from `from` to `to` pixels. Values
+// outside it (and zero or negative ones) are drawn at its ends: a point is never off the frame
+// or NaN, whatever a saved profile holds.
 struct LogAxis {
-  double lo = 1, hi = 10, from = 0, to = 1;
+  int lo_exp = 0, hi_exp = 1;
+  double from = 0, to = 1;
+  double lo() const { return std::pow(10.0, lo_exp); }
+  double hi() const { return std::pow(10.0, hi_exp); }
   double at(double value) const {
-    return from + (std::log10(value) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) * (to - from);
+    const double exponent = value > 0 ? std::clamp(std::log10(value), double(lo_exp), double(hi_exp)) : lo_exp;
+    return from + (exponent - lo_exp) / (hi_exp - lo_exp) * (to - from);
   }
 };
+// At least two decades and at most kMaxDecades, inside double's normal range.
+constexpr int kMaxDecades = 24;
 LogAxis decades(double min, double max, double from, double to) {
+  const auto exponent = [](double value, bool up) {
+    const double e = value > 0 && std::isfinite(value) ? std::log10(value) : 0.0;
+    return static_cast<int>(std::clamp(up ? std::ceil(e) : std::floor(e), -300.0, 300.0));
+  };
   LogAxis axis;
-  axis.lo = std::pow(10.0, std::floor(std::log10(min)));
-  axis.hi = std::pow(10.0, std::ceil(std::log10(max)));
-  if (axis.hi / axis.lo < 100) axis.hi = axis.lo * 100;  // at least two decades
+  axis.hi_exp = exponent(max, true);
+  axis.lo_exp = std::clamp(exponent(min, false), axis.hi_exp - kMaxDecades, axis.hi_exp - 2);
   axis.from = from;
   axis.to = to;
   return axis;
@@ -73,22 +87,49 @@ LogAxis decades(double min, double max, double from, double to) {
 
 struct RoofPoint {
   size_t variant = 0;
-  std::string op;  // "linear (epilogue)"
+  std::string op;       // "linear (epilogue)"
+  std::string kernels;  // what it launched itself, per step: "gemm_bias ×1"
   double flops = 0, bytes = 0, time_us = 0;
   Bound bound = Bound::unknown;
   double intensity() const { return bytes > 0 ? flops / bytes : 0; }
   double flops_per_s() const { return time_us > 0 ? flops / (time_us * 1e-6) : 0; }
 };
 
+// "linear (epilogue)": an op row's name, as the diff names it.
+std::string op_label(const std::string& name, const std::string& path) { return path.empty() ? name : name + " (" + path + ")"; }
+
+// Per op row: the kernels its calls launched themselves and how many of each per step. A
+// kernel has no FLOP count of its own (its op's formula covers all the op's kernels), so the
+// roofline's points are ops, and each says which kernels it stands for.
+std::map<std::string, std::string> kernels_by_op(const Profile& profile) {
+  std::map<std::string, std::map<std::string, int>> counts;
+  for (const KernelEvent& kernel : profile.kernels) {
+    if (kernel.op < 0 || static_cast<size_t>(kernel.op) >= profile.ops.size()) continue;
+    const OpEvent& op = profile.ops[kernel.op];
+    ++counts[op_label(row_name(op), op.path)][kernel.name];
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [op, kernels] : counts) {
+    std::string text;
+    for (const auto& [name, n] : kernels)
+      text += fmt::format("{}{} ×{:g}", text.empty() ? "" : ", ", name, n / static_cast<double>(std::max(1, profile.active_steps)));
+    out[op] = text;
+  }
+  return out;
+}
+
 std::vector<RoofPoint> roof_points(const std::vector<Profile>& profiles) {
   std::vector<RoofPoint> points;
   for (size_t v = 0; v < profiles.size(); ++v) {
+    const std::map<std::string, std::string> kernels = kernels_by_op(profiles[v]);
     for (const OpStats& s : op_stats(profiles[v], false)) {
       const double time_us = s.device_total_us > 0 ? s.device_total_us : s.cpu_total_us;
       if (s.is_region || (s.flops <= 0 && s.bytes <= 0) || time_us <= 0) continue;
       RoofPoint p;
       p.variant = v;
-      p.op = s.path.empty() ? s.name : s.name + " (" + s.path + ")";
+      p.op = op_label(s.name, s.path);
+      const auto launched = kernels.find(p.op);
+      p.kernels = launched == kernels.end() ? "none of its own (its children's)" : launched->second;
       p.flops = s.flops;
       p.bytes = s.bytes;
       p.time_us = time_us;
@@ -129,12 +170,14 @@ std::string roofline_svg(const std::vector<Profile>& profiles) {
   std::string svg = fmt::format("<svg id=\"roofline-chart\" width=\"{}\" height=\"{}\" role=\"img\" "
                                 "aria-label=\"roofline: achieved FLOP/s against arithmetic intensity\">\n",
                                 W, H);
-  for (double d = x.lo; d <= x.hi * 1.001; d *= 10) {
+  for (int e = x.lo_exp; e <= x.hi_exp; ++e) {
+    const double d = std::pow(10.0, e);
     svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/><text x=\"{0}\" y=\"{3}\" "
                        "text-anchor=\"middle\">{4}</text>\n",
                        px(x.at(d)), px(top), px(H - bottom), px(H - bottom + 15), fmt::format("{:g}", d));
   }
-  for (double d = y.lo; d <= y.hi * 1.001; d *= 10) {
+  for (int e = y.lo_exp; e <= y.hi_exp; ++e) {
+    const double d = std::pow(10.0, e);
     svg += fmt::format("<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/><text x=\"{3}\" y=\"{4}\" "
                        "text-anchor=\"end\">{5}</text>\n",
                        px(left), px(W - right), px(y.at(d)), px(left - 6), px(y.at(d) + 4), esc(format_si(d)));
@@ -151,15 +194,15 @@ std::string roofline_svg(const std::vector<Profile>& profiles) {
     // same divided by kBelowRoofs (below it an op is called latency-bound).
     for (const double divide : {1.0, kBelowRoofs}) {
       const double p = peak_flops / divide, b = peak_bytes / divide;
-      const double a = std::max(x.lo, y.lo / b), ridge = std::clamp(p / b, x.lo, x.hi);
+      const double a = std::max(x.lo(), y.lo() / b), ridge = std::clamp(p / b, x.lo(), x.hi());
       svg += fmt::format("<polyline class=\"roof{}\" points=\"{},{} {},{} {},{}\"/>\n", divide > 1 ? " below" : "",
                          px(x.at(a)), px(y.at(std::min(p, a * b))), px(x.at(ridge)), px(y.at(std::min(p, ridge * b))),
-                         px(x.at(x.hi)), px(y.at(std::min(p, x.hi * b))));
+                         px(x.at(x.hi())), px(y.at(std::min(p, x.hi() * b))));
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">peak {} FLOP/s</text>\n", px(W - right - 4),
                        px(y.at(peak_flops) - 5), esc(format_si(peak_flops)));
-    svg += fmt::format("<text x=\"{}\" y=\"{}\">{:.3g} GB/s</text>\n", px(x.at(x.lo) + 6),
-                       px(y.at(std::max(y.lo, x.lo * peak_bytes)) - 6), peaks.gbps);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\">{:.3g} GB/s</text>\n", px(x.at(x.lo()) + 6),
+                       px(y.at(std::max(y.lo(), x.lo() * peak_bytes)) - 6), peaks.gbps);
   } else {
     svg += fmt::format("<text class=\"no-roofs\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                        px((left + W - right) / 2), px(top + 18),
@@ -171,12 +214,12 @@ std::string roofline_svg(const std::vector<Profile>& profiles) {
     const bool no_flops = p.intensity() <= 0 || p.flops_per_s() <= 0;
     // An op with no FLOPs (a copy) has no place on a log-log roofline: it sits hollow in the
     // lower left corner, its bandwidth in its tooltip.
-    const double cx = no_flops ? x.at(x.lo) + 5 : x.at(p.intensity());
-    const double cy = no_flops ? y.at(y.lo) - 5 : y.at(p.flops_per_s());
+    const double cx = no_flops ? x.at(x.lo()) + 5 : x.at(p.intensity());
+    const double cy = no_flops ? y.at(y.lo()) - 5 : y.at(p.flops_per_s());
     const std::string tip = fmt::format(
-        "{} · {}\n{:.3g} FLOP/byte · {} FLOP/s · {:.3g} GB/s · {} per step\nverdict: {}", profiles[p.variant].label, p.op,
-        p.intensity(), format_si(p.flops_per_s()), p.bytes / (p.time_us * 1e3),
-        format_time_us(p.time_us / std::max(1, profiles[p.variant].active_steps)),
+        "{} · {}\n{:.3g} FLOP/byte · {} FLOP/s · {:.3g} GB/s · {} per step\nkernels per step: {}\nverdict: {}",
+        profiles[p.variant].label, p.op, p.intensity(), format_si(p.flops_per_s()), p.bytes / (p.time_us * 1e3),
+        format_time_us(p.time_us / std::max(1, profiles[p.variant].active_steps)), p.kernels,
         p.bound == Bound::unknown ? "unknown (no peaks)" : std::string(bound_name(p.bound)) + "-bound");
     svg += fmt::format("<circle class=\"point{}\" r=\"5\" cx=\"{}\" cy=\"{}\" style=\"fill:{};stroke:{}\" "
                        "data-variant=\"{}\" data-op=\"{}\" data-intensity=\"{}\" data-flops-per-s=\"{}\" data-bound=\"{}\" "
@@ -272,7 +315,7 @@ std::string icicle_svg(const Profile& profile, size_t variant) {
                          "</text></g>\n",
                          node.depth, esc(node.path), esc(label), datum(span[n].first), datum(span[n].second),
                          datum(node.total_us), datum(node.self_us), esc(tip), px(span[n].first * W),
-                         px(node.depth * row), px((span[n].second - span[n].first) * W), px(row - 1), colour(variant),
+                         px(node.depth * row), extent((span[n].second - span[n].first) * W), px(row - 1), colour(variant),
                          0.85 - 0.6 * node.depth / std::max(1, depth), px(span[n].first * W + 3),
                          px(node.depth * row + 15));
   }
@@ -317,7 +360,7 @@ std::string steps_svg(const std::vector<Profile>& profiles) {
       svg += fmt::format("<rect class=\"step-bar{}\" data-variant=\"{}\" data-step=\"{}\" data-us=\"{}\" data-tip=\"{}\" "
                          "x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{}\"/>\n",
                          cold ? " cold" : "", v, steps[s], datum(times[s]), esc(tip), px(at), px(y(times[s])),
-                         px(bar - 2), px(H - bottom - y(times[s])), colour(v));
+                         extent(bar - 2), extent(H - bottom - y(times[s])), colour(v));
       if (cold) svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">cold</text>\n", px(at + bar / 2 - 1), px(y(times[s]) - 3));
       at += bar;
     }
@@ -362,7 +405,7 @@ std::string timeline_svg(const Profile& profile, size_t variant) {
     svg += fmt::format("<text x=\"0\" y=\"{}\">step {}: busy {:.0f}%</text><rect class=\"busy-span\" x=\"{}\" y=\"{}\" "
                        "width=\"{}\" height=\"{}\" data-tip=\"{}\"/>\n",
                        px(y + 12), rows[r].step, 100.0 * a.busy_fraction(), px(left), px(y),
-                       px((rows[r].end - rows[r].start) / longest * W), px(height),
+                       extent((rows[r].end - rows[r].start) / longest * W), px(height),
                        esc(fmt::format("step {}: {} kernels busy {} of {}; {} gaps, the longest {}", rows[r].step,
                                        a.kernels, format_time_us(a.busy_us), format_time_us(a.span_us), a.gaps,
                                        format_time_us(a.largest_gap_us))));
@@ -427,8 +470,8 @@ std::string memory_svg(const Profile& profile, size_t variant) {
     svg += fmt::format("<g data-tip=\"{}\"><rect class=\"mem-peak\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>"
                        "<rect class=\"mem-start\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></g>\n",
                        esc(tip), px(x), px(y(op.peak_bytes)), px(std::max(0.5, bar - 1)),
-                       px(H - bottom - y(op.peak_bytes)), px(x), px(y(op.start_bytes)), px(std::max(0.5, bar - 1)),
-                       px(H - bottom - y(op.start_bytes)));
+                       extent(H - bottom - y(op.peak_bytes)), px(x), px(y(op.start_bytes)), px(std::max(0.5, bar - 1)),
+                       extent(H - bottom - y(op.start_bytes)));
     if (!labelled && op.peak_bytes == highest) {
       labelled = true;
       svg += fmt::format("<text x=\"{}\" y=\"12\">peak {} in {}</text>\n", px(x), esc(format_bytes(highest)), esc(op.scope));
@@ -488,7 +531,7 @@ std::string diff_html(const Profile& before, const Profile& after, size_t varian
       const double top = y + side_index * bar;
       svg += fmt::format("<rect class=\"diff-bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" style=\"fill:{}\" "
                          "data-tip=\"{}\"/>\n",
-                         px(left), px(top), px(value / longest * W), px(bar - 1), side_index == 0 ? "#999" : colour(variant),
+                         px(left), px(top), extent(value / longest * W), px(bar - 1), side_index == 0 ? "#999" : colour(variant),
                          esc(fmt::format("{} {}: {} per step ({} calls per step){}", side, row["name"].get<std::string>(),
                                          format_time_us(value), row[side]["calls_per_step"].get<double>(),
                                          side_index == 1 ? "; " + status : std::string())));

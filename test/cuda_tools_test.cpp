@@ -140,10 +140,12 @@ class FakeGpu : public ScratchDir {
         "*) echo '[  PASSED  ] 3 tests.';; esac\n";
     executable("kit/bin/softmax_test", gtest);
     executable("kit/bin/core_test", gtest);
-    // The CLI: 04_attention's flash variant "cannot run on this device".
+    // The CLI: 04_attention's flash variant "cannot run on this device"; 01_matmul_add_64 is
+    // host-bound, as on a GPU.
     executable("kit/bin/blockscope",
                "#!/bin/sh\ncase \"$*\" in *04_attention*) echo '== base =='; echo \"blockscope: profile: variant "
-               "'flash' skipped on cuda:0: attention: the flash path is not supported here (fake)\" >&2;; esac\n"
+               "'flash' skipped on cuda:0: attention: the flash path is not supported here (fake)\" >&2;; "
+               "*01_matmul_add_64*) echo 'Step verdict: host-bound: the device is busy 9% of the step (fake)';; esac\n"
                "exit 0\n");
     // A suite with CUDA cases (it records its arguments) and one with none (CPU only).
     executable("kit/bin/linear_bench",
@@ -208,6 +210,9 @@ TEST_F(FakeGpu, DryRunReportsEveryPhase) {
   ASSERT_NE(attention_row, std::string::npos) << o;
   EXPECT_EQ(o.compare(o.find_first_not_of(' ', attention_row + 34), 2, "ok"), 0) << o.substr(attention_row, 80);
   EXPECT_NE(o.find("profile 02_linear"), std::string::npos) << o;
+  // The small-size lesson read from the GPU's timeline.
+  EXPECT_NE(o.find("verdict 01_matmul_add_64"), std::string::npos) << o;
+  EXPECT_NE(o.find("host-bound: the device is busy 9% of the step (fake)"), std::string::npos) << o;
   // (b) the benchmark filter, and a suite without CUDA cases skipped.
   std::ifstream args(args_log_);
   const std::string bench_args((std::istreambuf_iterator<char>(args)), std::istreambuf_iterator<char>());

@@ -82,12 +82,17 @@ TEST(HtmlReport, SelfContainedWithOnePointPerOpAndIciclesThatAddUp) {
     const std::string icicle = html.substr(svg, html.find("</svg>", svg) - svg);
     const std::vector<std::string> depths = attribute_of(icicle, "class=\"cell\"", "data-depth");
     const std::vector<std::string> totals = attribute_of(icicle, "class=\"cell\"", "data-total-us");
+    const std::vector<std::string> x0 = attribute_of(icicle, "class=\"cell\"", "data-x0");
+    const std::vector<std::string> x1 = attribute_of(icicle, "class=\"cell\"", "data-x1");
     ASSERT_EQ(depths.size(), totals.size());
-    double step = -1, top = 0;
+    ASSERT_EQ(depths.size(), x0.size());
+    ASSERT_EQ(depths.size(), x1.size());
+    double step = -1, top = 0, width = 0;
     for (size_t i = 0; i < depths.size(); ++i) {
       if (depths[i] == "0") step = std::stod(totals[i]);
-      if (depths[i] == "1") top += std::stod(totals[i]);
+      if (depths[i] == "1") top += std::stod(totals[i]), width += std::stod(x1[i]) - std::stod(x0[i]);
     }
+    EXPECT_NEAR(width, 1.0, 0.01) << "the areas drawn: the top-level cells span the step";
     const std::vector<double> steps = data["variants"][v]["step_times_us"];
     double mean = 0;
     for (double t : steps) mean += t / steps.size();

@@ -6,7 +6,8 @@
 //   set          --set overrides (one per line) on the built-in default config
 //   safetensors  a .safetensors file (model/safetensors.cpp)
 //   hf_config    a Hugging Face config.json given as weights.config (model/config_hf.cpp)
-//   profile      a saved profile as `blockscope diff` reads it, then diffed with itself
+//   profile      a saved profile as `blockscope diff` and `report` read it, then diffed with
+//                itself, tabled and made an HTML report of
 #include <unistd.h>
 
 #include <cstddef>
@@ -20,6 +21,8 @@
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "profiler/diff.h"
+#include "profiler/html_report.h"
+#include "profiler/table.h"
 #include "profiler/profile_io.h"
 #include "runtime/error.h"
 
@@ -61,6 +64,8 @@ void run(const std::string& input) {
       const bs::profiler::Profile profile = bs::profiler::profile_from_json(json, "fuzz.json");
       (void)bs::profiler::diff_profiles(profile, profile, bs::profiler::Format::table);
       (void)bs::profiler::diff_profiles(profile, profile, bs::profiler::Format::json);
+      (void)bs::profiler::op_table(profile, {}, bs::profiler::Format::table);
+      (void)bs::profiler::html_report({profile, profile}, {});
     }
   } catch (const bs::Error& error) {
     // Bad input, refused with a message: what every reader must do with garbage.

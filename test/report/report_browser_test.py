@@ -217,6 +217,9 @@ def check_report(browser, work, name, html_path, variants):
             top = sum(float(c["data-total-us"]) for c in cells if c["data-depth"] == "1")
             check(len(step) == 1 and math.isclose(top, step[0], rel_tol=0.01),
                   f"{name}/{label}: icicle top level sums to {top} us, the step is {step}")
+            # ... and so do the areas drawn: the top-level cells' widths (fractions of the root's).
+            width = sum(float(c["data-x1"]) - float(c["data-x0"]) for c in cells if c["data-depth"] == "1")
+            check(math.isclose(width, 1.0, rel_tol=0.01), f"{name}/{label}: icicle top-level cells span {width} of the step")
             check(math.isclose(step[0], variant["step_mean_us"], rel_tol=0.01),
                   f"{name}/{label}: icicle step {step[0]} us, the profile's mean step {variant['step_mean_us']} us")
 
