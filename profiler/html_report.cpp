@@ -283,6 +283,10 @@ std::vector<ModuleNode> module_tree(const Profile& profile) {
   return nodes;
 }
 
+// Whether a cell `width` pixels wide shows its label whole (about 6.2 px per character at the
+// report's 10.5 px font; report.js uses the same rule when it zooms, and cuts longer ones).
+bool label_fits(const std::string& label, double width) { return (width - 6) / 6.2 >= static_cast<double>(label.size()); }
+
 std::string icicle_svg(const Profile& profile, size_t variant) {
   const std::vector<ModuleNode> nodes = module_tree(profile);
   const double W = 1100, row = 22;
@@ -311,13 +315,13 @@ std::string icicle_svg(const Profile& profile, size_t variant) {
                                         100.0 * node.total_us / root, format_time_us(node.self_us));
     cells += fmt::format("<g class=\"cell\" data-depth=\"{}\" data-path=\"{}\" data-label=\"{}\" data-x0=\"{}\" "
                          "data-x1=\"{}\" data-total-us=\"{}\" data-self-us=\"{}\" data-tip=\"{}\"><rect x=\"{}\" y=\"{}\" "
-                         "width=\"{}\" height=\"{}\" style=\"fill:{};fill-opacity:{:.2f}\"/><text x=\"{}\" y=\"{}\">"
+                         "width=\"{}\" height=\"{}\" style=\"fill:{};fill-opacity:{:.2f}\"/><text x=\"{}\" y=\"{}\">{}"
                          "</text></g>\n",
                          node.depth, esc(node.path), esc(label), datum(span[n].first), datum(span[n].second),
                          datum(node.total_us), datum(node.self_us), esc(tip), px(span[n].first * W),
                          px(node.depth * row), extent((span[n].second - span[n].first) * W), px(row - 1), colour(variant),
                          0.85 - 0.6 * node.depth / std::max(1, depth), px(span[n].first * W + 3),
-                         px(node.depth * row + 15));
+                         px(node.depth * row + 15), label_fits(label, (span[n].second - span[n].first) * W) ? esc(label) : "");
   }
   return fmt::format("<svg class=\"icicle\" data-variant=\"{}\" data-width=\"{}\" data-step-us=\"{}\" width=\"{}\" "
                      "height=\"{}\">\n{}</svg>\n",
@@ -574,7 +578,7 @@ std::string html_table(const Rows& rows, const std::string& css_class, size_t va
 // "<" at all (written as the JSON escape \u003c) rules out both.
 std::string script_json(const json& value) {
   std::string out;
-  for (const char ch : value.dump()) {
+  for (const char ch : value.dump(-1, ' ', false, json::error_handler_t::replace)) {
     if (ch == '<') out += "\\u003c";
     else out += ch;
   }
@@ -587,16 +591,9 @@ std::string schedule_text(const Profile& profile) {
   return fmt::format("wait {}, warmup {}, active {}{}", s.wait, s.warmup, s.active, s.keep_cold_step ? " (+ the cold step)" : "");
 }
 
-}  // namespace
-
-std::string html_report(const std::vector<Profile>& profiles, const ReportOptions& options) {
-  if (profiles.empty()) throw InputError("html report: no profiles to report");
+// The page's head: what was measured, on what, how, and the warnings that qualify it.
+std::string header_html(const std::vector<Profile>& profiles, const std::string& title) {
   const Profile& base = profiles.front();
-  const std::string title = !options.title.empty() ? options.title : !base.workload.empty() ? base.workload : base.label;
-  TableOptions table = options.table;
-  table.row_limit = 0;  // the page shows every row; sorting is the reader's
-  table.layout = TextLayout{};
-
   std::string body;
   body += "<h1>" + esc(title) + "</h1>\n<dl class=\"header\" id=\"header\">\n";
   const auto item = [&](const std::string& key, const std::string& value) {
@@ -624,7 +621,12 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
     body += "<p class=\"warning\">SIMULATED GPU: kernel counts, names and launch configurations are what a GPU "
             "launches; times are the simulator's, not a GPU's.</p>\n";
   }
+  return body;
+}
 
+// One line per variant: its step verdict, and how the verdicts are drawn.
+std::string verdicts_html(const std::vector<Profile>& profiles) {
+  std::string body;
   body += "<h2>Verdicts</h2>\n<section id=\"verdicts\">\n";
   for (size_t v = 0; v < profiles.size(); ++v) {
     const StepVerdict verdict = step_verdict(profiles[v]);
@@ -637,7 +639,20 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
                       "slower than both roofs allow (launch and per-call costs, too little work to fill the device).</p>\n",
                       100.0 * kHostBoundBusy, kBelowRoofs);
   body += "</section>\n";
+  return body;
+}
 
+}  // namespace
+
+std::string html_report(const std::vector<Profile>& profiles, const ReportOptions& options) {
+  if (profiles.empty()) throw InputError("html report: no profiles to report");
+  const Profile& base = profiles.front();
+  const std::string title = !options.title.empty() ? options.title : !base.workload.empty() ? base.workload : base.label;
+  TableOptions table = options.table;
+  table.row_limit = 0;  // the page shows every row; sorting is the reader's
+  table.layout = TextLayout{};
+
+  std::string body = header_html(profiles, title) + verdicts_html(profiles);
   body += "<h2>Roofline</h2>\n<section id=\"roofline\">\n" + roofline_svg(profiles);
   body += "<p class=\"note\">One point per op of each variant (its calls together): FLOPs and bytes from the op's own "
           "formula, achieved FLOP/s from its time. ";

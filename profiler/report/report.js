@@ -59,6 +59,7 @@
         var rect = cell.querySelector("rect"), text = cell.querySelector("text");
         rect.setAttribute("x", x.toFixed(1));
         rect.setAttribute("width", Math.max(0, w).toFixed(1));
+        // Characters that fit at ~6.2 px each (html_report.cpp's label_fits uses the same rule).
         var label = cell.getAttribute("data-label"), fits = Math.floor((w - 6) / 6.2);
         text.setAttribute("x", (x + 3).toFixed(1));
         text.textContent = fits >= label.length ? label : fits >= 4 ? label.slice(0, fits - 1) + "…" : "";
