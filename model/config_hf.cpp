@@ -1,20 +1,58 @@
 // Importing a Hugging Face config.json into a workload config (weights.config).
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "model/config_reader.h"
 #include "runtime/error.h"
 
 namespace blockscope::config_reader {
 
+namespace {
+
+// Python's json and Hugging Face take the last of a key given twice, yaml-cpp (which reads the
+// file below) the first: the two would run different models, so a repeated key is refused.
+// Also the JSON check: what is not JSON is said so here, with the parser's position.
+void refuse_duplicate_keys(const std::string& text, const std::string& path) {
+  std::vector<std::set<std::string>> objects;  // the keys seen in each open object
+  std::string repeated;
+  const nlohmann::json::parser_callback_t callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event == nlohmann::json::parse_event_t::object_start) objects.emplace_back();
+    if (event == nlohmann::json::parse_event_t::object_end && !objects.empty()) objects.pop_back();
+    if (event == nlohmann::json::parse_event_t::key && !objects.empty() && repeated.empty() &&
+        !objects.back().insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    const nlohmann::json parsed = nlohmann::json::parse(text, callback);
+    (void)parsed;
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(path + ": weights.config: not valid JSON: " + error.what());
+  }
+  if (!repeated.empty()) {
+    throw InputError(path + ": weights.config: key '" + repeated +
+                     "' appears twice in one object (Hugging Face would take the last, this reader the first): "
+                     "remove one");
+  }
+}
+
+}  // namespace
+
 void import_hf_config(Reader& r_, YAML::Node& root_, const std::string& path, const YAML::Node& weights_node) {
   YAML::Node json;
   {
-    std::ifstream in(path);
-    if (!in) r_.fail(weights_node, "weights.config", "cannot open Hugging Face config '" + path + "'");
+    if (const std::string problem = input_file_problem(path); !problem.empty()) {
+      r_.fail(weights_node, "weights.config", "cannot read Hugging Face config '" + path + "': " + problem);
+    }
+    const std::string text = read_input_file(path, "Hugging Face config (weights.config)", kMaxConfigBytes);
+    refuse_duplicate_keys(text, path);
     try {
-      json = YAML::Load(in);  // JSON is YAML
+      json = YAML::Load(text);  // JSON is YAML
     } catch (const YAML::ParserException& e) {
       throw InputError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
                        ": weights.config: not valid JSON: " + e.msg);
@@ -63,6 +101,26 @@ void import_hf_config(Reader& r_, YAML::Node& root_, const std::string& path, co
   for (const char* field : {"attention_bias", "mlp_bias", "scale_attn_by_inverse_layer_idx"}) {
     if (scalar(field) == "true") refuse(field, "true is not implemented");
   }
+  if (scalar("scale_attn_weights") == "false") {
+    refuse("scale_attn_weights", "false is not implemented (the blocks scale the scores by 1/sqrt(head_dim))");
+  }
+  // transformers v5 keeps RoPE's settings in one object: its theta is the model's, and any
+  // scaling (rope_type llama3, yarn, ...) is another model.
+  const YAML::Node rope_parameters = json["rope_parameters"];
+  std::string rope_parameters_theta;
+  if (rope_parameters.IsDefined() && !rope_parameters.IsNull()) {
+    if (!rope_parameters.IsMap()) refuse("rope_parameters", "expected an object, got " + describe_node(rope_parameters));
+    for (const auto& entry : rope_parameters) {
+      const std::string key = entry.first.Scalar();
+      const std::string value = entry.second.IsScalar() ? entry.second.Scalar() : describe_node(entry.second);
+      if (key == "rope_theta") rope_parameters_theta = value;
+      else if (key == "rope_type" && value != "default") refuse("rope_parameters.rope_type", "'" + value + "' (RoPE scaling) is not implemented");
+      else if (key != "rope_type") refuse("rope_parameters." + key, "set to " + value + ", which is not implemented");
+    }
+    if (!rope_parameters_theta.empty() && !scalar("rope_theta").empty() && scalar("rope_theta") != rope_parameters_theta) {
+      refuse("rope_parameters.rope_theta", rope_parameters_theta + " differs from rope_theta " + scalar("rope_theta"));
+    }
+  }
   const bool family_from_json = !target["family"].IsDefined() && !type.empty();
   if (family_from_json) {
     target["family"] = type == "gpt2" ? "gpt2" : "llama";
@@ -85,6 +143,10 @@ void import_hf_config(Reader& r_, YAML::Node& root_, const std::string& path, co
   import("n_layers", {"num_hidden_layers", "n_layer"});
   import("norm_eps", {"rms_norm_eps", "layer_norm_epsilon"});
   import("rope_theta", {"rope_theta"});
+  if (!target["rope_theta"].IsDefined() && !rope_parameters_theta.empty()) {
+    target["rope_theta"] = rope_parameters["rope_theta"];
+    r_.origins()["model.rope_theta"] = Origin{path, true};
+  }
 }
 
 }  // namespace blockscope::config_reader

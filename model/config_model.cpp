@@ -74,8 +74,11 @@ ModelConfig read_model(const Reader& reader, const Section& s, WorkloadKind kind
   read_heads(s, m);
   m.n_layers = s.get_int("n_layers", 1, 1);
   // Hugging Face's defaults: GPT2Config.layer_norm_epsilon 1e-5, LlamaConfig.rms_norm_eps 1e-6.
-  m.norm_eps = s.get_double("norm_eps", m.family == ModelFamily::llama ? 1e-6 : 1e-5, true);
-  m.rope_theta = s.get_double("rope_theta", 10000.0, true);
+  // Ranges that cover every published model (eps 1e-12 .. 1e-5; theta 1e4 .. 1e8) with room:
+  // outside them a value is a typo, refused here with its line rather than met later as
+  // underflow or a zero frequency.
+  m.norm_eps = s.get_double("norm_eps", m.family == ModelFamily::llama ? 1e-6 : 1e-5, true, 1e-30, 1.0);
+  m.rope_theta = s.get_double("rope_theta", 10000.0, true, 1.0, 1e12);
 
   const std::vector<std::string> knobs = {"norm", "activation", "gated", "bias", "rope", "causal"};
   if (m.family == ModelFamily::gpt2) {

@@ -85,7 +85,67 @@ int second_document_start(const std::string& text) {
   return 0;
 }
 
+// The 1-based line of the first content after a document end marker ("..." alone on a line):
+// YAML ends the document there and yaml-cpp drops what follows without a word. 0 when none.
+int content_after_document_end(const std::string& text) {
+  bool ended = false;
+  int line = 1;
+  for (size_t start = 0; start < text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string row = text.substr(start, end - start);
+    const size_t first = row.find_first_not_of(" \t\r");
+    const bool blank_or_comment = first == std::string::npos || row[first] == '#';
+    if (ended && !blank_or_comment) return line;
+    if (row.rfind("...", 0) == 0 && (row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r' || row[3] == '#')) {
+      ended = true;
+    }
+    start = end + 1;
+  }
+  return 0;
+}
+
+// The byte offset of the first byte that is not part of a well-formed UTF-8 sequence (overlong
+// forms, surrogates and code points above U+10FFFF included), or npos. YAML is Unicode text;
+// a name that is not would fail later, when a JSON output is written.
+size_t first_invalid_utf8(const std::string& text) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char lead = bytes[i];
+    size_t length = 0;
+    uint32_t code = 0, min = 0;
+    if (lead < 0x80) { i += 1; continue; }
+    if ((lead & 0xE0) == 0xC0) length = 2, code = lead & 0x1F, min = 0x80;
+    else if ((lead & 0xF0) == 0xE0) length = 3, code = lead & 0x0F, min = 0x800;
+    else if ((lead & 0xF8) == 0xF0) length = 4, code = lead & 0x07, min = 0x10000;
+    else return i;
+    if (i + length > n) return i;
+    for (size_t k = 1; k < length; ++k) {
+      if ((bytes[i + k] & 0xC0) != 0x80) return i;
+      code = (code << 6) | (bytes[i + k] & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return i;
+    i += length;
+  }
+  return std::string::npos;
+}
+
+// "source:line:column" of a byte offset.
+std::string position_of(const std::string& text, size_t offset, const std::string& source) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, column = 1;
+    else ++column;
+  }
+  return source + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
 WorkloadConfig parse_text(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
+    throw InputError(position_of(text, bad, source) + ": not valid UTF-8 text (byte " + std::to_string(bad) +
+                     "): a config is YAML, which is Unicode");
+  }
   // YAML allows no NUL byte (and yaml-cpp's document loop can spin forever on one).
   const size_t nul = text.find('\0');
   if (nul != std::string::npos) {
@@ -98,6 +158,11 @@ WorkloadConfig parse_text(const std::string& text, const std::string& source, co
                      ": a second YAML document starts here; a config is one document (remove the '---' and what "
                      "follows, or split the file)");
   }
+  const int after_end = content_after_document_end(text);
+  if (after_end > 0) {
+    throw InputError(source + ":" + std::to_string(after_end) +
+                     ": content after the document end marker '...' would be ignored; remove the '...' or what follows");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -109,7 +174,10 @@ WorkloadConfig parse_text(const std::string& text, const std::string& source, co
   }
   Reader reader(source);
   if (!sets.empty() && (!root.IsDefined() || root.IsNull())) root = YAML::Node(YAML::NodeType::Map);
-  for (const std::string& set : sets) apply_set(root, set, reader);
+  for (const std::string& set : sets) {
+    if (first_invalid_utf8(set) != std::string::npos) throw InputError("--set '" + set + "': not valid UTF-8 text");
+    apply_set(root, set, reader);
+  }
   try {
     return parse_config(reader, root, source);
   } catch (const YAML::Exception& e) {
@@ -125,21 +193,14 @@ WorkloadConfig load_config_text(const std::string& text, const std::string& sour
 }
 
 WorkloadConfig load_config_file(const std::string& path, const std::vector<std::string>& sets) {
-  if (path == "-") {  // standard input
-    std::stringstream buffer;
-    buffer << std::cin.rdbuf();
-    return parse_text(buffer.str(), "<stdin>", sets);
-  }
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
+  if (path != "-" && std::filesystem::is_directory(path, error)) {
     throw InputError("config '" + path + "' is a directory (give a .yaml file, e.g. " + path + "/default.yaml)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot open config file '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw InputError("cannot read config file '" + path + "'");
-  return parse_text(buffer.str(), path, sets);
+  // A regular file (or standard input) of at most config_reader::kMaxConfigBytes: /dev/zero is refused, not
+  // read until memory runs out.
+  const std::string text = read_input_file(path, "config", config_reader::kMaxConfigBytes);
+  return parse_text(text, path == "-" ? "<stdin>" : path, sets);
 }
 
 WorkloadConfig load_default_config(const std::vector<std::string>& sets) {

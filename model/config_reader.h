@@ -14,13 +14,18 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 
 namespace blockscope::config_reader {
+
+// The most a config file (YAML, or a Hugging Face config.json) may hold: real ones are a few KB.
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 
 // Hugging Face names users may write out of habit: the error then names our key.
 inline const std::map<std::string, std::string>& hf_key_hints() {
@@ -177,7 +182,11 @@ class Section {
     return parsed;
   }
 
-  double get_double(const std::string& key, double fallback, bool positive) const {
+  // A finite number; positive when `positive`, and within [min_value, max_value] — a range
+  // that says what the key can mean (rope_theta 1e-40 is a typo, not a model).
+  double get_double(const std::string& key, double fallback, bool positive,
+                    double min_value = -std::numeric_limits<double>::max(),
+                    double max_value = std::numeric_limits<double>::max()) const {
     if (!has(key)) {
       if (present_.count(key)) fail(key, "expected a number, got nothing (an empty value)");
       return fallback;
@@ -191,6 +200,11 @@ class Section {
       fail(key, "expected a number, got '" + text + "'");
     }
     if (positive && !(parsed > 0)) fail(key, "must be positive, got " + text);
+    if (parsed < min_value || parsed > max_value) {
+      std::ostringstream range;
+      range << "must be from " << min_value << " to " << max_value << ", got " << text;
+      fail(key, range.str());
+    }
     return parsed;
   }
 

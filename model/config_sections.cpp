@@ -63,8 +63,10 @@ WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKin
   if (weights.init == WeightInit::file && weights.file.empty()) {
     section.fail("file", "init: file needs weights.file (a safetensors file with Hugging Face names)");
   }
-  if (weights.init == WeightInit::file && !std::ifstream(weights.file).good()) {
-    section.fail("file", "cannot open '" + weights.file + "' (relative paths are from the current directory)");
+  // Checked, not opened: opening a FIFO would block until something writes to it.
+  if (const std::string problem = weights.init == WeightInit::file ? input_file_problem(weights.file) : "";
+      !problem.empty()) {
+    section.fail("file", "cannot read '" + weights.file + "': " + problem + " (relative paths are from the current directory)");
   }
   if (weights.init != WeightInit::file && section.has("layer")) {
     section.fail("layer", std::string("picks the first layer taken from weights.file, but init is ") +
@@ -99,8 +101,9 @@ void read_input(const Reader& reader, const Section& top, WorkloadConfig& config
   config.input.seq_len = s.get_int("seq_len", 0, 1);
   config.input.file = s.get_string("file", "");
   if (config.kind == WorkloadKind::attention) s.reject("file", "attention takes seeded q, k, v only");
-  if (!config.input.file.empty() && !std::ifstream(config.input.file).good()) {
-    s.fail("file", "cannot open '" + config.input.file + "' (relative paths are from the current directory)");
+  if (const std::string problem = config.input.file.empty() ? "" : input_file_problem(config.input.file);
+      !problem.empty()) {
+    s.fail("file", "cannot read '" + config.input.file + "': " + problem + " (relative paths are from the current directory)");
   }
 }
 

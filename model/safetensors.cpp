@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cerrno>
 #include <cstdio>
@@ -15,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
 #include "runtime/output_file.h"
 
 namespace blockscope {
@@ -320,8 +324,8 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 
 SafetensorsFile read_safetensors(const std::string& path) {
   const Reporter report{path};
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) report.fail("is a directory, not a file");
+  // A regular file only: a device would be read without end, a FIFO block the run.
+  if (const std::string problem = input_file_problem(path); !problem.empty()) report.fail(problem);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(detail::concat("cannot open safetensors file '", path, "': ", std::strerror(errno)));
   in.seekg(0, std::ios::end);
@@ -431,11 +435,20 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   out.commit();
 }
 
-void check_finite(const std::vector<float>& values, const std::string& what) {
+void check_finite(const std::vector<float>& values, DType dtype, const std::string& what) {
+  // Above the dtype's largest finite value a value may round to infinity (f16: 65504; from
+  // 65520 on it does); only those need the conversion.
+  const float largest = dtype == DType::f16 ? 65504.0f : dtype == DType::bf16 ? 3.3895314e38f : FLT_MAX;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
-      throw InputError(what + " holds " + std::to_string(values[i]) + " at index " + std::to_string(i) +
+      throw InputError(what + " holds " + fmt::format("{}", values[i]) + " at index " + std::to_string(i) +
                        " (the first non-finite value): every output would be NaN");
+    }
+    if (std::fabs(values[i]) > largest && !std::isfinite(round_to(dtype, values[i]))) {
+      throw InputError(what + " holds " + fmt::format("{}", values[i]) + " at index " + std::to_string(i) +
+                       ", which is " + (values[i] > 0 ? "inf" : "-inf") + " in " + dtype_name(dtype) +
+                       " (the run's dtype; its largest finite value is " + fmt::format("{}", largest) +
+                       "): every output would be inf or NaN");
     }
   }
 }

@@ -38,8 +38,10 @@ struct SafetensorsFile {
 };
 
 // InputError "<what> holds nan at index 12 (the first non-finite value)" when `values` has a
-// NaN or an infinity: a weight or input like that makes every output NaN.
-void check_finite(const std::vector<float>& values, const std::string& what);
+// NaN or an infinity, or "... holds 70000 at index 3, which is inf in f16 ..." when a value
+// overflows the run's `dtype` (checked after the conversion a load does): a weight or input like
+// that makes every output NaN or inf.
+void check_finite(const std::vector<float>& values, DType dtype, const std::string& what);
 
 // Reads and validates a whole file. Throws Error(invalid_input) naming `path` on any problem.
 SafetensorsFile read_safetensors(const std::string& path);

@@ -171,7 +171,7 @@ void load_weights(Context& ctx, const std::vector<WeightSpec>& specs, const Mode
     }
     Tensor loaded = tensor_from_entry(host, *entry);
     const std::vector<float> values = to_floats(loaded);
-    check_finite(values, path + ": tensor '" + file_name + "'");
+    check_finite(values, dtype, path + ": tensor '" + file_name + "'");
     Tensor t = ctx.empty(spec.shape, dtype);
     from_floats(t, values);  // converts the file's dtype to the workload's
     out.add(spec.name, std::move(t));

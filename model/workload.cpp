@@ -25,7 +25,7 @@ void load_input(Tensor& input, const std::string& path) {
   }
   Context host(Device::cpu());
   const std::vector<float> values = to_floats(tensor_from_entry(host, *entry));
-  check_finite(values, path + ": tensor 'input'");
+  check_finite(values, input.dtype(), path + ": tensor 'input'");
   from_floats(input, values);
 }
 

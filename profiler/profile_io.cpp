@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "runtime/input_file.h"
+#include "runtime/interrupt.h"
 #include "runtime/output_file.h"
 
 namespace blockscope::profiler {
@@ -17,6 +19,9 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kFormatName = "blockscope-profile";
+// The most a saved profile may hold (20,000 steps of a tiny block are ~200 MB): a larger file is
+// a mistake, refused before it is read.
+constexpr uint64_t kMaxProfileBytes = uint64_t{2} << 30;
 constexpr int kVersion = 1;
 
 json dim3_json(const Dim3& d) { return json::array({d.x, d.y, d.z}); }
@@ -257,17 +262,13 @@ void save_profile(const Profile& profile, const std::string& path) {
 }
 
 Profile load_profile(const std::string& path) {
-  std::ostringstream text;
-  if (path == "-") {  // standard input: `... | blockscope diff - after.json`
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError("cannot read profile '" + path + "': no such file or not readable");
-    text << in.rdbuf();
-  }
+  // A regular file, or standard input (`... | blockscope diff - after.json`), of at most
+  // kMaxProfileBytes: /dev/zero is refused, not read until memory runs out.
+  const std::string text = read_input_file(path, "profile", kMaxProfileBytes);
+  check_interrupted(("after reading " + path).c_str());
   json document;
   try {
-    document = json::parse(text.str());
+    document = json::parse(text);
   } catch (const json::parse_error& error) {
     throw InputError(path + ": not valid JSON: " + error.what());
   }

@@ -1,5 +1,7 @@
 #include "runtime/interrupt.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <string>
 
@@ -12,19 +14,32 @@ namespace {
 volatile std::sig_atomic_t g_signal = 0;
 
 extern "C" void on_interrupt(int signal) {
+  if (signal == SIGPIPE) {
+    // Every later write to the closed pipe would raise it again: from now on those writes just
+    // fail, and the command stops at its next check like after a Ctrl-C.
+    std::signal(SIGPIPE, SIG_IGN);
+    if (g_signal == 0) g_signal = signal;
+    return;
+  }
   if (g_signal != 0) {  // the second one: no more waiting for a step to end
     std::signal(signal, SIG_DFL);
     std::raise(signal);
     return;
   }
   g_signal = signal;
+  // Said at once (write(2) is async-signal-safe), so the first Ctrl-C is never met with
+  // silence while a step finishes.
+  static const char kMessage[] = "\nblockscope: stopping after this step (send it again to stop at once)\n";
+  const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
 }
 
 }  // namespace
 
 void install_interrupt_handlers() {
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  // SIGHUP (the terminal closed) and SIGPIPE (`blockscope profile ... | head -1`) stop the
+  // command like SIGINT: temporaries and partial outputs removed, exit 128 + the signal.
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(signal, on_interrupt);
 }
 
 int interrupt_signal() { return g_signal; }
@@ -32,7 +47,11 @@ int interrupt_signal() { return g_signal; }
 void check_interrupted(const char* where) {
   const int signal = g_signal;
   if (signal == 0) return;
-  const std::string name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : std::to_string(signal);
+  const std::string name = signal == SIGINT    ? "SIGINT"
+                           : signal == SIGTERM ? "SIGTERM"
+                           : signal == SIGHUP  ? "SIGHUP"
+                           : signal == SIGPIPE ? "SIGPIPE"
+                                               : std::to_string(signal);
   throw Error(ErrorKind::interrupted, "interrupted by " + name + " " + where);
 }
 

@@ -1,8 +1,9 @@
-// Ctrl-C (SIGINT) and SIGTERM: the handler only records the signal; long work polls
+// Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGPIPE: the handler records the signal and says on
+// stderr that the command stops after this step (not for SIGPIPE); long work polls
 // check_interrupted() between steps (the profiler's schedule, the CLI's timing and check
 // loops, output writers between writes), which throws an Error of kind `interrupted`. The
 // exception unwinds normally — temporaries are removed by their destructors, the CLI removes
-// what the command already wrote — and the CLI exits 128 + the signal (130, 143). A second
+// what the command already wrote — and the CLI exits 128 + the signal (130, 143, 129, 141). A second
 // signal while the first is handled ends the process at once.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "runtime/output_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,14 +52,73 @@ std::string directory_of(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
+// A symlink that never reaches a file (a -> b -> a): writing "its target" would replace the
+// other link.
+bool is_symlink_loop(const std::string& path) {
+  if (!is_symlink(path)) return false;
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) == nullptr && errno == ELOOP;
+}
+
+// Whether `path` is the process's standard output, which the tables are printed to (an output
+// written there would be interleaved with them). /dev/null does not count: nothing is read
+// from it.
+bool is_standard_output(const std::string& path) {
+  struct stat out, file;
+  if (::fstat(STDOUT_FILENO, &out) != 0 || ::stat(path.c_str(), &file) != 0) return false;
+  if (S_ISCHR(out.st_mode)) {
+    struct stat null_device;
+    if (::stat("/dev/null", &null_device) == 0 && out.st_rdev == null_device.st_rdev) return false;
+  }
+  return out.st_dev == file.st_dev && out.st_ino == file.st_ino;
+}
+
+// The temporary a file is written to before it is renamed over `target`: in the same directory,
+// hidden, named after the file and the process — shortened so that it stays a legal name
+// (NAME_MAX, 255 bytes) whatever the target's.
+std::string temporary_for(const std::string& target) {
+  const fs::path path(target);
+  const std::string suffix = ".tmp." + std::to_string(::getpid());
+  std::string base = path.filename().string();
+  if (base.size() + suffix.size() + 1 > NAME_MAX) base = base.substr(0, NAME_MAX - suffix.size() - 1);
+  return (path.parent_path() / ("." + base + suffix)).string();
+}
+
+// Whether a new file can be made in `directory` — tried, not inferred from permission bits
+// (root passes every access() check, yet cannot create files in /proc or on a read-only
+// file system). The probe is removed at once.
+std::string cannot_create_in(const std::string& directory) {
+  const std::string probe = (fs::path(directory) / (".blockscope-probe." + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return errno == EEXIST ? std::string() : std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
 // Why `path` cannot be an output, or "" when it can.
 std::string refusal(const std::string& path) {
   if (path.empty()) return "the path is empty";
+  if (path == "-") return "'-' is not a file here (standard output carries the tables): name a file";
+  if (is_symlink_loop(path)) return "it is a symlink loop";
+  if (is_standard_output(path)) return "it is standard output, where the tables go: name a file";
   const std::string target = resolved_target(path);
+  if (fs::path(target).filename().string().size() > NAME_MAX) {
+    return "its name is longer than " + std::to_string(NAME_MAX) + " bytes";
+  }
   switch (kind_of(target)) {
     case Kind::directory: return "it is a directory";
-    case Kind::other:
-      return ::access(target.c_str(), W_OK) == 0 ? "" : std::string("it is not writable: ") + std::strerror(errno);
+    case Kind::other: {
+      if (::access(target.c_str(), W_OK) != 0) return std::string("it is not writable: ") + std::strerror(errno);
+      // A FIFO nobody reads would block the command at its end (and Ctrl-C with it).
+      struct stat info;
+      if (::stat(target.c_str(), &info) == 0 && S_ISFIFO(info.st_mode)) {
+        const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd < 0) return errno == ENXIO ? "it is a FIFO that no process is reading" : std::string("it cannot be opened: ") + std::strerror(errno);
+        ::close(fd);
+      }
+      return "";
+    }
     case Kind::regular:
       if (::access(target.c_str(), W_OK) != 0) return std::string("it is not writable: ") + std::strerror(errno);
       [[fallthrough]];
@@ -68,6 +128,9 @@ std::string refusal(const std::string& path) {
       if (kind_of(directory) != Kind::directory) return "its directory '" + directory + "' does not exist";
       if (::access(directory.c_str(), W_OK | X_OK) != 0) {
         return "its directory '" + directory + "' is not writable: " + std::strerror(errno);
+      }
+      if (const std::string why = cannot_create_in(directory); !why.empty()) {
+        return "no file can be created in its directory '" + directory + "': " + why;
       }
       return "";
     }
@@ -84,9 +147,7 @@ OutputFile::OutputFile(std::string path, std::string what) : path_(std::move(pat
   if (kind_of(target_) == Kind::other) {
     file_ = std::fopen(target_.c_str(), "wb");  // a device or FIFO: in place
   } else {
-    const fs::path target(target_);
-    temporary_ = (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid())))
-                     .string();
+    temporary_ = temporary_for(target_);
     file_ = std::fopen(temporary_.c_str(), "wb");
   }
   if (file_ == nullptr) {

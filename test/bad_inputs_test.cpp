@@ -17,9 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test/support/test_support.h"
 #include "model/config.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+#include "runtime/terminal_output.h"
 
 namespace fs = std::filesystem;
 namespace bs = blockscope;
@@ -27,11 +29,7 @@ namespace bs = blockscope;
 namespace {
 
 fs::path scratch() {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_bad_inputs" /
-                       (std::string(test->name()) + "." + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  return bs::testing::test_scratch_dir();
 }
 
 std::string write(const fs::path& path, const std::string& text) {
@@ -69,9 +67,10 @@ struct CliResult {
   std::string out, err;
 };
 
-CliResult run_cli(const std::vector<std::string>& args) {
+// `env`: assignments put before the command ("BLOCKSCOPE_PEAK_CACHE=/x ").
+CliResult run_cli(const std::vector<std::string>& args, const std::string& env = "") {
   const fs::path dir = scratch();
-  std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
+  std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 " + env + "'" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
   for (const std::string& arg : args) command += " '" + arg + "'";
   command += " >'" + (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
   const int status = std::system(command.c_str());
@@ -134,6 +133,21 @@ TEST(BadInputs, HuggingFaceFeaturesWeDoNotImplementAreRefused) {
            "activation_function: 'relu'");
   hf_error("{\"model_type\": \"gpt2\", \"scale_attn_by_inverse_layer_idx\": true, \"n_embd\": 32, \"n_head\": 4}",
            "scale_attn_by_inverse_layer_idx: true is not implemented");
+  // Round 3: settings that ran silently as another model.
+  hf_error("{\"model_type\": \"gpt2\", \"scale_attn_weights\": false, \"n_embd\": 32, \"n_head\": 4}",
+           "scale_attn_weights: false is not implemented");
+  hf_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_theta\": 500000.0, \"rope_type\": \"llama3\", "
+           "\"factor\": 8.0}, " + llama + "}",
+           "rope_parameters.rope_type: 'llama3' (RoPE scaling) is not implemented");
+  hf_error("{\"model_type\": \"llama\", \"hidden_size\": 64, " + llama + "}",
+           "key 'hidden_size' appears twice in one object");
+  hf_error("{\"model_type\": \"llama\", " + llama, "weights.config: not valid JSON");
+  // transformers v5's rope_parameters with the default type: its theta is the model's.
+  const std::string v5 = write(dir / "v5.json", "{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_theta\": 500000.0, "
+                                                "\"rope_type\": \"default\"}, " + llama + "}");
+  const bs::WorkloadConfig loaded = bs::load_config_text(
+      std::string("workload: block\nweights: {config: ") + v5 + "}\ninput: {batch: 1, seq_len: 8}\n", "v5.yaml");
+  EXPECT_EQ(loaded.model.rope_theta, 500000.0) << "before: ran with 10000";
 }
 
 TEST(BadInputs, ConfigsThatWouldBeReadOnlyInPartAreRefused) {
@@ -143,6 +157,21 @@ TEST(BadInputs, ConfigsThatWouldBeReadOnlyInPartAreRefused) {
   // A marker before the content only opens the (one) document.
   EXPECT_EQ(bs::load_config_text(std::string("---\n") + kTinyBlock, "leading-marker.yaml").kind,
             bs::load_config_text(kTinyBlock, "plain.yaml").kind);
+  // Content after a document end marker would be dropped (before: silently).
+  expect_config_error(std::string(kTinyBlock) + "...\nseed: 7\n", ":5: content after the document end marker '...'");
+  EXPECT_EQ(bs::load_config_text(std::string(kTinyBlock) + "...\n# only a comment after it\n", "end.yaml").kind,
+            bs::WorkloadKind::block);
+  // Text that is not UTF-8 is refused where it is (before: exit 3 after the run, from the JSON
+  // library, when the name was written).
+  expect_config_error(std::string("name: \"caf\xe9\"\n") + kTinyBlock, ":1:11: not valid UTF-8 text");
+  expect_config_error(kTinyBlock, "--set 'name=\xff': not valid UTF-8", {"name=\xff"});
+  // Values outside what a model can mean, with file, line and key (before: 1e-300 refused
+  // later without them, 1e-40 accepted and failed `check`).
+  for (const char* theta : {"1e-300", "1e-40", "0.5", "1e20"}) {
+    expect_config_error(std::string(kTinyBlock) + "", std::string("model.rope_theta: must be from 1 to 1e+12, got ") + theta,
+                        {std::string("model.rope_theta=") + theta});
+  }
+  expect_config_error(kTinyBlock, "model.norm_eps: must be from 1e-30 to 1, got 1e-40", {"model.norm_eps=1e-40"});
   // weights.layer picks a layer of weights.file: with random init it would mean nothing.
   expect_config_error(std::string(kTinyBlock) + "weights: {init: random, layer: 3}\n", "weights.layer: picks the first layer");
   // A directory is not an empty config.
@@ -297,18 +326,195 @@ TEST(BadInputs, InterruptStopsBetweenStepsAndLeavesNothing) {
   const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1000000}}\n");
   const fs::path out = dir / "out";
   fs::create_directories(out);
-  for (const char* signal : {"INT", "TERM"}) {
+  for (const char* signal : {"INT", "TERM", "HUP"}) {
     const std::string command = "timeout --foreground --preserve-status -s " + std::string(signal) + " 1.5 '" +
                                 std::string(BLOCKSCOPE_CLI_PATH) + "' profile '" + config + "' --trace '" +
                                 (out / "t.json").string() + "' --save '" + (out / "p.json").string() + "' >/dev/null 2>'" +
                                 (dir / "err.txt").string() + "'";
     const int status = std::system(command.c_str());
     ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), std::string(signal) == "INT" ? 130 : 143) << read(dir / "err.txt");
-    EXPECT_NE(read(dir / "err.txt").find("interrupted by SIG" + std::string(signal)), std::string::npos)
-        << read(dir / "err.txt");
+    const std::string name = signal;
+    EXPECT_EQ(WEXITSTATUS(status), name == "INT" ? 130 : name == "TERM" ? 143 : 129) << read(dir / "err.txt");
+    EXPECT_NE(read(dir / "err.txt").find("interrupted by SIG" + name), std::string::npos) << read(dir / "err.txt");
+    // Acknowledged when it arrives, not only when the step ends.
+    EXPECT_NE(read(dir / "err.txt").find("blockscope: stopping after this step"), std::string::npos) << read(dir / "err.txt");
     EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 0) << "files left in " << out;
   }
+}
+
+// ---- files that must never be replaced -------------------------------------------------------
+
+// The peak cache is written like any output, and only over a peak cache: a config, a FIFO or a
+// device named by BLOCKSCOPE_PEAK_CACHE stays what it was (before: replaced by the cache, even
+// /dev/null as root); a symlink keeps pointing at the cache it names.
+TEST(BadInputs, ThePeakCacheReplacesOnlyAPeakCache) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::string cache_env = "BLOCKSCOPE_PEAK_CACHE=";
+  CliResult r = run_cli({"info"}, cache_env + config + " ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read(dir / "block.yaml"), kTinyBlock) << "the config is not a cache";
+  EXPECT_NE(r.err.find("not cached in '" + config + "': it holds something else than a peak cache"), std::string::npos)
+      << r.err;
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  r = run_cli({"info"}, cache_env + fifo + " timeout 60 ");  // a regression would block on the FIFO: fail, not hang
+  EXPECT_EQ(r.code, 0) << r.err;
+  struct stat info;
+  ASSERT_EQ(::stat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode)) << "still a FIFO";
+  // A symlink to a cache: the cache is written, the link stays.
+  const fs::path real = dir / "real-cache.json", link = dir / "link.json";
+  fs::create_symlink(real, link);
+  r = run_cli({"info"}, cache_env + link.string() + " ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(link));
+  const nlohmann::json cache = nlohmann::json::parse(read(real), nullptr, false);
+  ASSERT_TRUE(cache.is_object()) << read(real);
+  EXPECT_GE(cache.size(), 1u) << "an entry per dtype info asked for";
+  // A damaged figure (1e-300 TFLOP/s) is measured anew, never printed as a 300-digit %.
+  nlohmann::json damaged = cache;
+  for (auto& [key, entry] : damaged.items()) entry["tflops"] = 1e-300;
+  write(real, damaged.dump());
+  r = run_cli({"info"}, cache_env + real.string() + " ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const nlohmann::json remeasured = nlohmann::json::parse(read(real));
+  EXPECT_EQ(remeasured.size(), damaged.size());
+  for (const auto& [key, entry] : remeasured.items()) EXPECT_GT(entry["tflops"].get<double>(), 1e-6) << key;
+  // Overrides outside what a machine can have are refused by name.
+  for (const char* value : {"inf", "1e400", "nan", "-1", "0", "2e9"}) {
+    r = run_cli({"info"}, std::string("BLOCKSCOPE_CPU_PEAK_TFLOPS=") + value + " BLOCKSCOPE_CPU_PEAK_GBPS=10 ");
+    EXPECT_EQ(r.code, 2) << value << ": " << r.err;
+    EXPECT_NE(r.err.find("BLOCKSCOPE_CPU_PEAK_TFLOPS must be a number from"), std::string::npos) << r.err;
+  }
+}
+
+// Output paths refused before any work: a symlink loop (before: the other link was replaced),
+// standard output (before: swallowed the tables), '-' (before: a file named '-'), a name whose
+// temporary would be too long (before: failed after the whole profile), a directory no file can
+// be created in (/proc: before, failed after the run).
+TEST(BadInputs, OutputsThatCannotBeWrittenAreRefusedBeforeAnyWork) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  fs::create_symlink(dir / "b.json", dir / "a.json");
+  fs::create_symlink(dir / "a.json", dir / "b.json");
+  CliResult r = run_cli({"profile", config, "--trace", (dir / "a.json").string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("it is a symlink loop"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "a.json") && fs::is_symlink(dir / "b.json")) << "both links stay links";
+  EXPECT_EQ(r.out.find("Step verdict"), std::string::npos) << "refused before the run";
+  r = run_cli({"profile", config, "--trace", "-"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("'-' is not a file here"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists("-"));
+  // A 250-byte name is legal; its temporary (".name.tmp.PID") is shortened to stay legal.
+  const std::string long_name = (dir / (std::string(245, 'p') + ".json")).string();
+  r = run_cli({"profile", config, "--save", long_name});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(long_name));
+  r = run_cli({"profile", config, "--save", (dir / (std::string(256, 'p'))).string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("its name is longer than 255 bytes"), std::string::npos) << r.err;
+  r = run_cli({"profile", config, "--trace", "/proc/blockscope-test.json"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("its directory '/proc'"), std::string::npos) << r.err;  // not writable, or (root) no file made
+  EXPECT_EQ(r.out.find("Step verdict"), std::string::npos) << "refused before the run";
+  // Standard output as an output file, with the tables going there too.
+  const std::string command = std::string("'") + BLOCKSCOPE_CLI_PATH + "' profile '" + config + "' --trace /dev/stdout > '" +
+                              (dir / "tables.txt").string() + "' 2> '" + (dir / "err.txt").string() + "'";
+  const int status = std::system(command.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2) << read(dir / "err.txt");
+  EXPECT_NE(read(dir / "err.txt").find("it is standard output, where the tables go"), std::string::npos)
+      << read(dir / "err.txt");
+}
+
+// A reader closing the pipe (`| head -1`) stops the command like Ctrl-C: exit 141, and no
+// temporary or partial output left (before: killed by SIGPIPE, `.t.json.tmp.PID` left behind).
+TEST(BadInputs, ABrokenPipeStopsTheCommandAndLeavesNothing) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 200}}\n"
+                                                      "compare: [{attention: naive}, {attention: inplace}]\n");
+  const fs::path out = dir / "out";
+  fs::create_directories(out);
+  const std::string command = "bash -c \"'" + std::string(BLOCKSCOPE_CLI_PATH) + "' profile '" + config + "' --trace '" +
+                              (out / "t.json").string() + "' 2>'" + (dir / "err.txt").string() +
+                              "' | head -c 1 >/dev/null; exit \\${PIPESTATUS[0]}\"";
+  const int status = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 141) << read(dir / "err.txt");
+  EXPECT_NE(read(dir / "err.txt").find("interrupted by SIGPIPE"), std::string::npos) << read(dir / "err.txt");
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 0) << "files left in " << out;
+}
+
+// Inputs that are not regular files are refused at once: a device is not read until memory
+// runs out (before: `run /dev/urandom` took 24 GB in 10 s), a FIFO does not block the run with
+// Ctrl-C ignored; standard input cannot be read twice.
+TEST(BadInputs, InputsThatAreNotRegularFilesAreRefused) {
+  const fs::path dir = scratch();
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string profile = (dir / "p.json").string();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  ASSERT_EQ(run_cli({"profile", config, "--save", profile}).code, 0);
+  const std::string limit = "timeout 60 ";  // a regression would block: fail, not hang
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"run", "/dev/urandom"}, "config '/dev/urandom': it is a FIFO or a device, not a regular file"},
+      {{"run", fifo}, "it is a FIFO or a device, not a regular file"},
+      {{"diff", "/dev/zero", profile}, "profile '/dev/zero': it is a FIFO or a device, not a regular file"},
+      {{"diff", fifo, profile}, "it is a FIFO or a device, not a regular file"},
+      {{"diff", dir.string(), profile}, "it is a directory"},
+      {{"diff", "-", "-"}, "'-' given twice"},
+      {{"report", "-", "-", "-o", (dir / "r.html").string()}, "'-' given more than once"},
+      {{"run", config, "--set", "weights={init: file, file: " + fifo + "}"}, "weights.file: cannot read '" + fifo + "': it is a FIFO"},
+      {{"run", config, "--set", "input.file=" + fifo}, "input.file: cannot read '" + fifo + "': it is a FIFO"},
+      {{"run", config, "--set", "weights={init: file, file: /dev/zero}"}, "it is a FIFO or a device"},
+      {{"run", config, "--set", "weights={config: " + dir.string() + "}"}, "weights.config: cannot read Hugging Face config"},
+      {{"profile", config, "--trace", fifo}, "it is a FIFO that no process is reading"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[0] + " " + c.args[1]);
+    const CliResult r = run_cli(c.args, limit);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+}
+
+// ---- terminal safety -----------------------------------------------------------------------------
+
+// A name or key with an ESC sequence, a carriage return or a C1 control is printed as visible
+// text (before: raw, so `name: "\e[2J"` cleared the user's screen); JSON stays valid and keeps
+// the exact name.
+TEST(BadInputs, ControlCharactersFromInputAreEscapedWhenPrinted) {
+  EXPECT_EQ(bs::terminal_safe("a\x1b[31mb\rc\td\ne\x7f"), "a\\x1b[31mb\\x0dc\td\ne\\x7f");
+  EXPECT_EQ(bs::terminal_safe("csi \xc2\x9b" "2J, é \xc3\xa9, lone \xc2"), "csi \\u009b2J, é \xc3\xa9, lone \xc2");
+  const fs::path dir = scratch();
+  const std::string config =
+      write(dir / "evil.yaml", std::string("name: \"evil\\e[2J\\rX\\u009b\"\n") + kTinyBlock + "compare: [{attention: naive}]\n");
+  for (const char* command : {"run", "profile"}) {
+    SCOPED_TRACE(command);
+    const CliResult run = run_cli({command, config, "--device", "cpu"});
+    ASSERT_EQ(run.code, 0) << run.err;
+    for (const std::string* text : {&run.out, &run.err}) {
+      EXPECT_EQ(text->find('\x1b'), std::string::npos);
+      EXPECT_EQ(text->find('\r'), std::string::npos);
+      EXPECT_EQ(text->find("\xc2\x9b"), std::string::npos);
+    }
+    EXPECT_NE(run.out.find("evil\\x1b[2J\\x0dX\\u009b"), std::string::npos) << run.out;
+  }
+  const CliResult json = run_cli({"profile", config, "--device", "cpu", "--format", "json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  const nlohmann::json parsed = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << json.out.substr(0, 300);
+  EXPECT_EQ(parsed["workload"].get<std::string>().rfind("evil\x1b[2J\rX\xc2\x9b", 0), 0u) << "the exact name";
+  // Messages: a key from --set, escaped on stderr.
+  const CliResult key = run_cli({"run", config, "--set", "model.d_m\x1b[0model=64"});
+  EXPECT_EQ(key.code, 2);
+  EXPECT_EQ(key.err.find('\x1b'), std::string::npos) << key.err;
+  EXPECT_NE(key.err.find("\\x1b[0m"), std::string::npos) << key.err;
 }
 
 // ---- non-finite values -------------------------------------------------------------------------
@@ -338,6 +544,29 @@ TEST(BadInputs, NonFiniteWeightsAreRefusedOnLoadNamingTheTensor) {
   EXPECT_EQ(run.code, 2) << run.err;
   EXPECT_NE(run.err.find("tensor 'model.layers.0.self_attn.k_proj.weight' holds nan at index 0"), std::string::npos)
       << run.err;
+}
+
+// f32 weights that are finite but overflow the run's dtype: refused after the conversion,
+// naming the tensor, the value and the dtype (before: the f16 run held inf and exited 0).
+TEST(BadInputs, WeightsThatOverflowTheRunsDtypeAreRefused) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::string dump = (dir / "block.safetensors").string();
+  ASSERT_EQ(run_cli({"run", config, "--dump", dump}).code, 0);
+  const float big = 70000.0f;  // f16's largest finite value is 65504
+  poison(dump, "model.layers.0.mlp.up_proj.weight", std::string(reinterpret_cast<const char*>(&big), 4), 1);
+  const std::string from_file = write(dir / "from_file.yaml", std::string(kTinyBlock) + "weights: {file: " + dump + "}\n");
+  EXPECT_EQ(run_cli({"run", from_file}).code, 0) << "finite in f32, the file's own dtype";
+  EXPECT_EQ(run_cli({"run", from_file, "--dtype", "bf16"}).code, 0) << "finite in bf16";
+  const CliResult run = run_cli({"run", from_file, "--dtype", "f16"});
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_NE(run.err.find("tensor 'model.layers.0.mlp.up_proj.weight' holds 70000 at index 0, which is inf in f16"),
+            std::string::npos)
+      << run.err;
+  // 65504 itself is f16's largest finite value: accepted.
+  const float largest = 65504.0f;
+  poison(dump, "model.layers.0.mlp.up_proj.weight", std::string(reinterpret_cast<const char*>(&largest), 4), 1);
+  EXPECT_EQ(run_cli({"run", from_file, "--dtype", "f16"}).code, 0);
 }
 
 TEST(BadInputs, CheckFiniteNamesTheFirstOpWithANonFiniteOutput) {

@@ -253,7 +253,7 @@ TEST(Weights, FromSafetensorsWithLayerShiftGiveTheSameOutput) {
     tensors.emplace_back("model.layers.5." + name.substr(std::string("model.layers.0.").size()), tensor);
   }
   tensors.emplace_back("model.embed_tokens.weight", bs::init::normal_tensor(ctx, "e", {3, 32}, bs::DType::f32, 1, 0, 1));
-  const std::string dir = ::testing::TempDir();
+  const std::string dir = bs::testing::scratch_root().string();
   const std::string file = dir + "/block_test_weights.safetensors";
   bs::write_safetensors(file, tensors);
 
@@ -303,7 +303,7 @@ TEST(Weights, Gpt2CheckpointNamesUnderTransformerPrefixAreFound) {
   std::vector<std::pair<std::string, bs::Tensor>> tensors;
   for (const auto& [name, tensor] : original.inputs_and_weights())
     if (name != "input") tensors.emplace_back("transformer." + name, tensor);
-  const std::string file = ::testing::TempDir() + "/block_test_gpt2.safetensors";
+  const std::string file = (bs::testing::scratch_root() / "block_test_gpt2.safetensors").string();
   bs::write_safetensors(file, tensors);
   const bs::WorkloadConfig from_file =
       bs::load_config_text(block_yaml("gpt2", seed, model, "stack"), "t", {"model.n_layers=2", "weights={file: " + file + "}"});

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "test/support/test_support.h"
 #include "runtime/context.h"
 #include "model/safetensors.h"
 
@@ -38,9 +39,7 @@ std::string read_file(const fs::path& path) {
 }
 
 fs::path temp_dir() {
-  const fs::path dir = fs::path(::testing::TempDir()) / ("blockscope_cli_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  return blockscope::testing::test_scratch_dir();
 }
 
 std::string quote(const std::string& arg) {
@@ -260,7 +259,7 @@ TEST(Cli, UsageErrorsExitTwo) {
     EXPECT_EQ(r.err.rfind("blockscope: ", 0), 0u) << "stderr names the tool: " << r.err;
   }
   const Result missing = run_cli({"run", "/nonexistent/config.yaml"});
-  EXPECT_NE(missing.err.find("cannot open config file '/nonexistent/config.yaml'"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("config '/nonexistent/config.yaml': no such file"), std::string::npos) << missing.err;
 }
 
 TEST(Cli, DeviceWithoutAGpuIsAnInputError) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "test/support/test_support.h"
 #include "model/config.h"
 #include "reference/families.h"
 #include "runtime/error.h"
@@ -21,11 +22,7 @@ namespace {
 // Files of one test in a directory of their own: ctest runs the tests of this binary in
 // parallel processes, which must not write each other's case.yaml.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) / "blockscope_config_test" /
-                       (std::string(test ? test->name() : "none") + "." + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path path = dir / name;
+  const fs::path path = blockscope::testing::test_scratch_dir() / name;
   std::ofstream(path) << text;
   return path.string();
 }
@@ -241,7 +238,8 @@ TEST(Config, MissingFileIsAnInputError) {
     FAIL() << "no error";
   } catch (const bs::Error& error) {
     EXPECT_EQ(error.kind(), bs::ErrorKind::invalid_input);
-    EXPECT_NE(error.message().find("cannot open config file '/nonexistent/blockscope.yaml'"), std::string::npos);
+    EXPECT_NE(error.message().find("config '/nonexistent/blockscope.yaml': no such file"), std::string::npos)
+        << error.message();
   }
 }
 
@@ -326,7 +324,7 @@ TEST(Config, WeightsSection) {
   expect_error_at(std::string(kBlock) + "weights: {init: random, file: x.safetensors}\n", 7, 17,
                   "weights.init: is random but weights.file is set");
   expect_error_at(std::string(kBlock) + "weights: {file: /nonexistent/w.safetensors}\n", 7, 17,
-                  "weights.file: cannot open '/nonexistent/w.safetensors'");
+                  "weights.file: cannot read '/nonexistent/w.safetensors': no such file");
 }
 
 TEST(Config, EditDistance) {

@@ -42,7 +42,7 @@ class ScratchDir : public ::testing::Test {
  protected:
   void SetUp() override {
     if (run("command -v bash").status != 0) GTEST_SKIP() << "bash is not installed";
-    dir_ = fs::temp_directory_path() /
+    dir_ = blockscope::testing::scratch_root() /
            ("blockscope_cuda_tools_" + std::to_string(blockscope::testing::fresh_seed()));
     fs::create_directories(dir_);
   }

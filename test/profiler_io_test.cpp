@@ -97,7 +97,7 @@ TEST(ProfileJson, ScheduleRoundTripsAndIsOptional) {
 class ProfileFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("blockscope_io_" + std::to_string(testing::fresh_seed()));
+    dir_ = testing::scratch_root() / ("blockscope_io_" + std::to_string(testing::fresh_seed()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "test/support/test_support.h"
 #include "profiler/html_report.h"
 #include "profiler/table.h"
 #include "runtime/error.h"
@@ -153,7 +154,7 @@ ErrorKind error_kind(Call call) {
 
 TEST(HtmlReport, WrittenLikeEveryOutput) {
   EXPECT_EQ(error_kind([] { html_report({}, {}); }), ErrorKind::invalid_input);
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("html_report_" + std::to_string(::getpid()));
+  const std::filesystem::path dir = testing::scratch_root() / "html_report";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "r.html").string();
   write_html_report({random_profile(3, 2)}, {}, path);

@@ -182,7 +182,7 @@ TEST(ChromeTrace, OneTraceHoldsEveryVariant) {
     profiles.back().label = "variant " + std::to_string(v);
     for (size_t i = 0; i < profiles.back().ops.size(); ++i) profiles.back().ops[i].peak_bytes = 4096 * (i + 1);
   }
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("blockscope_trace_v_" + std::to_string(seed));
+  const std::filesystem::path dir = testing::scratch_root() / ("blockscope_trace_v_" + std::to_string(seed));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "all.json").string();
   {
@@ -221,7 +221,7 @@ TEST(ChromeTrace, OneTraceHoldsEveryVariant) {
 
 TEST(ChromeTrace, WriteIsAtomicAndErrorsNameThePath) {
   const Profile profile = testing::random_profile(testing::fresh_seed(), 1);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+  const std::filesystem::path dir = testing::scratch_root() /
                                     ("blockscope_trace_" + std::to_string(testing::fresh_seed()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "trace.json").string();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -30,7 +31,7 @@ class Safetensors : public ::testing::Test {
  protected:
   void SetUp() override {
     static int counter = 0;
-    dir_ = fs::path(::testing::TempDir()) /
+    dir_ = blockscope::testing::scratch_root() /
            ("blockscope_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -414,9 +415,13 @@ TEST_F(Safetensors, EveryMalformedFileHasItsOwnMessage) {
 }
 
 TEST_F(Safetensors, MissingFileOrDirectoryIsNamed) {
-  expect_read_error(path("absent.safetensors"), "cannot open safetensors file");
+  expect_read_error(path("absent.safetensors"), "absent.safetensors': no such file");
   fs::create_directory(path("a_directory"));
-  expect_read_error(path("a_directory"), "is a directory, not a file");
+  expect_read_error(path("a_directory"), "a_directory': it is a directory");
+  // Not regular files: a device is not read without end, a FIFO does not block the run.
+  expect_read_error("/dev/zero", "safetensors file '/dev/zero': it is a FIFO or a device, not a regular file");
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  expect_read_error(path("fifo"), "fifo': it is a FIFO or a device, not a regular file");
 }
 
 // A header length over the 100 MB cap (in a sparse file big enough that the length alone fits)

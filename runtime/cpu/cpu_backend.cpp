@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,19 +20,28 @@
 #include "runtime/context.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
+#include "runtime/input_file.h"
+#include "runtime/output_file.h"
 
 namespace blockscope {
 namespace {
 
-// A positive number from an environment variable, 0 when unset; an InputError naming the
-// variable when it is set to something else.
-double env_figure(const char* variable) {
+// Peak figures a machine can have: from a millionth of a TFLOP/s to a million (an exaflop), from
+// a thousandth of a GB/s to ten million. Outside them a figure is a typo or damage: it would
+// print every % of peak as 0 or as hundreds of digits.
+constexpr double kMinTflops = 1e-6, kMaxTflops = 1e6, kMinGbps = 1e-3, kMaxGbps = 1e7;
+bool plausible_tflops(double value) { return value >= kMinTflops && value <= kMaxTflops; }
+bool plausible_gbps(double value) { return value >= kMinGbps && value <= kMaxGbps; }
+
+// A number in [min, max] from an environment variable, 0 when unset; an InputError naming the
+// variable and the range when it is set to anything else (inf, 1e400, nan, -1, "fast").
+double env_figure(const char* variable, double min, double max) {
   const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return 0;
   char* end = nullptr;
   const double value = std::strtod(text, &end);
-  BS_CHECK_INPUT(end != text && *end == '\0' && value > 0, "environment variable ", variable,
-                 " must be a positive number, got '", text, "'");
+  BS_CHECK_INPUT(end != text && *end == '\0' && std::isfinite(value) && value >= min && value <= max,
+                 "environment variable ", variable, " must be a number from ", min, " to ", max, ", got '", text, "'");
   return value;
 }
 
@@ -110,6 +121,7 @@ std::string peak_cache_path() {
 
 // The cached figures for `key`, or false. A cache that cannot be read is ignored (measured anew).
 bool read_cached_peaks(const std::string& path, const std::string& key, double* tflops, double* gbps) {
+  if (!input_file_problem(path).empty()) return false;  // missing, or a FIFO or device: never opened
   std::ifstream in(path);
   if (!in) return false;
   const nlohmann::json cache = nlohmann::json::parse(in, nullptr, false);
@@ -119,31 +131,55 @@ bool read_cached_peaks(const std::string& path, const std::string& key, double* 
     return false;
   *tflops = entry["tflops"].get<double>();
   *gbps = entry["gbps"].get<double>();
-  return *tflops > 0 && *gbps > 0;
+  // A figure no CPU reaches (a damaged or hand-edited cache) is measured anew.
+  return plausible_tflops(*tflops) && plausible_gbps(*gbps);
 }
 
-// Adds `key` to the cache (temporary file + rename: a concurrent reader sees the old or the new
-// file, never half of one). Failing to write only costs a measurement next time.
-void write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
-  std::error_code error;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-  nlohmann::json cache = nlohmann::json::object();
-  if (std::ifstream in(path); in) {
-    nlohmann::json old = nlohmann::json::parse(in, nullptr, false);
-    if (old.is_object()) cache = old;
-  }
-  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 GEMM in the dtype, 64 MiB memcpy"}};
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary);
-    out << cache.dump(2) << "\n";
-    if (!out) {
-      std::filesystem::remove(temporary, error);
-      return;
+// Whether `cache` is a peak cache: a JSON object whose entries are objects with numeric tflops
+// and gbps (what write_cached_peaks writes).
+bool is_peak_cache(const nlohmann::json& cache) {
+  if (!cache.is_object()) return false;
+  for (const auto& [key, entry] : cache.items()) {
+    if (!entry.is_object() || !entry.value("tflops", nlohmann::json()).is_number() ||
+        !entry.value("gbps", nlohmann::json()).is_number()) {
+      return false;
     }
   }
-  std::filesystem::rename(temporary, path, error);
-  if (error) std::filesystem::remove(temporary, error);
+  return true;
+}
+
+// Adds `key` to the cache, written like every output (runtime/output_file.h: a temporary
+// renamed into place, a symlink's target written and the link kept) and only over a cache: a
+// path that is a device, a FIFO or a directory, or a file holding anything but a peak cache
+// (a config, a trace...), is left alone and said once on stderr. Failing to write only costs a
+// measurement next time.
+void write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
+  const auto skip = [&](const std::string& why) {
+    std::cerr << "blockscope: note: the measured peaks are not cached in '" << path << "': " << why << "\n";
+  };
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  nlohmann::json cache = nlohmann::json::object();
+  if (status.type() == std::filesystem::file_type::not_found) {
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+  } else if (error) {
+    return skip(error.message());  // a symlink loop, a directory that cannot be searched
+  } else if (!std::filesystem::is_regular_file(status)) {
+    return skip("it is not a regular file");
+  } else {
+    std::ifstream in(path);
+    cache = nlohmann::json::parse(in, nullptr, false);
+    if (!is_peak_cache(cache)) return skip("it holds something else than a peak cache (BLOCKSCOPE_PEAK_CACHE names a file of its own)");
+  }
+  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 GEMM in the dtype, 64 MiB memcpy"}};
+  try {
+    OutputFile out(path, "peak cache");
+    out.write(cache.dump(2) + "\n");
+    out.commit();
+  } catch (const Error& failure) {
+    if (failure.kind() == ErrorKind::interrupted) throw;
+    skip(failure.what());
+  }
 }
 
 BackendInfo cpu_info(DType dtype) {
@@ -160,8 +196,8 @@ BackendInfo cpu_info(DType dtype) {
   const int threads = omp_get_max_threads();
   info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
                      cpu::gemm_library() + " gemm)";
-  const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS");
-  const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS");
+  const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS", kMinTflops, kMaxTflops);
+  const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS", kMinGbps, kMaxGbps);
   if (tflops_override <= 0 || gbps_override <= 0) {
     std::lock_guard<std::mutex> lock(mutex);
     Measured& m = per_dtype[static_cast<int>(dtype)];

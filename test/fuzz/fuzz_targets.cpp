@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,15 +25,25 @@
 #include "model/safetensors.h"
 #include "profiler/diff.h"
 #include "profiler/html_report.h"
-#include "profiler/table.h"
 #include "profiler/profile_io.h"
+#include "profiler/table.h"
 #include "runtime/error.h"
 
 namespace {
 
-// A file holding `bytes`, for the readers that take a path (one per process, rewritten).
+// A file holding `bytes`, for the readers that take a path (one per process and extension,
+// rewritten for every input, removed when the process exits).
 std::string as_file(const std::string& bytes, const char* extension) {
-  const std::string path = "/tmp/blockscope_fuzz_" + std::to_string(::getpid()) + extension;
+  static struct Written {
+    std::set<std::string> paths;
+    ~Written() {
+      for (const std::string& path : paths) std::remove(path.c_str());
+    }
+  } written;
+  const char* directory = std::getenv("TMPDIR");
+  const std::string path = std::string(directory != nullptr && *directory != '\0' ? directory : "/tmp") +
+                           "/blockscope_fuzz_" + std::to_string(::getpid()) + extension;
+  written.paths.insert(path);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }

@@ -1,12 +1,56 @@
 #include "test/support/test_support.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <random>
 
 namespace blockscope::testing {
+
+namespace {
+
+// The test binary's name, for the scratch directory's ("cli_test").
+std::string program_name() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.empty() ? std::string("test") : name;
+}
+
+// Owns the process's scratch directory: removed when static objects are destroyed at exit,
+// which gtest_main reaches after failed tests as after passed ones.
+struct ScratchRoot {
+  std::filesystem::path path;
+  ScratchRoot() : path(std::filesystem::path(::testing::TempDir()) / ("blockscope_" + program_name() + "_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchRoot() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
+}  // namespace
+
+const std::filesystem::path& scratch_root() {
+  static ScratchRoot root;
+  return root.path;
+}
+
+std::filesystem::path test_scratch_dir() {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test == nullptr ? std::string("outside_tests")
+                                     : std::string(test->test_suite_name()) + "." + test->name();
+  for (char& ch : name)
+    if (ch == '/') ch = '_';  // parameterised names: "Ops/OpHarness.X/add_cpu_f32"
+  const std::filesystem::path dir = scratch_root() / name;
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 uint64_t fresh_seed() {
   if (const char* fixed = std::getenv("BLOCKSCOPE_TEST_SEED")) return std::strtoull(fixed, nullptr, 10);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,15 @@ namespace blockscope::testing {
 // A fresh seed per call (from std::random_device), recorded with SCOPED_TRACE by callers so a
 // failing case can be replayed with BLOCKSCOPE_TEST_SEED=<seed>.
 uint64_t fresh_seed();
+
+// Files the tests write live under one directory per test process,
+// <TempDir>/blockscope_<binary>_<pid>, removed with its contents when the process ends —
+// after failed tests too — so a test run leaves the temporary directory as it found it
+// (`tests_leave_tmp_clean` checks that).
+const std::filesystem::path& scratch_root();
+// The running test's own directory under scratch_root() ("<Suite>.<Test>", created when
+// missing): tests of one binary never share files, in one process or in parallel ones.
+std::filesystem::path test_scratch_dir();
 
 // Uniform values in [lo, hi), never all zero; deterministic for a seed.
 std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);

@@ -5,11 +5,15 @@
 
 #include "profiler/diff.h"
 #include "profiler/profile_io.h"
+#include "runtime/error.h"
 
 namespace blockscope::cli {
 
 int diff_command(Session& session, const std::string& before, const std::string& after) {
   const profiler::Format format = session.format();
+  if (before == "-" && after == "-") {
+    throw InputError("diff: '-' given twice: standard input can be read once (save one of the profiles to a file)");
+  }
   const profiler::Profile a = profiler::load_profile(before);
   const profiler::Profile b = profiler::load_profile(after);
   // Said on stderr whatever the format (the text and JSON diffs also carry them).

@@ -22,6 +22,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
+#include "runtime/terminal_output.h"
 #include "tools/cli/commands.h"
 
 namespace blockscope::cli {
@@ -198,6 +199,7 @@ int run_cli(Session& session, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   namespace bs = blockscope;
+  bs::install_terminal_safe_output();  // names from input never reach the terminal as control characters
   bs::cli::Session session;
   bs::install_interrupt_handlers();
   try {

@@ -18,6 +18,7 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "runtime/terminal_output.h"
 
 namespace blockscope::cli {
 
@@ -41,7 +42,8 @@ class Progress {
   void step(int done, int total) const {
     if (!terminal_) return;
     const int width = 20, filled = total > 0 ? width * done / total : width;
-    std::cerr << "\r\033[Kprofile: [" << index_ + 1 << "/" << variants_ << "] " << label_ << " ["
+    erase_line();
+    std::cerr << "profile: [" << index_ + 1 << "/" << variants_ << "] " << label_ << " ["
               << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << done << "/" << total
               << std::flush;
   }
@@ -49,15 +51,19 @@ class Progress {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profile));
-    if (terminal_) std::cerr << "\r\033[K";
+    if (terminal_) erase_line();
     std::cerr << fmt::format("profile: [{}/{}] {} done in {:.1f} s: median {} per step, CV {:.1f}%\n", index_ + 1,
                              variants_, label_, seconds, profiler::format_time_us(s.median), 100.0 * s.cv());
   }
   void clear() const {
-    if (terminal_) std::cerr << "\r\033[K" << std::flush;
+    if (terminal_) erase_line();
   }
 
  private:
+  // Back to the line's start and erase it: on purpose, so past the filter that escapes the
+  // control characters of everything else (runtime/terminal_output.h).
+  static void erase_line() { raw_stderr() << "\r\033[K" << std::flush; }
+
   size_t variants_;
   bool terminal_;
   size_t index_ = 0;

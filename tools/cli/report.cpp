@@ -2,10 +2,12 @@
 // variant; the first is the base every diff compares against.
 #include "tools/cli/commands.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "profiler/html_report.h"
 #include "profiler/profile_io.h"
+#include "runtime/error.h"
 #include "runtime/output_file.h"
 
 namespace blockscope::cli {
@@ -13,6 +15,9 @@ namespace blockscope::cli {
 int report_command(Session& session, const std::vector<std::string>& inputs, const std::string& output,
                    const std::string& title) {
   // The output is checked before anything is read: not one of the inputs, writable.
+  if (std::count(inputs.begin(), inputs.end(), "-") > 1) {
+    throw InputError("report: '-' given more than once: standard input can be read once");
+  }
   std::vector<std::pair<std::string, std::string>> named_inputs;
   for (const std::string& input : inputs) named_inputs.push_back({"profile", input == "-" ? "" : input});
   blockscope::check_outputs({{"--output", output}}, named_inputs);

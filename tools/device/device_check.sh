@@ -238,7 +238,8 @@ main_run() {
   gpu_slug=$(echo "$gpu_name" | tr 'A-Z' 'a-z' | sed 's/nvidia //; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
   DEST="${OUT:-$ROOT/bench/results/$(date -u +%Y-%m-%d)-${gpu_slug:-gpu}}"
   mkdir -p "$DEST"
-  WORK=$(mktemp -d /tmp/blockscope-device.XXXXXX)
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/blockscope-device.XXXXXX")
+  trap 'rm -rf "$WORK"' EXIT  # on every exit: the kit refused, a failure, the end
   LOGS="$WORK/logs"
   mkdir -p "$LOGS"
   echo "device_check: $gpu_name; results in $DEST; budget ${BUDGET_S}s"
