@@ -131,6 +131,35 @@ size_t first_invalid_utf8(const std::string& text) {
   return std::string::npos;
 }
 
+// Flow collections ([...], {...}) nested deeper than this are refused: a config is a few levels
+// deep, and yaml-cpp meets ~500 with nothing better than "bad file".
+constexpr int kMaxFlowNesting = 64;
+
+// The byte offset where flow collections first nest deeper than kMaxFlowNesting, or npos.
+// Brackets inside quotes and comments do not count.
+size_t too_deep_flow_nesting(const std::string& text) {
+  int depth = 0;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (comment) {
+      comment = ch != '\n';
+    } else if (quote != 0) {
+      if (ch == quote) quote = 0;
+    } else if (ch == '"' || ch == '\'') {
+      quote = ch;
+    } else if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t' || text[i - 1] == '\n')) {
+      comment = true;
+    } else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxFlowNesting) return i;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string::npos;
+}
+
 // "source:line:column" of a byte offset.
 std::string position_of(const std::string& text, size_t offset, const std::string& source) {
   size_t line = 1, column = 1;
@@ -157,6 +186,10 @@ WorkloadConfig parse_text(const std::string& text, const std::string& source, co
     throw InputError(source + ":" + std::to_string(second_document_line) +
                      ": a second YAML document starts here; a config is one document (remove the '---' and what "
                      "follows, or split the file)");
+  }
+  if (const size_t deep = too_deep_flow_nesting(text); deep != std::string::npos) {
+    throw InputError(position_of(text, deep, source) + ": [ ] and { } nest more than " + std::to_string(kMaxFlowNesting) +
+                     " deep here; a config is a few levels deep");
   }
   const int after_end = content_after_document_end(text);
   if (after_end > 0) {

@@ -202,6 +202,12 @@ void read_compare(const Reader& reader, const Section& top, WorkloadConfig& conf
     variant.paths = read_paths(s, config.kind, config.paths, &named);
     if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(s, config.model, variant.paths);
     variant.label = paths_str(variant.paths, named);
+    // The same paths twice would be profiled twice and write one another's outputs.
+    for (size_t j = 0; j < config.compare.size(); ++j) {
+      if (paths_str(config.compare[j].paths) == paths_str(variant.paths)) {
+        reader.fail(entry, path, "duplicates compare[" + std::to_string(j) + "] (" + variant.label + "): remove one");
+      }
+    }
     config.compare.push_back(variant);
   }
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "profiler/summary.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/interrupt.h"
@@ -251,6 +252,13 @@ Profile profile_from_json(const json& document, const std::string& source) {
     kernel.device_start_us = r.number("device_start_us");
     kernel.device_end_us = r.number("device_end_us");
     profile.kernels.push_back(std::move(kernel));
+  }
+  // Every per-step figure divides by active_steps: it must be the number of steps the profile
+  // holds (a 0 would print totals as per-step times, a 1 for five steps five times too much).
+  const size_t steps = kept_steps(profile).size();
+  if (steps > 0 && static_cast<size_t>(profile.active_steps) != steps) {
+    top.fail("active_steps", "is " + std::to_string(profile.active_steps) + ", but the profile holds " +
+                                 std::to_string(steps) + " steps ('step N' regions)");
   }
   return profile;
 }

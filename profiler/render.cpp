@@ -179,10 +179,40 @@ std::string text_cell(const Row& row, size_t index, const Column& column) {
   return column.text ? column.text(row) : cell_text(row[index], column, false);
 }
 
-std::string render(const Rows& rows, Format format, const TextLayout& layout) {
+Rows select_columns(const Rows& rows, const TextLayout& layout) {
+  if (layout.columns.empty()) return rows;
+  std::vector<size_t> keep;
+  for (size_t c = 0; c < rows.columns.size(); ++c)
+    if (rows.columns[c].key == "variant") keep.push_back(c);  // a tidy table's first column stays
+  for (const std::string& name : layout.columns) {
+    for (size_t c = 0; c < rows.columns.size(); ++c) {
+      if ((rows.columns[c].key == name || rows.columns[c].title == name) &&
+          std::find(keep.begin(), keep.end(), c) == keep.end()) {
+        keep.push_back(c);
+      }
+    }
+  }
+  // Text functions read cells by position: CSV and JSON print the raw cells, so the selected
+  // columns keep their keys and lose only what they no longer can compute.
+  Rows out;
+  for (const size_t c : keep) {
+    Column column = rows.columns[c];
+    column.text = nullptr;
+    out.columns.push_back(column);
+  }
+  for (const Row& row : rows.rows) {
+    Row line;
+    for (const size_t c : keep) line.push_back(row[c]);
+    out.rows.push_back(line);
+  }
+  return out;
+}
+
+std::string render(const Rows& all, Format format, const TextLayout& layout) {
   switch (format) {
-    case Format::json: return rows_json(rows).dump(2) + "\n";
+    case Format::json: return rows_json(select_columns(all, layout)).dump(2) + "\n";
     case Format::csv: {
+      const Rows rows = select_columns(all, layout);
       std::vector<std::string> keys;
       for (const Column& column : rows.columns) keys.push_back(column.key);
       std::string out = csv_line(keys);
@@ -195,6 +225,7 @@ std::string render(const Rows& rows, Format format, const TextLayout& layout) {
     }
     case Format::table: break;
   }
+  const Rows& rows = all;
   // Every text cell first; then which columns show: asked for, or all that are not empty on
   // every row, less those dropped (in drop_order) until the table fits.
   const size_t n = rows.columns.size();

@@ -69,11 +69,16 @@ TextLayout parse_columns(const std::string& list, size_t max_width);
 void check_columns(const TextLayout& layout, const std::vector<Column>& known);
 
 // The rows in `format`; the text table ends with its closing rule (and, when columns were
-// dropped to fit, a line naming them), CSV and JSON with "\n".
+// dropped to fit, a line naming them), CSV and JSON with "\n". `layout.columns` (--columns)
+// picks the columns of every format (CSV and JSON: those, in that order, after a "variant"
+// column when there is one); the width applies to the text table only.
 std::string render(const Rows& rows, Format format, const TextLayout& layout = {});
 // Cell `index` of `row` as the text table prints it (the column's text function, its number
 // format, "-" for null): the HTML report shows the same strings.
 std::string text_cell(const Row& row, size_t index, const Column& column);
+// Only the columns `layout.columns` names (keys or titles), in its order, after a "variant"
+// column when there is one; all of them when it names none.
+Rows select_columns(const Rows& rows, const TextLayout& layout);
 // The rows as a JSON array of objects (to embed in a larger document).
 nlohmann::json rows_json(const Rows& rows);
 

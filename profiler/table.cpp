@@ -232,7 +232,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
                            {"noisy", spread.cv() > kNoisyCv}};
     out["steps"] = rows_json(step_table_rows(profile));  // per step: times and memory peaks
     out["verdict"] = step_verdict_json(profile);
-    out["rows"] = rows_json(table);
+    out["rows"] = rows_json(select_columns(table, options.layout));
     return out.dump(2) + "\n";
   }
   if (format == Format::csv) return render(table, format, options.layout);

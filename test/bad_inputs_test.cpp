@@ -483,6 +483,48 @@ TEST(BadInputs, InputsThatAreNotRegularFilesAreRefused) {
   }
 }
 
+// Messages that name what the user typed (round 3: each blamed something else before), and
+// flags that applied to less than they said.
+TEST(BadInputs, MessagesNameWhatWasTyped) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  CliResult r = run_cli({"profile", config, "--sort-by", "speed"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--sort-by 'speed': unknown sort column"), std::string::npos) << "not --set profile.sort_by: " << r.err;
+  r = run_cli({"profile", config, "--set", "compare=[{attention: naive}, {attention: naive}]", "--save", (dir / "s.json").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("compare[1]: duplicates compare[0] (attention=naive)"), std::string::npos) << r.err;
+  r = run_cli({"profile", config, "--table", "kernels"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--table kernels picks the one table --format csv prints"), std::string::npos) << r.err;
+  const std::string deep = write(dir / "deep.yaml", "workload: block\nmodel: " + std::string(500, '[') + std::string(500, ']') + "\n");
+  r = run_cli({"run", deep});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("deep.yaml:2:72: [ ] and { } nest more than 64 deep here"), std::string::npos) << r.err;
+  // --columns applies to CSV and JSON too.
+  r = run_cli({"profile", config, "--format", "csv", "--columns", "name,calls"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "variant,name,calls");
+  r = run_cli({"profile", config, "--format", "json", "--columns", "name,calls"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json json = nlohmann::json::parse(r.out);
+  for (const nlohmann::json& row : json["variants"][0]["ops"]["rows"]) EXPECT_EQ(row.size(), 2u) << row.dump();
+  // The header says "cached in" only when the peaks were written there.
+  r = run_cli({"info"}, "BLOCKSCOPE_PEAK_CACHE=/proc/blockscope-peaks.json ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("cached in /proc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured now, not cached"), std::string::npos) << r.out;
+  // A saved profile whose step count disagrees with its steps (0 would print totals as per-step times).
+  const std::string saved = (dir / "p.json").string();
+  ASSERT_EQ(run_cli({"profile", config, "--save", saved}).code, 0);
+  nlohmann::json profile = nlohmann::json::parse(read(saved));
+  profile["active_steps"] = 0;
+  write(saved, profile.dump());
+  r = run_cli({"diff", saved, saved});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("active_steps: is 0, but the profile holds 5 steps"), std::string::npos) << r.err;
+}
+
 // ---- terminal safety -----------------------------------------------------------------------------
 
 // A name or key with an ESC sequence, a carriage return or a C1 control is printed as visible

@@ -152,10 +152,11 @@ bool is_peak_cache(const nlohmann::json& cache) {
 // renamed into place, a symlink's target written and the link kept) and only over a cache: a
 // path that is a device, a FIFO or a directory, or a file holding anything but a peak cache
 // (a config, a trace...), is left alone and said once on stderr. Failing to write only costs a
-// measurement next time.
-void write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
+// measurement next time. True when the cache now holds them.
+bool write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
   const auto skip = [&](const std::string& why) {
     std::cerr << "blockscope: note: the measured peaks are not cached in '" << path << "': " << why << "\n";
+    return false;
   };
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
@@ -178,8 +179,9 @@ void write_cached_peaks(const std::string& path, const std::string& key, double 
     out.commit();
   } catch (const Error& failure) {
     if (failure.kind() == ErrorKind::interrupted) throw;
-    skip(failure.what());
+    return skip(failure.what());
   }
+  return true;
 }
 
 BackendInfo cpu_info(DType dtype) {
@@ -209,8 +211,9 @@ BackendInfo cpu_info(DType dtype) {
       } else {
         m.tflops = measure_cpu_tflops(dtype);
         m.gbps = measure_cpu_gbps();
-        if (!cache.empty()) write_cached_peaks(cache, key, m.tflops, m.gbps);
-        m.source = "measured now" + (cache.empty() ? std::string() : ", cached in " + cache);
+        // Said as it is: "cached in" only when the cache holds them now.
+        const bool cached = !cache.empty() && write_cached_peaks(cache, key, m.tflops, m.gbps);
+        m.source = "measured now" + (cached ? ", cached in " + cache : std::string(", not cached"));
       }
       m.key = key;
     }

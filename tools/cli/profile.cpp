@@ -76,6 +76,10 @@ class Progress {
 int profile_command(Session& session) {
   const Options& options = session.options;
   const profiler::Format format = session.format();
+  if (!options.table.empty() && format != profiler::Format::csv) {
+    throw InputError("--table " + options.table + " picks the one table --format csv prints; with --format " + options.format +
+                     " it would be ignored (add --format csv)");
+  }
   const WorkloadConfig config = session.load_config();
   session.check_outputs(config, true);
   Context ctx(resolve_device(config.device));
@@ -184,13 +188,14 @@ int profile_command(Session& session) {
     std::cout << out.dump(2) << "\n";
   } else if (format == profiler::Format::csv) {
     // One tidy table (--table): every variant's rows, a variant column first, one header.
+    const std::string which = options.table.empty() ? "ops" : options.table;
     profiler::Rows all;
     for (size_t i = 0; i < profiles.size(); ++i) {
       const profiler::Profile& p = profiles[i];
       profiler::Rows part;
-      if (options.table == "ops") part = profiler::op_table_rows(p, table);
-      else if (options.table == "kernels") part = profiler::kernel_table_rows(p);
-      else if (options.table == "steps") part = profiler::step_table_rows(p);
+      if (which == "ops") part = profiler::op_table_rows(p, table);
+      else if (which == "kernels") part = profiler::kernel_table_rows(p);
+      else if (which == "steps") part = profiler::step_table_rows(p);
       else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
       else continue;
       part = profiler::with_variant_column(part, p.label);
@@ -201,7 +206,8 @@ int profile_command(Session& session) {
       all = profiler::with_variant_column(profiler::diff_table_rows(profiles[0], profiles[0]), "");
       all.rows.clear();
     }
-    std::cout << profiler::render(all, format);
+    // --columns picks the op table's columns (what check_columns validated them against).
+    std::cout << profiler::render(all, format, which == "ops" ? table.layout : profiler::TextLayout{});
   } else {
     for (size_t i = 1; i < profiles.size(); ++i) {
       std::cout << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";

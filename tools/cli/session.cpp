@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/safetensors.h"
+#include "profiler/table.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -28,6 +29,12 @@ profiler::Format Session::format() const {
 WorkloadConfig Session::load_config() const {
   // The table flags are the profile keys they override, validated the same way.
   std::vector<std::string> sets = options.sets;
+  // Checked here so the message names the flag the user typed, not the key it sets.
+  if (!options.sort_by.empty() && profiler::sort_key_aliases().count(options.sort_by) == 0) {
+    std::string known;
+    for (const auto& [key, column] : profiler::sort_key_aliases()) known += (known.empty() ? "" : ", ") + key;
+    throw InputError("--sort-by '" + options.sort_by + "': unknown sort column (expected one of " + known + ")");
+  }
   if (!options.sort_by.empty()) sets.push_back("profile.sort_by=" + options.sort_by);
   if (options.row_limit >= 0) sets.push_back("profile.row_limit=" + std::to_string(options.row_limit));
   if (options.group_by_shape) sets.push_back("profile.group_by_shape=true");

@@ -36,7 +36,8 @@ struct Options {
   int row_limit = -1;
   bool group_by_shape = false;
   std::string columns;  // --columns: the op table's columns to show ("all": every one, unfitted)
-  std::string table = "ops";  // --table: which tidy table --format csv prints (ops, kernels, steps, diffs)
+  // --table: which tidy table --format csv prints (ops, kernels, steps, diffs); empty: not given (ops)
+  std::string table;
 };
 
 class Session {
