@@ -105,7 +105,7 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope diff before.json after.json\n"
       "  blockscope profile configs/series/04_attention.yaml --report attention.html\n"
       "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"
-      "130 / 143 interrupted by SIGINT / SIGTERM (stopped between steps; no output kept).");
+      "130 / 143 / 129 / 141 interrupted by SIGINT / SIGTERM / SIGHUP / SIGPIPE (stopped between steps; no output kept).");
 
   Options& options = session.options;
   std::string diff_before, diff_after;
