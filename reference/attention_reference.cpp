@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/interrupt.h"
+
 namespace blockscope::reference {
 namespace {
 
@@ -99,6 +101,7 @@ RefTensor batched_matmul(const RefTensor& a, const RefTensor& b, bool trans_b, d
   shape.back() = n;
   RefTensor c(shape);
   for (int64_t batch = 0; batch < batch_a; ++batch) {
+    check_interrupted("while computing the float64 reference");
     // Pointers, not &data[i]: an empty matrix (m, n or k = 0) has no element to refer to.
     const double* a_matrix = a.data.data() + batch * m * k;
     const double* b_matrix = b.data.data() + (batch / b_group) * k * n;
@@ -127,6 +130,7 @@ RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, 
   std::vector<double> weights(static_cast<size_t>(sk));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t h = 0; h < heads; ++h) {
+      check_interrupted("while computing the float64 reference");  // seconds per head at long Sk
       const int64_t kv = h / group;
       const double* q_head = q.data.data() + ((b * heads + h) * sq) * d;
       const double* k_head = k.data.data() + ((b * kv_heads + kv) * sk) * d;

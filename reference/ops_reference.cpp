@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "runtime/interrupt.h"
+
 namespace blockscope::reference {
 namespace {
 
@@ -25,6 +27,8 @@ RefTensor linear_loop(const RefTensor& x, const RefTensor& w, const RefTensor* b
   shape.back() = out;
   RefTensor y(shape);
   for (int64_t r = 0; r < rows; ++r) {
+    // A float64 GEMM of a large block takes seconds: Ctrl-C is answered within a row.
+    check_interrupted("while computing the float64 reference");
     for (int64_t o = 0; o < out; ++o) {
       double sum = bias != nullptr ? term(1.0, bias->data[o]) : 0.0;
       for (int64_t i = 0; i < in; ++i) {

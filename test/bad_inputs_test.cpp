@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -426,6 +427,21 @@ TEST(BadInputs, OutputsThatCannotBeWrittenAreRefusedBeforeAnyWork) {
   EXPECT_EQ(WEXITSTATUS(status), 2) << read(dir / "err.txt");
   EXPECT_NE(read(dir / "err.txt").find("it is standard output, where the tables go"), std::string::npos)
       << read(dir / "err.txt");
+}
+
+// `check` answers a signal within its float64 reference too (before: 58 s after SIGTERM on a
+// GPT-2 small block, the reference's GEMMs finishing first).
+TEST(BadInputs, CheckStopsPromptlyOnASignal) {
+  const fs::path dir = scratch();
+  const std::string command = "timeout --preserve-status -s TERM 2 '" + std::string(BLOCKSCOPE_CLI_PATH) + "' check '" +
+                              std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/gpt2-small.yaml' --device cpu >/dev/null 2>'" +
+                              (dir / "err.txt").string() + "'";
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(command.c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 143) << read(dir / "err.txt");
+  EXPECT_LT(seconds, 20.0) << "stopped " << seconds - 2 << " s after SIGTERM";
 }
 
 // A reader closing the pipe (`| head -1`) stops the command like Ctrl-C: exit 141, and no
