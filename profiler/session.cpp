@@ -121,7 +121,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
 
 Peaks device_peaks(Context& ctx, DType dtype) {
   const BackendInfo info = ctx.backend().info(dtype);
-  return Peaks{info.peak_tflops, info.peak_gbps, info.peak_source};
+  return Peaks{info.peak_tflops, info.peak_gbps, info.peak_source, info.peaks_cached};
 }
 
 }  // namespace blockscope::profiler

@@ -25,6 +25,7 @@ struct Peaks {
   double tflops = 0;  // dense, in the profiled dtype
   double gbps = 0;    // memory bandwidth, GB/s
   std::string source;  // where they come from ("nominal: ...", "measured on this machine, cached in ...")
+  bool cached = false;  // from a cache of an earlier measurement (may be stale: see Backend::remeasure_peaks)
 };
 
 struct Profile {

@@ -41,6 +41,7 @@ struct BackendInfo {
   double peak_tflops = 0;   // dense, in the dtype asked for
   double peak_gbps = 0;     // memory bandwidth, GB/s
   std::string peak_source;
+  bool peaks_cached = false;  // read from a cache of an earlier measurement (CPU), not measured now
 };
 
 class Backend {
@@ -50,6 +51,10 @@ class Backend {
   virtual Device device() const = 0;
   virtual std::string name() const = 0;
   virtual BackendInfo info(DType dtype) = 0;
+  // Measured peaks (the CPU's) are measured again at the next info() call, and the cache
+  // rewritten: `info --remeasure-peaks`, or a run whose own FLOP rate beat the cached peak (a
+  // peak measured while the machine was busy). Nominal peaks (CUDA) have nothing to redo.
+  virtual void remeasure_peaks() {}
 
   // Raw device memory. allocate(0) returns a non-null unique pointer.
   virtual void* allocate(size_t bytes) = 0;

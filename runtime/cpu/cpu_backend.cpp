@@ -184,16 +184,26 @@ bool write_cached_peaks(const std::string& path, const std::string& key, double 
   return true;
 }
 
-BackendInfo cpu_info(DType dtype) {
+// Ignore the cache from now on (set by remeasure_peaks()).
+bool g_remeasure = false;
+
+// The CPU's description and peaks for `dtype`; `forget` drops what was measured so far.
+BackendInfo cpu_info(DType dtype, bool forget = false) {
   // Measured once per machine (thread count, GEMM library, dtype) and cached, so % of peak is
   // against the same figure in every run; the environment overrides either figure.
   struct Measured {
     std::string key;
     double tflops = 0, gbps = 0;
     std::string source;
+    bool cached = false;
   };
   static std::mutex mutex;
   static Measured per_dtype[3];
+  if (forget) {  // remeasure_peaks(): every dtype measured anew, the cache not read
+    std::lock_guard<std::mutex> lock(mutex);
+    for (Measured& m : per_dtype) m = Measured{};
+    return {};
+  }
   BackendInfo info;
   const int threads = omp_get_max_threads();
   info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
@@ -206,8 +216,9 @@ BackendInfo cpu_info(DType dtype) {
     const std::string key = machine_key(threads, dtype);
     if (m.key != key) {
       const std::string cache = peak_cache_path();
-      if (!cache.empty() && read_cached_peaks(cache, key, &m.tflops, &m.gbps)) {
+      if (!cache.empty() && !g_remeasure && read_cached_peaks(cache, key, &m.tflops, &m.gbps)) {
         m.source = "measured earlier on this machine, cached in " + cache;
+        m.cached = true;
       } else {
         m.tflops = measure_cpu_tflops(dtype);
         m.gbps = measure_cpu_gbps();
@@ -219,6 +230,7 @@ BackendInfo cpu_info(DType dtype) {
     }
     info.peak_tflops = m.tflops;
     info.peak_gbps = m.gbps;
+    info.peaks_cached = m.cached;
     info.peak_source = std::string("512^3 ") + dtype_name(dtype) + " GEMM and 64 MiB memcpy, " + m.source +
                        "; BLOCKSCOPE_CPU_PEAK_TFLOPS / _GBPS override";
   }
@@ -235,6 +247,10 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device::cpu(); }
   std::string name() const override { return "cpu"; }
   BackendInfo info(DType dtype) override { return cpu_info(dtype); }
+  void remeasure_peaks() override {
+    g_remeasure = true;
+    cpu_info(DType::f32, /*forget=*/true);
+  }
 
   void* allocate(size_t bytes) override {
     // 64-byte alignment: cache lines, and any SIMD width.

@@ -87,6 +87,7 @@ int info_command(Session& session) {
     entry["device"] = device.str();
     entry["backend"] = ctx.backend().name();
     entry["memory_available_bytes"] = ctx.backend().memory_available();
+    if (session.options.remeasure_peaks) ctx.backend().remeasure_peaks();  // and rewrite the cache
     std::string source;
     for (DType dtype : {DType::f32, DType::bf16}) {
       const BackendInfo peaks = ctx.backend().info(dtype);

@@ -163,6 +163,9 @@ int run_cli(Session& session, int argc, char** argv) {
 
   CLI::App* info = app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
   info->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
+  info->add_flag("--remeasure-peaks", options.remeasure_peaks,
+                 "Measure the CPU peaks again and rewrite the cache (a peak measured while the machine was busy "
+                 "is too low; profile re-measures by itself when an op beats the cached FLOP/s)");
   std::vector<std::string> cost_specs;
   info->add_option("--cost", cost_specs,
                    "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"

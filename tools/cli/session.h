@@ -28,6 +28,7 @@ struct Options {
   std::string report;  // --report: one HTML report of every variant
   std::string format = "table";
   bool cold_step = false;
+  bool remeasure_peaks = false;  // info --remeasure-peaks: measure the CPU peaks again, rewrite the cache
   bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
   int threads = 0;            // --threads: CPU threads for every pool; 0 = cpu::default_thread_count()
   // profile's table flags (override profile.sort_by / row_limit / group_by_shape); empty or
