@@ -322,7 +322,7 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   return nullptr;
 }
 
-SafetensorsFile read_safetensors(const std::string& path) {
+SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>* only) {
   const Reporter report{path};
   // A regular file only: a device would be read without end, a FIFO block the run.
   if (const std::string problem = input_file_problem(path); !problem.empty()) report.fail(problem);
@@ -377,7 +377,8 @@ SafetensorsFile read_safetensors(const std::string& path) {
     entry.name = location.name;
     entry.dtype = location.dtype;
     entry.shape = location.shape;
-    entry.bytes.resize(location.end - location.begin);
+    entry.loaded = only == nullptr || only->count(location.name) > 0;
+    if (entry.loaded) entry.bytes.resize(location.end - location.begin);
     if (!entry.bytes.empty()) {
       in.seekg(static_cast<std::streamoff>(data_start + location.begin), std::ios::beg);
       if (!in.read(reinterpret_cast<char*>(entry.bytes.data()), static_cast<std::streamsize>(entry.bytes.size()))) {
@@ -458,6 +459,7 @@ Tensor tensor_from_entry(Context& ctx, const SafetensorsEntry& entry) {
     BS_CHECK_INPUT(dim >= 0, "safetensors entry '", entry.name, "' has a negative dimension in ", shape_str(entry.shape));
   }
   Tensor out = ctx.empty(entry.shape, entry.dtype);
+  BS_CHECK(entry.loaded, "safetensors entry '", entry.name, "' was listed but not read (read_safetensors' `only`)");
   BS_CHECK_INPUT(entry.bytes.size() == out.nbytes(), "safetensors entry '", entry.name, "' holds ", entry.bytes.size(),
                  " bytes, but ", dtype_name(entry.dtype), shape_str(entry.shape), " needs ", out.nbytes());
   if (!entry.bytes.empty()) ctx.backend().copy_to_device(out.data(), entry.bytes.data(), entry.bytes.size());

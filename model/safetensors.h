@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@ struct SafetensorsEntry {
   DType dtype = DType::f32;
   Shape shape;
   std::vector<uint8_t> bytes;
+  bool loaded = true;  // false: listed from the header only (read_safetensors' `only`), no bytes
 };
 
 struct SafetensorsFile {
@@ -43,8 +45,11 @@ struct SafetensorsFile {
 // that makes every output NaN or inf.
 void check_finite(const std::vector<float>& values, DType dtype, const std::string& what);
 
-// Reads and validates a whole file. Throws Error(invalid_input) naming `path` on any problem.
-SafetensorsFile read_safetensors(const std::string& path);
+// Reads and validates a file: the whole header, and the data of the tensors named in `only`
+// (every tensor when null; none for an empty set: the header alone). A checkpoint with
+// tensors a block does not use — a 3 GB embedding beside the layers — costs only its header.
+// Throws Error(invalid_input) naming `path` on any problem.
+SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>* only = nullptr);
 
 // Writes `tensors` in the given order (names must be unique and not "__metadata__"); strided
 // tensors are written contiguously, non-CPU tensors copied to the host first. Written as an

@@ -1,11 +1,15 @@
 #include "model/weights.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
-#include "runtime/error.h"
 #include "model/init.h"
 #include "model/safetensors.h"
+#include "runtime/error.h"
+#include "runtime/input_file.h"
 
 namespace blockscope {
 
@@ -135,43 +139,90 @@ std::string shift_layer(const std::string& name, const ModelConfig& model, int64
   return head + std::to_string(layer + shift) + name.substr(end);
 }
 
-const SafetensorsEntry* find_entry(const SafetensorsFile& file, const std::string& name) {
-  if (const SafetensorsEntry* entry = file.find(name)) return entry;
-  if (const SafetensorsEntry* entry = file.find("transformer." + name)) return entry;  // GPT2LMHeadModel
-  if (name.rfind("model.", 0) == 0) return file.find(name.substr(6));                 // LlamaModel saved bare
-  return nullptr;
+// Where each tensor of a checkpoint lives: one .safetensors file, or a sharded checkpoint's
+// index (model.safetensors.index.json: {"weight_map": {tensor name: shard file, ...}}, shards
+// named relative to the index) as Hugging Face saves models over a few GB.
+std::map<std::string, std::string> checkpoint_tensors(const std::string& path) {
+  std::map<std::string, std::string> file_of;
+  const bool index = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  if (!index) {
+    const std::set<std::string> header_only;
+    for (const SafetensorsEntry& entry : read_safetensors(path, &header_only).tensors) file_of[entry.name] = path;
+    return file_of;
+  }
+  constexpr uint64_t kMaxIndexBytes = uint64_t{64} << 20;
+  const nlohmann::json json = nlohmann::json::parse(read_input_file(path, "sharded checkpoint index", kMaxIndexBytes),
+                                                    nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) throw InputError(path + ": weights.file: not valid JSON (a sharded checkpoint's index)");
+  const auto map = json.find("weight_map");
+  if (!json.is_object() || map == json.end() || !map->is_object()) {
+    throw InputError(path + ": weights.file: a .json weights file is a sharded checkpoint's index, with a \"weight_map\" "
+                            "object of tensor name -> shard file");
+  }
+  const std::filesystem::path directory = std::filesystem::path(path).parent_path();
+  for (const auto& [name, shard] : map->items()) {
+    if (!shard.is_string() || shard.get<std::string>().empty()) {
+      throw InputError(path + ": weight_map." + name + ": expected the shard's file name");
+    }
+    file_of[name] = (directory / shard.get<std::string>()).string();
+  }
+  return file_of;
+}
+
+// The checkpoint name a spec's tensor is stored under: the name, or with GPT2LMHeadModel's
+// "transformer." prefix, or without LlamaModel's "model."; empty when none is there.
+std::string stored_name(const std::map<std::string, std::string>& file_of, const std::string& name) {
+  for (const std::string& candidate : {name, "transformer." + name, name.rfind("model.", 0) == 0 ? name.substr(6) : name}) {
+    if (file_of.count(candidate) > 0) return candidate;
+  }
+  return "";
 }
 
 }  // namespace
 
 void load_weights(Context& ctx, const std::vector<WeightSpec>& specs, const ModelConfig& model, DType dtype,
                   const std::string& path, int64_t layer_shift, WeightSet& out) {
-  const SafetensorsFile file = read_safetensors(path);
-  Context host(Device::cpu());
-  for (const WeightSpec& spec : specs) {
-    const std::string file_name = shift_layer(spec.name, model, layer_shift);
-    const SafetensorsEntry* entry = find_entry(file, file_name);
-    if (entry == nullptr) {
+  // The header(s) first: which tensors the block needs, and where; then only those are read.
+  const std::map<std::string, std::string> file_of = checkpoint_tensors(path);
+  std::vector<std::string> stored(specs.size());
+  std::map<std::string, std::set<std::string>> wanted;  // shard file -> the names read from it
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const std::string file_name = shift_layer(specs[i].name, model, layer_shift);
+    stored[i] = stored_name(file_of, file_name);
+    if (stored[i].empty()) {
       std::string hint;
       size_t best = std::string::npos;
-      for (const SafetensorsEntry& candidate : file.tensors) {
-        const size_t distance = edit_distance(candidate.name, file_name);
+      for (const auto& [candidate, shard] : file_of) {
+        const size_t distance = edit_distance(candidate, file_name);
         if (distance < best) {
           best = distance;
-          hint = candidate.name;
+          hint = candidate;
         }
       }
       throw InputError(path + ": weights.file has no tensor '" + file_name + "' (needed by the " +
                        family_name(model.family) + " block" + (hint.empty() ? "" : "; closest: '" + hint + "'") + ")");
     }
+    wanted[file_of.at(stored[i])].insert(stored[i]);
+  }
+  std::map<std::string, SafetensorsFile> shards;
+  for (const auto& [shard, names] : wanted) shards.emplace(shard, read_safetensors(shard, &names));
+
+  Context host(Device::cpu());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const WeightSpec& spec = specs[i];
+    const std::string& shard = file_of.at(stored[i]);
+    const SafetensorsEntry* entry = shards.at(shard).find(stored[i]);
+    if (entry == nullptr) {  // an index naming a shard that lacks the tensor
+      throw InputError(path + ": weight_map puts '" + stored[i] + "' in '" + shard + "', which does not hold it");
+    }
     if (entry->shape != spec.shape) {
-      throw InputError(path + ": tensor '" + entry->name + "' has shape " + shape_str(entry->shape) +
+      throw InputError(shard + ": tensor '" + entry->name + "' has shape " + shape_str(entry->shape) +
                        ", but the config's model needs " + shape_str(spec.shape) +
                        " (check d_model, n_heads, n_kv_heads, head_dim, d_ff)");
     }
     Tensor loaded = tensor_from_entry(host, *entry);
     const std::vector<float> values = to_floats(loaded);
-    check_finite(values, dtype, path + ": tensor '" + file_name + "'");
+    check_finite(values, dtype, shard + ": tensor '" + entry->name + "'");
     Tensor t = ctx.empty(spec.shape, dtype);
     from_floats(t, values);  // converts the file's dtype to the workload's
     out.add(spec.name, std::move(t));

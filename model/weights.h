@@ -61,7 +61,9 @@ class WeightSet {
 void init_weights(Context& ctx, const std::vector<WeightSpec>& specs, DType dtype, uint64_t seed, WeightInit init,
                   WeightSet& out);
 
-// Reads the specs from a safetensors file. `layer_shift` is added to the layer index of each
+// Reads the specs from a safetensors file, or from the shards of a sharded checkpoint given by
+// its index (model.safetensors.index.json) — only the tensors the specs name: the rest of a
+// checkpoint costs its header. `layer_shift` is added to the layer index of each
 // name when looking it up in the file (weights.layer: use file layer 5 as our layer 0). Also
 // accepts names under "transformer." (GPT-2 LM checkpoints) or without "model." (Llama base).
 // Shapes must match exactly; dtypes are converted to `dtype`. Errors name the file and tensor.
