@@ -62,6 +62,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   const BackendInfo device_info = ctx.backend().info(DType::f32);
   profile.device_name = device_info.description;
   profile.simulated = device_info.simulated;
+  profile.cpu_threads = device_info.cpu_threads;
 
   Recorder recorder(ctx);
   RecorderAttachment restore(ctx);

@@ -39,6 +39,7 @@ struct Profile {
   // Measured on the simulated GPU (BLOCKSCOPE_CUDA=SIM): device times are the simulator's
   // (kernels run as CPU fibers), never GPU times; tables say so and % of peak is not shown.
   bool simulated = false;
+  int cpu_threads = 0;  // the CPU backend's threads (0: a device, or not recorded)
   Peaks peaks;
   int active_steps = 0;     // steps kept (averages per step divide by this)
   std::optional<Schedule> schedule;  // how the steps were run (absent in profiles saved before it was)

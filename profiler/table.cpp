@@ -171,6 +171,11 @@ Rows op_table_rows(const Profile& profile, const TableOptions& options, size_t* 
   table.drop_order = {"input_shapes", "pct_peak_bandwidth", "gbps", "pct_peak_flops", "tflops", "bytes",
                       "cpu_avg_us", "device_avg_us", "self_cpu_pct", "cpu_total_us", "bytes_allocated", "self_peak_memory_bytes", "flops",
                       "self_device_pct", "bound"};
+  // Grouped by shape, the shapes are what tells the rows apart: dropped last, not first.
+  if (options.group_by_shape) {
+    table.drop_order.erase(table.drop_order.begin());
+    table.drop_order.push_back("input_shapes");
+  }
   for (const OpRow& row : rows) {
     const OpStats& s = row.stats;
     table.rows.push_back({
@@ -379,9 +384,9 @@ std::string step_time_lines(const Profile& profile) {
                                 format_time_us(s.median), format_time_us(s.min), format_time_us(s.max),
                                 100.0 * s.cv(), s.samples, s.samples == 1 ? "" : "s");
   if (s.cv() > kNoisyCv) {
-    out += fmt::format("noisy: CV {:.0f}% between steps — is the machine busy? try --threads 1, or more steps "
-                       "(profile.active)\n",
-                       100.0 * s.cv());
+    // Fewer threads only helps a run that has more than one.
+    out += fmt::format("noisy: CV {:.0f}% between steps — is the machine busy? try {}more steps (profile.active)\n",
+                       100.0 * s.cv(), profile.cpu_threads > 1 ? "--threads 1, or " : "");
   }
   int64_t above_start = 0, in_use = 0;
   for (const OpEvent& event : profile.ops) {

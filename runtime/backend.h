@@ -42,6 +42,7 @@ struct BackendInfo {
   double peak_gbps = 0;     // memory bandwidth, GB/s
   std::string peak_source;
   bool peaks_cached = false;  // read from a cache of an earlier measurement (CPU), not measured now
+  int cpu_threads = 0;        // the CPU backend's thread count; 0 for devices
 };
 
 class Backend {

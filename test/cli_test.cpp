@@ -136,6 +136,8 @@ TEST(Cli, ProfileFlagsProgressWidthThreadsAndCachedPeaks) {
   }
   EXPECT_GE(rules, 6) << r.out;
   EXPECT_TRUE(fs::exists(cache));
+  // Grouped by shape, the shapes tell the rows apart: kept when the table is fitted.
+  EXPECT_NE(r.out.find("Input Shapes"), std::string::npos) << r.out;
 
   args.push_back("--format");
   args.push_back("json");
@@ -166,6 +168,27 @@ TEST(Cli, ProfileFlagsProgressWidthThreadsAndCachedPeaks) {
   r = run_cli(args, env);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--columns: unknown column 'bogus'; columns: name, path,"), std::string::npos) << r.err;
+}
+
+// run, check and info fit COLUMNS like profile (before: 115-, 162- and ~290-character lines at
+// 100), and run reports its progress on stderr (before: silent for minutes on big blocks).
+TEST(Cli, RunCheckAndInfoFitTheWidthAndRunReportsProgress) {
+  const std::string config = source("configs/blocks/tiny-llama.yaml");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", config, "--device", "cpu"}, {"check", config, "--device", "cpu"}, {"info"}}) {
+    SCOPED_TRACE(args[0]);
+    const Result r = run_cli(args, "COLUMNS=100 ");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      size_t width = 0;  // code points
+      for (const unsigned char ch : line) width += (ch & 0xC0) != 0x80;
+      EXPECT_LE(width, 100u) << line;
+    }
+  }
+  const Result run = run_cli({"run", config, "--device", "cpu"});
+  EXPECT_NE(run.err.find("run: [1/2] base ..."), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("run: [2/2] attention=inplace,mlp=naive done in "), std::string::npos) << run.err;
 }
 
 TEST(Cli, EveryShippedConfigRunsOnTheCpu) {

@@ -383,6 +383,13 @@ TEST(OpTable, StepTimesWithTheirSpread) {
   const std::string text = op_table(b.profile(), options, Format::table);
   EXPECT_NE(text.find("Step time: median 110.000us (min 100.000us, max 300.000us, CV "), std::string::npos) << text;
   EXPECT_NE(text.find("noisy: CV"), std::string::npos) << text;
+  // "try --threads 1" is advice for a CPU run on more threads only.
+  b.profile().cpu_threads = 4;
+  EXPECT_NE(op_table(b.profile(), options, Format::table).find("try --threads 1, or more steps"), std::string::npos);
+  b.profile().cpu_threads = 1;
+  const std::string one_thread = op_table(b.profile(), options, Format::table);
+  EXPECT_EQ(one_thread.find("--threads 1"), std::string::npos) << one_thread;
+  EXPECT_NE(one_thread.find("try more steps"), std::string::npos) << one_thread;
   const json table = json::parse(op_table(b.profile(), options, Format::json));
   EXPECT_EQ(table["step_times_us"].size(), 5u);
   EXPECT_EQ(table["step_time_us"]["noisy"], true);

@@ -206,6 +206,7 @@ BackendInfo cpu_info(DType dtype, bool forget = false) {
   }
   BackendInfo info;
   const int threads = omp_get_max_threads();
+  info.cpu_threads = threads;
   info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
                      cpu::gemm_library() + " gemm)";
   const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS", kMinTflops, kMaxTflops);

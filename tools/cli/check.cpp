@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
@@ -73,6 +74,7 @@ int check_command(Session& session) {
   for (const Device& device : devices) {
     Context ctx(device);
     session.apply_run_settings(ctx, config);
+    if (&device == &devices.front()) announce_large_workload("check", config);
     Workload workload(ctx, config, mixes);
     if (expected_output.empty()) {
       for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = reference::from_tensor(tensor);
@@ -124,6 +126,10 @@ int check_command(Session& session) {
     table.columns.push_back({prefix + "bound", "bound", false, "%.3e"});
   }
   table.columns.push_back({"ok", "result", true, ""});
+  // Too wide for COLUMNS: the bounds go first (the result says whether each held), then the
+  // per-op errors from the last; the output's error stays.
+  for (const std::string& measure : measures) table.drop_order.push_back((measure == "output" ? "" : measure + "_") + "bound");
+  for (size_t m = measures.size(); m-- > 1;) table.drop_order.push_back(measures[m] + "_max_rel_error");
   for (const Row& r : rows) {
     profiler::Row line{r.device, r.paths};
     for (size_t m = 0; m < measures.size(); ++m) {
@@ -146,17 +152,19 @@ int check_command(Session& session) {
     std::cout << profiler::render(table, format);
   } else {
     for (profiler::Row& row : table.rows) row[ok_column] = row[ok_column].get<bool>() ? "ok" : "FAIL";
-    std::cout << "check " << (config.name.empty() ? config.source : config.name) << " ("
-              << workload_kind_name(config.kind) << ", " << dtype_name(config.dtype)
-              << ") against the float64 reference\n";
-    std::cout << "rule: naive error <= " << reference::naive_workload_bound(config.dtype)
-              << "; every other path <= 2 x naive + " << reference::accuracy_floor(config.dtype)
-              << " (max |out - ref| / max |ref|)\n";
+    const size_t width = profiler::terminal_width();
+    std::ostringstream head;
+    head << "check " << (config.name.empty() ? config.source : config.name) << " (" << workload_kind_name(config.kind)
+         << ", " << dtype_name(config.dtype) << ") against the float64 reference\n";
+    head << "rule: naive error <= " << reference::naive_workload_bound(config.dtype) << "; every other path <= 2 x naive + "
+         << reference::accuracy_floor(config.dtype) << " (max |out - ref| / max |ref|)\n";
     if (per_op) {
-      std::cout << "measured at the output and at the last layer's attention, linear (its output projection) and "
-                   "mlp ops, each recomputed in float64 from the inputs the run gave it\n";
+      head << "measured at the output and at the last layer's attention, linear (its output projection) and mlp ops, "
+              "each recomputed in float64 from the inputs the run gave it\n";
     }
-    std::cout << "\n" << profiler::render(table, format);
+    profiler::TextLayout layout;
+    layout.max_width = width;
+    std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout);
     if (devices.size() == 1 && devices[0].is_cpu() && options.device.empty()) {
       std::printf("\n(no CUDA GPU available: checked the CPU only)\n");
     }

@@ -111,19 +111,30 @@ int info_command(Session& session) {
     std::cout << profiler::render(table, format);
     return 0;
   }
-  std::cout << "blockscope version " << kVersion << " (" << info["build"].get<std::string>() << ", " << __VERSION__
-            << ")\n";
-  std::cout << "CUDA backend: " << (cuda_built() ? "built" : "not built");
+  // Text fitted to COLUMNS: the lines wrapped, the peaks' source (a sentence) under the table.
+  const size_t width = profiler::terminal_width();
+  std::ostringstream head;
+  head << "blockscope version " << kVersion << " (" << info["build"].get<std::string>() << ", " << __VERSION__ << ")\n";
+  head << "CUDA backend: " << (cuda_built() ? "built" : "not built");
   if (cuda_simulated()) {
-    std::cout << ", on the SIMULATED GPU (sim/: kernels run as CPU fibers; times are not GPU times)";
+    head << ", on the SIMULATED GPU (sim/: kernels run as CPU fibers; times are not GPU times)";
   } else if (cuda_built()) {
-    std::cout << (cuda_available() ? ", GPU available" : ", no GPU present");
+    head << (cuda_available() ? ", GPU available" : ", no GPU present");
   }
-  std::cout << "\n";
-  std::cout << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads() << " (default "
-            << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
-            << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n\n";
-  std::cout << profiler::render(table, format);
+  head << "\n";
+  head << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads() << " (default "
+       << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
+       << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n";
+  std::string sources;
+  for (profiler::Row& row : table.rows) {
+    sources += "Peaks of " + row[0].get<std::string>() + ": " + row.back().get<std::string>() + "\n";
+    row.pop_back();
+  }
+  table.columns.pop_back();
+  profiler::TextLayout layout;
+  layout.max_width = width;
+  std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout)
+            << profiler::wrap_text(sources, width);
   return 0;
 }
 

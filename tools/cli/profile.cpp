@@ -3,9 +3,7 @@
 #include "tools/cli/commands.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,58 +16,13 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
-#include "runtime/terminal_output.h"
+#include "tools/cli/progress.h"
 
 namespace blockscope::cli {
 
 using nlohmann::json;
 
 namespace {
-
-// Progress on stderr while the variants run: on a terminal one line redrawn per step, else a
-// line when each variant starts and one when it is done (with its step time), so a long run
-// is never silent and logs stay short.
-class Progress {
- public:
-  explicit Progress(size_t variants) : variants_(variants), terminal_(isatty(STDERR_FILENO) != 0) {}
-
-  void start(size_t index, const std::string& label) {
-    index_ = index;
-    label_ = label;
-    started_ = std::chrono::steady_clock::now();
-    if (!terminal_) std::cerr << "profile: [" << index + 1 << "/" << variants_ << "] " << label << " ...\n";
-  }
-  void step(int done, int total) const {
-    if (!terminal_) return;
-    const int width = 20, filled = total > 0 ? width * done / total : width;
-    erase_line();
-    std::cerr << "profile: [" << index_ + 1 << "/" << variants_ << "] " << label_ << " ["
-              << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << done << "/" << total
-              << std::flush;
-  }
-  void done(const profiler::Profile& profile) const {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profile));
-    if (terminal_) erase_line();
-    std::cerr << fmt::format("profile: [{}/{}] {} done in {:.1f} s: median {} per step, CV {:.1f}%\n", index_ + 1,
-                             variants_, label_, seconds, profiler::format_time_us(s.median), 100.0 * s.cv());
-  }
-  void clear() const {
-    if (terminal_) erase_line();
-  }
-
- private:
-  // Back to the line's start and erase it: on purpose, so past the filter that escapes the
-  // control characters of everything else (runtime/terminal_output.h).
-  static void erase_line() { raw_stderr() << "\r\033[K" << std::flush; }
-
-  size_t variants_;
-  bool terminal_;
-  size_t index_ = 0;
-  std::string label_;
-  std::chrono::steady_clock::time_point started_;
-};
 
 // A cached CPU peak that this run's own ops beat was measured while the machine was busy (or
 // on another setting): measure again, so the next runs divide by a real peak, and say so.
@@ -108,6 +61,7 @@ int profile_command(Session& session) {
   session.check_outputs(config, true);
   Context ctx(resolve_device(config.device));
   session.apply_run_settings(ctx, config);
+  announce_large_workload("profile", config);
   Workload workload(ctx, config, all_variant_paths(config));
 
   profiler::Schedule schedule;
@@ -159,7 +113,7 @@ int profile_command(Session& session) {
 
   std::vector<profiler::Profile> profiles;
   std::vector<size_t> profiled;  // index into variants of each profile
-  Progress progress(variants.size());
+  Progress progress("profile", variants.size());
   for (size_t v = 0; v < variants.size(); ++v) {
     const auto& [label, paths] = variants[v];
     session.set_activity("profiling " + paths_str(paths, config.kind) + " on " + ctx.device().str());
@@ -171,7 +125,8 @@ int profile_command(Session& session) {
           [&](int done, int total) { progress.step(done, total); }));
       profiles.back().workload = workload_title(config, ctx);
       profiled.push_back(v);
-      progress.done(profiles.back());
+      const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
+      progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profiles.back());
       if (trace_writer) trace_writer->add(profiles.back());
     } catch (const Error& error) {

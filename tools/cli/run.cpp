@@ -2,6 +2,8 @@
 // summarised as median / min / max / mean and TFLOP/s at the median.
 #include "tools/cli/commands.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -13,6 +15,7 @@
 #include "profiler/trace.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
+#include "tools/cli/progress.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
 #include "runtime/cuda/cuda_graph.h"
@@ -27,6 +30,7 @@ int run_command(Session& session) {
   session.check_outputs(config, false);
   Context ctx(resolve_device(config.device));
   session.apply_run_settings(ctx, config);
+  announce_large_workload("run", config);
   Workload workload(ctx, config, all_variant_paths(config));
 
   struct Row {
@@ -38,12 +42,17 @@ int run_command(Session& session) {
   std::vector<std::pair<std::string, PathConfig>> variants{{"base", config.paths}};
   for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   const bool use_graph = config.run.cuda_graph && ctx.device().is_cuda();
-  for (const auto& [label, paths] : variants) {
+  Progress progress("run", variants.size());
+  const int forwards = config.run.warmup + config.run.iters;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const auto& [label, paths] = variants[v];
     session.set_activity("running " + paths_str(paths, config.kind) + " on " + ctx.device().str());
+    progress.start(v, label);
     workload.set_paths(paths);
     for (int i = 0; i < config.run.warmup; ++i) {
       check_interrupted("during the warm-up");
       workload.forward();
+      progress.step(i + 1, forwards, "forward");
     }
     ctx.synchronize();
     // One forward: eager, or (run.cuda_graph on CUDA) one launch of the captured forward.
@@ -62,6 +71,7 @@ int run_command(Session& session) {
       const TimeMark start = ctx.backend().mark();
       step();
       marks.emplace_back(start, ctx.backend().mark());
+      progress.step(config.run.warmup + i + 1, forwards, "forward");  // launched (on a GPU: queued)
     }
     ctx.synchronize();
     std::vector<double> times;
@@ -69,6 +79,7 @@ int run_command(Session& session) {
     ctx.backend().release_marks();
     const profiler::Spread spread = profiler::spread_of(times);
     rows.push_back({label, paths_str(paths, config.kind), spread.median, spread.min, spread.max, spread.mean});
+    progress.done(fmt::format("median {:.4f} ms per forward", spread.median));
   }
 
   const double flops = workload.flops_per_forward();
@@ -77,6 +88,7 @@ int run_command(Session& session) {
                    {"median_ms", "median ms", false, "%.4f"}, {"min_ms", "min ms", false, "%.4f"},
                    {"max_ms", "max ms", false, "%.4f"},       {"mean_ms", "mean ms", false, "%.4f"},
                    {"tflops_at_median", "TFLOP/s", false, "%.3f"}};
+  table.drop_order = {"paths", "mean_ms", "max_ms", "min_ms"};  // too wide for COLUMNS: these go first
   for (const Row& r : rows) {
     table.rows.push_back({r.label, r.paths, r.median_ms, r.min_ms, r.max_ms, r.mean_ms,
                           flops > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0});
@@ -95,10 +107,16 @@ int run_command(Session& session) {
   } else if (format == profiler::Format::csv) {
     std::cout << profiler::render(table, format);
   } else {
-    std::cout << workload_title(config, ctx) << "\n";
-    std::cout << "memory estimate " << profiler::format_bytes(static_cast<double>(workload.memory().total())) << ", "
-              << config.run.warmup << " warm-up + " << config.run.iters << " timed forwards per variant\n\n";
-    std::cout << profiler::render(table, format);
+    const size_t width = profiler::terminal_width();
+    std::cout << profiler::wrap_line(workload_title(config, ctx), width);
+    std::cout << profiler::wrap_line("memory estimate " + profiler::format_bytes(static_cast<double>(workload.memory().total())) +
+                                         ", " + std::to_string(config.run.warmup) + " warm-up + " +
+                                         std::to_string(config.run.iters) + " timed forwards per variant",
+                                     width)
+              << "\n";
+    profiler::TextLayout layout;
+    layout.max_width = width;
+    std::cout << profiler::render(table, format, layout);
     if (use_graph) {
       std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
     } else if (config.run.cuda_graph) {

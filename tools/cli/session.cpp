@@ -107,6 +107,15 @@ void Session::write_dump(Context& ctx, Workload& workload, const std::string& pa
             << " weights under their Hugging Face names)\n";
 }
 
+void announce_large_workload(const std::string& command, const WorkloadConfig& config) {
+  constexpr size_t kLarge = size_t{256} << 20;
+  const MemoryEstimate estimate = estimate_memory(config, all_variant_paths(config));
+  if (estimate.weights < kLarge) return;
+  std::cerr << command << ": building the workload: " << profiler::format_bytes(static_cast<double>(estimate.weights))
+            << " of weights" << (config.weights.file.empty() ? " to initialise" : " to read") << ", "
+            << profiler::format_bytes(static_cast<double>(estimate.total())) << " in all\n";
+}
+
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {
   std::vector<PathConfig> paths{config.paths};
   for (const Variant& variant : config.compare) paths.push_back(variant.paths);

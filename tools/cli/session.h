@@ -76,6 +76,10 @@ class Session {
   std::vector<std::string> outputs_;
 };
 
+// Before a workload with weights of 256 MiB or more is built (seconds of initialising or
+// reading), a line on stderr saying so: "profile: building the workload: 14.96 GiB of weights".
+void announce_large_workload(const std::string& command, const WorkloadConfig& config);
+
 // The paths of the base variant, then of every compare: entry.
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
 // "tiny-gpt2: block gpt2 d_model=64 heads=4/4 ... f32 on cpu".
