@@ -285,7 +285,7 @@ std::string render(const Rows& all, Format format, const TextLayout& layout) {
     std::string names;
     for (size_t i = 0; i < dropped.size(); ++i) names += (i ? ", " : "") + dropped[i];
     out += wrap_line("(hidden to fit " + std::to_string(layout.max_width) + " columns: " + names +
-                         "; --columns all shows them)",
+                         "; " + layout.show_all + ")",
                      layout.max_width);
   }
   return out;

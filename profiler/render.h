@@ -53,6 +53,9 @@ struct TextLayout {
   size_t max_width = 0;              // 0: no limit (the CLI sets COLUMNS or the terminal's width)
   std::vector<std::string> columns;  // keys or titles to show, in table order; empty: all that fit
   bool hide_empty = true;            // drop columns that are empty ("" or "-") on every row
+  // How the reader gets the dropped columns back, said under the table (commands without
+  // --columns: a wider terminal).
+  std::string show_all = "--columns all shows them";
 };
 // The width to fit: $COLUMNS when set, else the terminal's when stdout is one, else 0 (none).
 size_t terminal_width();

@@ -390,7 +390,7 @@ TEST(BadInputs, ThePeakCacheReplacesOnlyAPeakCache) {
   nlohmann::json low = nlohmann::json::parse(read(real));
   for (auto& [key, entry] : low.items()) entry["tflops"] = 1e-5;
   write(real, low.dump());
-  r = run_cli({"profile", config}, cache_env + real.string() + " ");
+  r = run_cli({"profile", config, "--device", "cpu"}, cache_env + real.string() + " ");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("above the cached peak of 1e-05: the peaks were measured again"), std::string::npos) << r.err;
   const nlohmann::json raised = nlohmann::json::parse(read(real));

@@ -164,6 +164,7 @@ int check_command(Session& session) {
     }
     profiler::TextLayout layout;
     layout.max_width = width;
+    layout.show_all = "a wider COLUMNS shows them";
     std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout);
     if (devices.size() == 1 && devices[0].is_cpu() && options.device.empty()) {
       std::printf("\n(no CUDA GPU available: checked the CPU only)\n");

@@ -116,6 +116,7 @@ int run_command(Session& session) {
               << "\n";
     profiler::TextLayout layout;
     layout.max_width = width;
+    layout.show_all = "a wider COLUMNS shows them";
     std::cout << profiler::render(table, format, layout);
     if (use_graph) {
       std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
