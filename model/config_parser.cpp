@@ -66,43 +66,55 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   return config;
 }
 
+// The 1-based number of the first line of `text` (without its newline) for which
+// `visit(row)` is true, 0 when there is none.
+template <typename Visit>
+int first_line_where(const std::string& text, Visit visit) {
+  int line = 1;
+  for (size_t start = 0; start < text.size(); ++line) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (visit(text.substr(start, end - start))) return line;
+    start = end + 1;
+  }
+  return 0;
+}
+
+// Whether `row` begins with the 3-character document marker `marker` ("---", "...") standing
+// alone or followed by whitespace, or, when `comment_may_follow`, directly by a '#'.
+bool is_document_marker(const std::string& row, const char* marker, bool comment_may_follow = false) {
+  if (row.rfind(marker, 0) != 0) return false;
+  return row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r' || (comment_may_follow && row[3] == '#');
+}
+
+// Whether `row` is blank or only a comment.
+bool blank_or_comment(const std::string& row) {
+  const size_t first = row.find_first_not_of(" \t\r");
+  return first == std::string::npos || row[first] == '#';
+}
+
 // The 1-based line of a document start marker ("---" at the start of a line, alone or followed
 // by a space) that begins a second document, 0 when there is none. A marker before any content
 // only opens the first document.
 int second_document_start(const std::string& text) {
   bool content = false;
-  int line = 1;
-  for (size_t start = 0; start < text.size(); ++line) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string row = text.substr(start, end - start);
-    const bool marker = row.rfind("---", 0) == 0 && (row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r');
-    if (marker && content) return line;
-    const size_t first = row.find_first_not_of(" \t\r");
-    if (!marker && first != std::string::npos && row[first] != '#' && row.rfind("%", 0) != 0) content = true;
-    start = end + 1;
-  }
-  return 0;
+  return first_line_where(text, [&](const std::string& row) {
+    const bool marker = is_document_marker(row, "---");
+    if (marker && content) return true;
+    if (!marker && !blank_or_comment(row) && row.rfind("%", 0) != 0) content = true;
+    return false;
+  });
 }
 
 // The 1-based line of the first content after a document end marker ("..." alone on a line):
 // YAML ends the document there and yaml-cpp drops what follows without a word. 0 when none.
 int content_after_document_end(const std::string& text) {
   bool ended = false;
-  int line = 1;
-  for (size_t start = 0; start < text.size(); ++line) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string row = text.substr(start, end - start);
-    const size_t first = row.find_first_not_of(" \t\r");
-    const bool blank_or_comment = first == std::string::npos || row[first] == '#';
-    if (ended && !blank_or_comment) return line;
-    if (row.rfind("...", 0) == 0 && (row.size() == 3 || row[3] == ' ' || row[3] == '\t' || row[3] == '\r' || row[3] == '#')) {
-      ended = true;
-    }
-    start = end + 1;
-  }
-  return 0;
+  return first_line_where(text, [&](const std::string& row) {
+    if (ended && !blank_or_comment(row)) return true;
+    if (is_document_marker(row, "...", /*comment_may_follow=*/true)) ended = true;
+    return false;
+  });
 }
 
 // The byte offset of the first byte that is not part of a well-formed UTF-8 sequence (overlong

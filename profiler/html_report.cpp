@@ -381,45 +381,33 @@ std::string steps_svg(const std::vector<Profile>& profiles) {
 // One row per kept step: the step's device span, its kernels where they ran, and the idle
 // stretches between them (what a host-bound step looks like).
 std::string timeline_svg(const Profile& profile, size_t variant) {
-  struct Row {
-    int step;
-    double start, end;
-  };
-  std::vector<Row> rows;
-  for (const OpEvent& event : profile.ops) {
-    if (is_step_region(event)) rows.push_back({event.step, event.device_start_us, event.device_end_us});
-  }
-  if (rows.empty()) return "";
-  std::map<int, size_t> position;
-  for (size_t r = 0; r < rows.size(); ++r) position[rows[r].step] = r;
-  for (const KernelEvent& kernel : profile.kernels) {  // a kernel may end after its step's end mark
-    const auto found = position.find(kernel.step);
-    if (found != position.end()) rows[found->second].end = std::max(rows[found->second].end, kernel.device_end_us);
-  }
+  const std::vector<StepActivity> steps = step_activity(profile);  // start and end on the device clock
+  if (steps.empty()) return "";
+  std::map<int, size_t> position;  // step number -> row, the first row of a step as step_activity
+  for (size_t r = 0; r < steps.size(); ++r) position.emplace(steps[r].step, r);
   double longest = 0;
-  for (const Row& r : rows) longest = std::max(longest, r.end - r.start);
+  for (const StepActivity& a : steps) longest = std::max(longest, a.end_us - a.start_us);
   if (longest <= 0) return "";
   const double W = 1000, left = 150, height = 16;
-  const std::vector<StepActivity> activity = step_activity(profile);
   std::string svg = fmt::format("<svg class=\"timeline\" data-variant=\"{}\" width=\"{}\" height=\"{}\">\n", variant,
-                                left + W, px(rows.size() * (height + 4) + 16));
-  for (size_t r = 0; r < rows.size(); ++r) {
+                                left + W, px(steps.size() * (height + 4) + 16));
+  for (size_t r = 0; r < steps.size(); ++r) {
     const double y = r * (height + 4);
-    const StepActivity& a = activity[r];
+    const StepActivity& a = steps[r];
     svg += fmt::format("<text x=\"0\" y=\"{}\">step {}: busy {:.0f}%</text><rect class=\"busy-span\" x=\"{}\" y=\"{}\" "
                        "width=\"{}\" height=\"{}\" data-tip=\"{}\"/>\n",
-                       px(y + 12), rows[r].step, 100.0 * a.busy_fraction(), px(left), px(y),
-                       extent((rows[r].end - rows[r].start) / longest * W), px(height),
-                       esc(fmt::format("step {}: {} kernels busy {} of {}; {} gaps, the longest {}", rows[r].step,
-                                       a.kernels, format_time_us(a.busy_us), format_time_us(a.span_us), a.gaps,
+                       px(y + 12), a.step, 100.0 * a.busy_fraction(), px(left), px(y),
+                       extent((a.end_us - a.start_us) / longest * W), px(height),
+                       esc(fmt::format("step {}: {} kernels busy {} of {}; {} gaps, the longest {}", a.step, a.kernels,
+                                       format_time_us(a.busy_us), format_time_us(a.span_us), a.gaps,
                                        format_time_us(a.largest_gap_us))));
   }
   for (const KernelEvent& kernel : profile.kernels) {
     const auto found = position.find(kernel.step);
     if (found == position.end()) continue;
-    const Row& r = rows[found->second];
     const double y = found->second * (height + 4);
-    const double x0 = (kernel.device_start_us - r.start) / longest * W, w = kernel_duration_us(kernel) / longest * W;
+    const double x0 = (kernel.device_start_us - steps[found->second].start_us) / longest * W;
+    const double w = kernel_duration_us(kernel) / longest * W;
     const std::string op = kernel.op >= 0 && static_cast<size_t>(kernel.op) < profile.ops.size()
                                ? profile.ops[kernel.op].scope
                                : std::string("-");
@@ -430,7 +418,7 @@ std::string timeline_svg(const Profile& profile, size_t variant) {
                                        format_time_us(kernel.launch_cpu_us))));
   }
   svg += fmt::format("<text x=\"{}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", px(left),
-                     px(rows.size() * (height + 4) + 12), px(left + W), px(rows.size() * (height + 4) + 12),
+                     px(steps.size() * (height + 4) + 12), px(left + W), px(steps.size() * (height + 4) + 12),
                      esc(format_time_us(longest)));
   return svg + "</svg>\n";
 }
@@ -625,11 +613,11 @@ std::string header_html(const std::vector<Profile>& profiles, const std::string&
 }
 
 // One line per variant: its step verdict, and how the verdicts are drawn.
-std::string verdicts_html(const std::vector<Profile>& profiles) {
+std::string verdicts_html(const std::vector<Profile>& profiles, const std::vector<StepVerdict>& verdicts) {
   std::string body;
   body += "<h2>Verdicts</h2>\n<section id=\"verdicts\">\n";
   for (size_t v = 0; v < profiles.size(); ++v) {
-    const StepVerdict verdict = step_verdict(profiles[v]);
+    const StepVerdict& verdict = verdicts[v];
     body += fmt::format("<p class=\"verdict\" data-variant=\"{}\" data-kind=\"{}\">{}{}: <b class=\"{}\">{}</b> {}</p>\n", v,
                         esc(verdict.kind), swatch(v), esc(profiles[v].label), esc(verdict.kind),
                         esc(verdict.kind.empty() ? "no verdict" : verdict.kind), esc(verdict.line));
@@ -652,7 +640,9 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
   table.row_limit = 0;  // the page shows every row; sorting is the reader's
   table.layout = TextLayout{};
 
-  std::string body = header_html(profiles, title) + verdicts_html(profiles);
+  std::vector<StepVerdict> verdicts;  // one per variant: the verdicts section, host vs device, the data
+  for (const Profile& profile : profiles) verdicts.push_back(step_verdict(profile));
+  std::string body = header_html(profiles, title) + verdicts_html(profiles, verdicts);
   body += "<h2>Roofline</h2>\n<section id=\"roofline\">\n" + roofline_svg(profiles);
   body += "<p class=\"note\">One point per op of each variant (its calls together): FLOPs and bytes from the op's own "
           "formula, achieved FLOP/s from its time. ";
@@ -677,7 +667,7 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
           "clock (grey) and its kernels where they ran: what is grey between them the device spent idle, waiting for "
           "the host.</p>\n";
   for (size_t v = 0; v < profiles.size(); ++v) {
-    body += "<h3>" + swatch(v) + esc(profiles[v].label) + "</h3>\n<p class=\"verdict-line\">" + esc(step_verdict(profiles[v]).line) +
+    body += "<h3>" + swatch(v) + esc(profiles[v].label) + "</h3>\n<p class=\"verdict-line\">" + esc(verdicts[v].line) +
             "</p>\n" + timeline_svg(profiles[v], v);
   }
   body += "</section>\n";
@@ -705,7 +695,7 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
     data["variants"].push_back({{"label", profiles[v].label},
                                 {"simulated", profiles[v].simulated},
                                 {"step_times_us", step_times_us(profiles[v])},
-                                {"verdict", step_verdict_json(profiles[v])},
+                                {"verdict", step_verdict_json(verdicts[v])},
                                 {"ops", rows_json(ops)},
                                 {"kernels", rows_json(kernels)}});
   }

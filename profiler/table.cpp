@@ -236,7 +236,7 @@ std::string op_table(const Profile& profile, const TableOptions& options, Format
                            {"mean", spread.mean}, {"stddev", spread.stddev}, {"cv", spread.cv()},
                            {"noisy", spread.cv() > kNoisyCv}};
     out["steps"] = rows_json(step_table_rows(profile));  // per step: times and memory peaks
-    out["verdict"] = step_verdict_json(profile);
+    out["verdict"] = step_verdict_json(step_verdict(profile));
     out["rows"] = rows_json(select_columns(table, options.layout));
     return out.dump(2) + "\n";
   }

@@ -42,6 +42,8 @@ std::vector<StepActivity> step_activity(const Profile& profile) {
     if (!is_step_region(event)) continue;
     StepActivity step;
     step.step = event.step;
+    step.start_us = event.device_start_us;
+    step.end_us = event.device_end_us;
     step.span_us = std::max(0.0, event.device_end_us - event.device_start_us);
     step.cpu_us = std::max(0.0, event.cpu_end_us - event.cpu_start_us);
     position.emplace(event.step, steps.size());
@@ -50,12 +52,8 @@ std::vector<StepActivity> step_activity(const Profile& profile) {
   // Each step's kernels by start time; the union of their intervals is the busy time, and
   // what lies between them (and between them and the span's ends) the idle stretches.
   std::vector<std::vector<std::pair<double, double>>> intervals(steps.size());
-  std::vector<double> span_start(steps.size(), 0.0), span_end(steps.size(), 0.0);
-  for (const OpEvent& event : profile.ops) {
-    if (!is_step_region(event)) continue;
-    span_start[position[event.step]] = event.device_start_us;
-    span_end[position[event.step]] = event.device_end_us;
-  }
+  std::vector<double> region_end(steps.size());  // the end marks, before kernels extend them
+  for (size_t s = 0; s < steps.size(); ++s) region_end[s] = steps[s].end_us;
   for (const KernelEvent& kernel : profile.kernels) {
     const auto found = position.find(kernel.step);
     if (found == position.end()) continue;
@@ -63,12 +61,13 @@ std::vector<StepActivity> step_activity(const Profile& profile) {
     ++step.kernels;
     step.launch_cpu_us += kernel.launch_cpu_us;
     intervals[found->second].emplace_back(kernel.device_start_us, kernel.device_end_us);
+    step.end_us = std::max(step.end_us, kernel.device_end_us);
   }
   for (size_t s = 0; s < steps.size(); ++s) {
     auto& list = intervals[s];
     std::sort(list.begin(), list.end());
     StepActivity& step = steps[s];
-    double covered_to = span_start[s];
+    double covered_to = step.start_us;
     const auto idle = [&](double from, double to) {
       if (to - from >= kGapUs) {
         ++step.gaps;
@@ -81,7 +80,7 @@ std::vector<StepActivity> step_activity(const Profile& profile) {
       if (end > from) step.busy_us += end - from;
       covered_to = std::max(covered_to, end);
     }
-    if (!list.empty()) idle(covered_to, span_end[s]);
+    if (!list.empty()) idle(covered_to, region_end[s]);
     // A step's kernels can outlast its region's end mark by the marks' resolution.
     step.span_us = std::max(step.span_us, step.busy_us);
   }
@@ -164,8 +163,7 @@ StepVerdict step_verdict(const Profile& profile) {
   return verdict;
 }
 
-nlohmann::json step_verdict_json(const Profile& profile) {
-  const StepVerdict v = step_verdict(profile);
+nlohmann::json step_verdict_json(const StepVerdict& v) {
   const StepActivity& t = v.typical;
   return {{"kind", v.kind},
           {"line", v.line},

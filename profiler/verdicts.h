@@ -40,6 +40,7 @@ Bound roofline_bound(double flops, double bytes, double time_us, const Peaks& pe
 // What the device did during one kept step.
 struct StepActivity {
   int step = 0;
+  double start_us = 0, end_us = 0;  // on the device clock: the region's start, and its end or its last kernel's
   double span_us = 0;   // the step's device-clock span ("step N" region's device end - start)
   double busy_us = 0;   // the union of its kernels' intervals
   double cpu_us = 0;    // the step's CPU time (entry to exit of the region)
@@ -68,6 +69,6 @@ struct StepVerdict {
 StepVerdict step_verdict(const Profile& profile);
 // The verdict and its figures as the JSON outputs carry them: kind, line, the typical step's
 // activity and the device time by op verdict.
-nlohmann::json step_verdict_json(const Profile& profile);
+nlohmann::json step_verdict_json(const StepVerdict& verdict);
 
 }  // namespace blockscope::profiler
