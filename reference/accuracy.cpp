@@ -64,13 +64,4 @@ bool within_accuracy_rule(double path_error, double naive_error, DType dtype) {
   return std::isfinite(path_error) && path_error <= accuracy_bound(naive_error, dtype);
 }
 
-double naive_workload_bound(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return 1e-4;
-    case DType::f16: return 2e-2;
-    case DType::bf16: return 6e-2;
-  }
-  return 1e-4;
-}
-
 }  // namespace blockscope::reference

@@ -1,7 +1,8 @@
 // The accuracy rule, one for `blockscope check` and the tests (after FlashAttention's tests):
 // a path's error against the float64 reference is at most twice the naive path's error in
 // the same dtype and device, plus a floor of a few units of the dtype's roundoff; the naive
-// path itself stays under a sanity bound, so a wrong reference cannot hide behind the rule.
+// path itself stays under the workload's derived bound (reference/error_model.h), so a wrong
+// naive path or reference cannot hide behind the rule.
 #pragma once
 
 #include <vector>
@@ -30,8 +31,4 @@ double accuracy_floor(DType dtype);
 bool within_accuracy_rule(double path_error, double naive_error, DType dtype);
 // The largest path error the rule allows, given the naive path's.
 double accuracy_bound(double naive_error, DType dtype);
-// The sanity bound on a whole workload's naive path (max relative error of its output):
-// f32 1e-4, f16 2e-2, bf16 6e-2.
-double naive_workload_bound(DType dtype);
-
 }  // namespace blockscope::reference

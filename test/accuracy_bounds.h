@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/common/paths.h"
+#include "reference/error_model.h"
 #include "reference/ops_reference.h"
 #include "reference/reference_tensor.h"
 #include "runtime/dtype.h"
@@ -26,10 +27,10 @@ inline double max_abs(const reference::RefTensor& t) {
 // a few units of the storage roundoff, relative to the largest value.
 inline double one_rounding_bound(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 1e-7; }
 
-// softmax: probabilities are at most 1; the f32 exp and sum cost a few f32 ulps, the store one
-// rounding. Per row, relative to the row's largest probability. Measured: f32 8.7e-7 (rows of
-// 20000; 4e-7 up to 4097), f16 4.8e-4, bf16 3.8e-3.
-inline double softmax_bound(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 2e-6; }
+// softmax over rows of n, per row relative to the row's largest probability: the f32 sum of n
+// exps, exp itself and the stored result (reference/error_model.h). Measured: f32 8.7e-7 (rows
+// of 20000; 4e-7 up to 4097), f16 4.8e-4, bf16 3.8e-3.
+inline double softmax_bound(DType dtype, int64_t n) { return reference::error_bound(reference::softmax_roundings(n), dtype); }
 
 // LayerNorm / RMSNorm over N elements, relative to max |reference|: storing rounds once
 // (u_d); a sum of N f32 terms errs by about √N·u32 with rounding errors of random sign, and
@@ -121,18 +122,22 @@ inline double mlp_gated_bound(const reference::RefTensor& x, const reference::Re
 }
 
 // Attention, every path on its own (so a bug shared by all paths cannot hide behind the
-// accuracy rule, which compares paths with naive): scores and probabilities are rounded to the
-// storage type a few times, each about one roundoff of an O(1) value. Per output row (head_dim
-// values), relative to the row's largest |value|, with q and k in [-2, 2]. Measured: f32 1.8e-6,
-// f16 3.3e-3, bf16 1.8e-2 (any path).
-inline double attention_bound(DType dtype) { return 16.0 * dtype_epsilon(dtype) + 4e-6; }
+// accuracy rule, which compares paths with naive), per output row (head_dim values) relative to
+// the row's largest |value|, with q and k in [-2, 2] (scores up to about 6, as the error model
+// assumes): the scores' sums of head_dim, their rounding magnified by exp, the softmax and the
+// sum with V over the keys (reference/error_model.h). Measured: f32 1.8e-6, f16 3.3e-3, bf16
+// 1.8e-2 (any path).
+inline double attention_bound(DType dtype, int64_t head_dim, int64_t keys) {
+  return reference::error_bound(reference::attention_roundings(head_dim, keys), dtype);
+}
 
-// batched_matmul, absolute: f32 accumulation over k <= 128 plus one rounding to the storage
-// type, relative to the largest output; for f16 also the subnormal spacing 2^-24 (a product of
-// two inputs in [-1, 1] can land below f16's smallest normal, where one rounding costs up to
-// half a spacing whatever the relative error).
-inline double batched_matmul_bound(const reference::RefTensor& expected, DType dtype) {
-  return (4.0 * dtype_epsilon(dtype) + 1e-5) * max_abs(expected) + (dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0);
+// batched_matmul of depth k, absolute: the GEMM's bound (reference/error_model.h) relative to
+// the largest output; for f16 also the subnormal spacing 2^-24 (a product of two inputs in
+// [-1, 1] can land below f16's smallest normal, where one rounding costs up to half a spacing
+// whatever the relative error).
+inline double batched_matmul_bound(const reference::RefTensor& expected, int64_t k, DType dtype) {
+  return reference::error_bound(reference::gemm_roundings(k), dtype) * max_abs(expected) +
+         (dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0);
 }
 
 }  // namespace blockscope::testing

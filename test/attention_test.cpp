@@ -35,12 +35,13 @@ using reference::RefTensor;
 const AttentionPath kAllPaths[] = {AttentionPath::naive, AttentionPath::inplace, AttentionPath::fused_softmax,
                                    AttentionPath::flash};
 
-// The worst output row's relative error (rows of head_dim); when `bounded` (the error is
-// checked against bt::attention_bound, which every path meets on its own) recorded as attention.<path>.<dtype>.
+// The worst output row's relative error (rows of head_dim); where `bound` is given (the error is
+// checked against bt::attention_bound, which every path meets on its own) recorded as
+// attention.<path>.<dtype>, with its share of the bound.
 double attention_error(const std::vector<float>& got, const RefTensor& want, AttentionPath path, DType dtype,
-                       bool bounded = true) {
+                       double bound) {
   const double error = bt::max_row_relative_error(got, want.data, static_cast<size_t>(want.shape.back()));
-  if (bounded) bt::report_error(std::string("attention.") + ops::path_name(path) + "." + dtype_name(dtype), error);
+  if (bound > 0) bt::report_error(std::string("attention.") + ops::path_name(path) + "." + dtype_name(dtype), error, bound);
   return error;
 }
 
@@ -148,8 +149,9 @@ TEST_P(Attention, EveryPathWithinTheAccuracyRule) {
           ops::attention(ctx, q, k, v, out, path, causal, scale);
           const std::vector<float> actual = to_floats(out);
           ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
-          const double error = attention_error(actual, expected, path, dtype);
-          EXPECT_LE(error, bt::attention_bound(dtype));
+          const double bound = bt::attention_bound(dtype, c.head_dim, c.sk);
+          const double error = attention_error(actual, expected, path, dtype, bound);
+          EXPECT_LE(error, bound);
           if (path == AttentionPath::naive) {
             naive_error = error;
           } else {
@@ -192,11 +194,12 @@ void expect_flash_case(Context& ctx, const FlashCase& c, DType dtype, bool causa
     ops::attention(ctx, q, k, v, out, paths[i], causal, scale);
     const std::vector<float> actual = to_floats(out);
     ASSERT_EQ(bt::first_nan(actual), -1) << "unwritten or NaN output";
-    errors[i] = attention_error(actual, expected, paths[i], dtype, c.range <= 2.0f);
-    // With large logits the naive path's rounded scores cost more than attention_bound; only the
-    // comparison with flash applies there.
-    if (c.range <= 2.0f) {
-      EXPECT_LE(errors[i], bt::attention_bound(dtype));
+    // With large logits the naive path's rounded scores cost more than attention_bound (its
+    // scores are assumed at most about 6); only the comparison with flash applies there.
+    const double bound = c.range <= 2.0f ? bt::attention_bound(dtype, c.head_dim, c.sk) : 0.0;
+    errors[i] = attention_error(actual, expected, paths[i], dtype, bound);
+    if (bound > 0) {
+      EXPECT_LE(errors[i], bound);
     }
   }
   EXPECT_TRUE(bt::within_accuracy_rule(errors[1], errors[0], dtype))
@@ -268,7 +271,7 @@ TEST_P(Attention, F16LogitsAbove65504BeforeTheScale) {
       ops::attention(ctx, q, k, v, out, path, causal, scale);
       const std::vector<float> actual = to_floats(out);
       for (size_t i = 0; i < actual.size(); ++i) ASSERT_TRUE(std::isfinite(actual[i])) << "element " << i;
-      EXPECT_LE(bt::max_relative_error(actual, expected.data), bt::attention_bound(dtype));
+      EXPECT_LE(bt::max_relative_error(actual, expected.data), bt::attention_bound(dtype, d, sk));
     }
     // naive and inplace: the unscaled f16 scores overflow, as PyTorch eager's `q @ k.T * scale`.
     for (AttentionPath path : {AttentionPath::naive, AttentionPath::inplace}) {

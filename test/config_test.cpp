@@ -11,6 +11,7 @@
 
 #include "test/support/test_support.h"
 #include "model/config.h"
+#include "reference/error_model.h"
 #include "reference/families.h"
 #include "runtime/error.h"
 
@@ -89,6 +90,32 @@ TEST(Config, EveryShippedConfigLoads) {
     ++count;
   }
   EXPECT_GE(count, 11);
+}
+
+// The derived error bound `check` holds every shipped workload's naive path to
+// (reference/error_model.h) stays far below a wrong element at the shapes users run: under
+// 1e-4 in f32 (a misplaced eps or a dropped bias costs 1e-3 and more) and 0.1 in bf16; and it
+// grows with the depth of the sums and the layers, as the model says.
+TEST(Config, EveryShippedConfigsErrorBoundIsFarBelowAWrongElement) {
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs")) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
+    SCOPED_TRACE(path);
+    bs::WorkloadConfig config = bs::load_config_file(path);
+    config.dtype = bs::DType::f32;
+    const double f32 = bs::reference::workload_error_bound(config);
+    EXPECT_GT(f32, 1e-7);
+    EXPECT_LT(f32, 1e-4);
+    config.dtype = bs::DType::bf16;
+    EXPECT_LT(bs::reference::workload_error_bound(config), 0.1);
+  }
+  bs::WorkloadConfig stack = bs::load_config_text("workload: stack\nmodel: {family: gpt2, d_model: 64, n_heads: 4, "
+                                                  "n_layers: 1}\ninput: {batch: 1, seq_len: 16}\n", "stack");
+  const double one = bs::reference::workload_error_bound(stack);
+  stack.model.n_layers = 4;
+  EXPECT_NEAR(bs::reference::workload_error_bound(stack), 2.0 * one, 1e-12) << "four layers: twice one layer's (√4)";
+  stack.input.seq_len = 1024;
+  EXPECT_GT(bs::reference::workload_error_bound(stack), 2.0 * one) << "longer softmax and P·V sums";
 }
 
 // The config code against the oracle's own knowledge of the Hugging Face families

@@ -94,7 +94,7 @@ Accuracy softmax_rows() {
           [](const Measured& m) {
             return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
           },
-          [](const Measured& m) { return softmax_bound(m.dtype); }};
+          [](const Measured& m) { return softmax_bound(m.dtype, m.want.shape.back()); }};
 }
 Accuracy norm_rows() {
   return {"max relative", [](const Measured& m) { return max_relative_error(m.got, m.want.data); },
@@ -663,7 +663,7 @@ OpCases batched_matmul_cases() {
       ops::batched_matmul(ctx, in[0], in[1], o, trans_b, 0.75f, group, "gemm_test");
     };
     c.reference = [trans_b, group](const Refs& in) { return reference::batched_matmul(in[0], in[1], trans_b, 0.75, group); };
-    c.accuracy = absolute([](const Measured& m) { return batched_matmul_bound(m.want, m.dtype); });
+    c.accuracy = absolute([](const Measured& m) { return batched_matmul_bound(m.want, m.inputs[0].shape.back(), m.dtype); });
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {
@@ -715,7 +715,7 @@ OpCases attention_cases() {
                       [](const Measured& m) {
                         return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
                       },
-                      [](const Measured& m) { return attention_bound(m.dtype); }};
+                      [](const Measured& m) { return attention_bound(m.dtype, m.inputs[0].shape.back(), m.inputs[1].shape[2]); }};
         entry.cases.push_back(std::move(c));
       }
     }

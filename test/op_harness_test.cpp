@@ -99,7 +99,7 @@ TEST_P(OpHarness, ValueAliasingAndCrossDevice) {
     }
     const bt::Measured measured{got, want, in, dtype()};
     const double error = c.accuracy.error(measured), bound = c.accuracy.bound(measured);
-    bt::report_error(entry().op + "." + bt::device_param_name(device()) + "." + dtype_name(dtype()), error);
+    bt::report_error(entry().op + "." + bt::device_param_name(device()) + "." + dtype_name(dtype()), error, bound);
     EXPECT_LE(error, bound) << c.accuracy.metric << " error against the float64 reference";
 
     if (c.alias_input >= 0) {  // the output is the input itself

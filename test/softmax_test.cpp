@@ -26,10 +26,10 @@ using bt::kernel_names;
 using reference::RefTensor;
 
 // The worst row's relative error (rows of n: a row is measured against its own largest
-// probability), recorded under "softmax.<dtype>"; bounded by bt::softmax_bound.
+// probability), recorded under "softmax.<dtype>" with its share of bt::softmax_bound.
 double row_error(const std::vector<float>& got, const std::vector<double>& want, int64_t n, DType dtype) {
   const double error = bt::max_row_relative_error(got, want, static_cast<size_t>(n));
-  bt::report_error(std::string("softmax.") + dtype_name(dtype), error);
+  bt::report_error(std::string("softmax.") + dtype_name(dtype), error, bt::softmax_bound(dtype, n));
   return error;
 }
 
@@ -46,12 +46,12 @@ TEST_P(Softmax, HugeLogitsDoNotOverflow) {
     Tensor y = bt::poisoned_tensor(ctx, {9, 257}, dtype);
     ops::softmax(ctx, x, y);
     const RefTensor expected = reference::softmax_rows(reference::from_tensor(x));
-    EXPECT_LE(bt::max_relative_error(to_floats(y), expected.data), bt::softmax_bound(dtype));
+    EXPECT_LE(bt::max_relative_error(to_floats(y), expected.data), bt::softmax_bound(dtype, 257));
 
     Tensor z = bt::poisoned_tensor(ctx, {9, 257}, dtype);
     ops::softmax_scale_causal(ctx, x, 1.0f, true, z);
     const RefTensor expected_causal = reference::softmax_scale_causal(reference::from_tensor(x), 1.0, true);
-    EXPECT_LE(bt::max_relative_error(to_floats(z), expected_causal.data), bt::softmax_bound(dtype));
+    EXPECT_LE(bt::max_relative_error(to_floats(z), expected_causal.data), bt::softmax_bound(dtype, 257));
   }
 }
 
@@ -71,7 +71,7 @@ TEST_P(Softmax, FullyMaskedRowIsZeros) {
     for (int j = 0; j < 4; ++j) EXPECT_EQ(actual[j], 0.0f) << "column " << j;
     EXPECT_EQ(actual[5], 0.0f);
     EXPECT_LE(bt::max_relative_error(actual, reference::softmax_rows(reference::from_tensor(x)).data),
-              bt::softmax_bound(dtype));
+              bt::softmax_bound(dtype, 4));
   }
 }
 
@@ -93,11 +93,11 @@ TEST_P(Softmax, EveryRowShapeMatchesReferenceAndCpu) {
       ops::softmax(ctx, x, y);
       const std::vector<float> got = to_floats(y);
       ASSERT_EQ(bt::first_nan(got), -1);
-      EXPECT_LE(row_error(got, reference::softmax_rows(reference::from_tensor(x)).data, c.n, dtype), bt::softmax_bound(dtype));
+      EXPECT_LE(row_error(got, reference::softmax_rows(reference::from_tensor(x)).data, c.n, dtype), bt::softmax_bound(dtype, c.n));
       Tensor xc = cpu.copy_from(x);
       Tensor yc = bt::poisoned_tensor(cpu, {c.rows, c.n}, dtype);
       ops::softmax(cpu, xc, yc);
-      EXPECT_LE(bt::max_relative_error(got, bt::to_doubles(yc)), 2.0 * bt::softmax_bound(dtype));
+      EXPECT_LE(bt::max_relative_error(got, bt::to_doubles(yc)), 2.0 * bt::softmax_bound(dtype, c.n));
 
       // Causal, Sq = rows > Sk for the short rows: the first rows see nothing (zeros).
       const int64_t sq = c.rows;
@@ -108,7 +108,7 @@ TEST_P(Softmax, EveryRowShapeMatchesReferenceAndCpu) {
         const std::vector<float> gz = to_floats(z);
         ASSERT_EQ(bt::first_nan(gz), -1);
         EXPECT_LE(row_error(gz, reference::softmax_scale_causal(reference::from_tensor(x3), scale, true).data, c.n, dtype),
-                  bt::softmax_bound(dtype));
+                  bt::softmax_bound(dtype, c.n));
       }
     }
   }

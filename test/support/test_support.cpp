@@ -95,6 +95,11 @@ void report_error(const std::string& what, double value) {
   if (enabled) std::printf("measured-error %s %.3e\n", what.c_str(), value);
 }
 
+void report_error(const std::string& what, double value, double bound) {
+  report_error(what, value);
+  report_error(what + ":of_bound", value / bound);
+}
+
 std::vector<Device> test_devices() {
   std::vector<Device> devices{Device::cpu()};
   if (cuda_built()) devices.push_back(Device::cuda(0));

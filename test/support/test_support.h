@@ -53,6 +53,9 @@ int64_t first_nan(const std::vector<float>& values);
 // Prints "measured-error <what> <value>" when BLOCKSCOPE_TEST_ERRORS is set: how the bounds in
 // docs/TESTING.md were measured (run a suite many times, take the largest per name).
 void report_error(const std::string& what, double value);
+// The same, and "measured-error <what>:of_bound <value / bound>": how close the worst error came
+// to a derived bound (docs/TESTING.md's "share of the bound" column).
+void report_error(const std::string& what, double value, double bound);
 
 
 // Devices to run a parameterised test on: always cpu; cuda:0 when built with CUDA (the test

@@ -10,6 +10,7 @@
 
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
+#include "reference/error_model.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
 
@@ -52,6 +53,8 @@ int check_command(Session& session) {
       for (int i = 0; i < cuda_device_count(); ++i) devices.push_back(Device::cuda(i));
   }
   const std::vector<PathConfig> mixes = path_mixes(config);
+  // The naive path's bound, derived from the workload's shapes and dtype (reference/error_model.h).
+  const double naive_bound = reference::workload_error_bound(config);
   // Blocks and stacks are also measured at each path op of the last layer, on the inputs the
   // run gave it: at the output the rounding of every op before hides a path's own error, at
   // the op where the path differs nothing does. Each measure's name is the path op's.
@@ -106,7 +109,7 @@ int check_command(Session& session) {
       }
       if (i == 0) naive_errors = row.errors;
       for (size_t m = 0; m < measures.size(); ++m) {
-        const double bound = i == 0 ? reference::naive_workload_bound(config.dtype)
+        const double bound = i == 0 ? naive_bound
                                     : reference::accuracy_bound(naive_errors[m], config.dtype);
         row.bounds.push_back(bound);
         row.ok = row.ok && std::isfinite(row.errors[m]) && row.errors[m] <= bound;
@@ -156,8 +159,9 @@ int check_command(Session& session) {
     std::ostringstream head;
     head << "check " << (config.name.empty() ? config.source : config.name) << " (" << workload_kind_name(config.kind)
          << ", " << dtype_name(config.dtype) << ") against the float64 reference\n";
-    head << "rule: naive error <= " << reference::naive_workload_bound(config.dtype) << "; every other path <= 2 x naive + "
-         << reference::accuracy_floor(config.dtype) << " (max |out - ref| / max |ref|)\n";
+    head << "rule: naive error <= " << naive_bound << " (derived from the workload's sums and "
+         << "roundings); every other path <= 2 x naive + " << reference::accuracy_floor(config.dtype)
+         << " (max |out - ref| / max |ref|)\n";
     if (per_op) {
       head << "measured at the output and at the last layer's attention, linear (its output projection) and mlp ops, "
               "each recomputed in float64 from the inputs the run gave it\n";

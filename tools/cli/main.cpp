@@ -135,8 +135,9 @@ int run_cli(Session& session, int argc, char** argv) {
   CLI::App* check = app.add_subcommand("check", "Compare every device and path with the float64 reference");
   add_common(check, options, true, false);
   check->footer(
-      "Rule: the all-naive paths' max relative error is under a sanity bound for the dtype, and every\n"
-      "other path mix is within 2x the naive error plus a floor of a few units of roundoff.\n"
+      "Rule: the all-naive paths' max relative error is under a bound derived from the workload's sum\n"
+      "depths and dtype (docs/TESTING.md), and every other path mix is within 2x the naive error\n"
+      "plus a floor of four units of the dtype's roundoff.\n"
       "Exit code 1 when any path breaks it.\n"
       "Examples:\n"
       "  blockscope check\n"
