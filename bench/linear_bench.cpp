@@ -112,7 +112,10 @@ void register_all() {
     } else if (device.is_cpu()) {
       dtypes = {DType::f32, DType::bf16};
       squares = {{64, 64, 64}, {256, 256, 256}, {512, 512, 512}};
-      linears = {{512, 3072, 768}};
+      // 512 x 3072 x 768, then GPT-2 small's four GEMMs at S = 256 (c_attn, attention c_proj,
+      // c_fc, mlp c_proj): what a CPU GEMM planner chooses between (issue: CPU GEMMs by
+      // measurement; bench/NOTES.md).
+      linears = {{512, 3072, 768}, {256, 2304, 768}, {256, 768, 768}, {256, 3072, 768}, {256, 768, 3072}};
     } else {
       dtypes = {DType::bf16, DType::f16, DType::f32};
       squares = {{64, 64, 64}, {4096, 4096, 4096}};

@@ -43,6 +43,9 @@ struct BackendInfo {
   std::string peak_source;
   bool peaks_cached = false;  // read from a cache of an earlier measurement (CPU), not measured now
   int cpu_threads = 0;        // the CPU backend's thread count; 0 for devices
+  // Said to users where a 16-bit dtype is no faster than f32 (the CPU's measured GEMM peaks:
+  // a CPU without native bf16 kernels widens to f32); empty otherwise.
+  std::string dtype_note;
 };
 
 class Backend {

@@ -170,6 +170,69 @@ TEST(Cli, ProfileFlagsProgressWidthThreadsAndCachedPeaks) {
   EXPECT_NE(r.err.find("--columns: unknown column 'bogus'; columns: name, path,"), std::string::npos) << r.err;
 }
 
+// Where bf16 GEMMs are no faster than f32 (a CPU without native bf16 kernels), info and the
+// profile header say so with both peaks; where they are faster, nothing is said. The peaks are
+// the cache's, made slow or fast here.
+TEST(Cli, InfoAndProfileSayWhenBf16IsNoFasterThanF32) {
+  const fs::path cache = temp_dir() / "dtype_peaks.json";
+  fs::remove(cache);
+  // One thread for info (OMP_NUM_THREADS) and profile (--threads): the same cache entries.
+  const std::string env = "COLUMNS=100 OMP_NUM_THREADS=1 BLOCKSCOPE_PEAK_CACHE=" + quote(cache.string()) + " ";
+  const std::vector<std::string> info = {"info", "--format", "json"};
+  ASSERT_EQ(run_cli(info, env).code, 0);
+  const auto set_bf16_peak = [&](double times_f32) {
+    std::ifstream in(cache);
+    nlohmann::json peaks = nlohmann::json::parse(in);
+    in.close();
+    int changed = 0;
+    for (auto& [key, entry] : peaks.items()) {  // the native entries ("... | onednn | bf16")
+      if (key.size() < 7 || key.compare(key.size() - 7, 7, " | bf16") != 0) continue;
+      const std::string f32_key = key.substr(0, key.size() - 7) + " | f32";
+      ASSERT_TRUE(peaks.contains(f32_key)) << peaks.dump(2);
+      entry["tflops"] = times_f32 * peaks[f32_key]["tflops"].get<double>();
+      ++changed;
+    }
+    ASSERT_EQ(changed, 1) << "one native bf16 entry\n" << peaks.dump(2);
+    std::ofstream(cache) << peaks.dump(2);
+  };
+  const std::vector<std::string> profile = {"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu",
+                                            "--set", "compare=[]", "--threads", "1", "--dtype", "bf16"};
+
+  set_bf16_peak(0.5);
+  Result r = run_cli(info, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json notes = nlohmann::json::parse(r.out)["devices"][0]["dtype_notes"];
+  ASSERT_EQ(notes.size(), 1u) << r.out;
+  EXPECT_NE(notes[0].get<std::string>().find("bf16 GEMMs are no faster than f32 on this CPU: "), std::string::npos)
+      << notes;
+  r = run_cli({"info"}, env);
+  EXPECT_NE(r.out.find("Note on cpu: bf16 GEMMs are no faster than f32"), std::string::npos) << r.out;
+  r = run_cli(profile, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Note: bf16 GEMMs are no faster than f32 on this CPU"), std::string::npos) << r.out;
+
+  // Peaks measured with the GEMM libraries held to other kernels are kept apart.
+  ASSERT_EQ(run_cli(info, env + "ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell ").code, 0);
+  {
+    std::ifstream in(cache);
+    const nlohmann::json peaks = nlohmann::json::parse(in);
+    int held = 0;
+    for (const auto& [key, entry] : peaks.items())
+      held += key.find(" | ONEDNN_MAX_CPU_ISA=AVX2 | OPENBLAS_CORETYPE=Haswell") != std::string::npos;
+    EXPECT_EQ(held, 2) << "f32 and bf16, apart from the native entries:\n" << peaks.dump(2);
+    EXPECT_EQ(peaks.size(), 4u) << peaks.dump(2);
+  }
+
+  set_bf16_peak(4.0);
+  r = run_cli(info, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["devices"][0]["dtype_notes"].empty()) << r.out;
+  r = run_cli(profile, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("no faster than f32"), std::string::npos) << r.out;
+  fs::remove(cache);
+}
+
 // run, check and info fit COLUMNS like profile (before: 115-, 162- and ~290-character lines at
 // 100), and run reports its progress on stderr (before: silent for minutes on big blocks).
 TEST(Cli, RunCheckAndInfoFitTheWidthAndRunReportsProgress) {

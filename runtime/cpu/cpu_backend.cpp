@@ -14,6 +14,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,31 @@ double measure_cpu_tflops(DType dtype) {
   return 2.0 * n * n * n / best / 1e12;
 }
 
+// Users ask why bf16 is slower than f32: on a CPU whose 512^3 GEMM in `dtype` is no faster than
+// in f32 (under 1.1x: a build without native bf16 kernels measures the same f32 GEMM twice), say so with the figures and the kernel that ran (none: the ops widen to f32 and back).
+std::string slow_dtype_note(DType dtype, double tflops, double f32_tflops) {
+  const int64_t n = 512;
+  cpu::Matmul mm;  // the measurement's GEMM, asked which kernel oneDNN picks (no data is read)
+  mm.m = mm.n = mm.k = n;
+  mm.a = {nullptr, dtype, n, 0, false};
+  mm.b = {nullptr, dtype, n, 0, false};
+  mm.c_dtype = dtype;
+  mm.ldc = n;
+  const std::string kernel = cpu::matmul_implementation(mm);
+  const std::string name = dtype_name(dtype);
+  std::ostringstream note;
+  note.precision(3);
+  note << name << " GEMMs are no faster than f32 on this CPU: " << tflops << " vs " << f32_tflops
+       << " TFLOP/s on a 512^3 GEMM (";
+  if (kernel.empty()) {
+    note << "no native " << name << " kernel in " << cpu::gemm_library() << " here: the ops widen to f32 and round back";
+  } else {
+    note << "oneDNN's " << kernel << " kernel";
+  }
+  note << "); f32 may be the faster dtype on this machine";
+  return note.str();
+}
+
 // Best of a few 64 MiB memcpy calls: bytes read plus bytes written per second.
 double measure_cpu_gbps() {
   const size_t bytes = size_t{64} << 20;
@@ -107,7 +133,14 @@ std::string machine_key(int threads, DType dtype) {
       break;
     }
   }
-  return model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library() + " | " + dtype_name(dtype);
+  std::string key = model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library() + " | " + dtype_name(dtype);
+  // The variables that make the GEMM libraries pick other kernels on the same CPU (an AVX2 or
+  // no-AMX code path): peaks measured under one are not the machine's.
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') key += std::string(" | ") + name + "=" + value;
+  }
+  return key;
 }
 
 // Where measured peaks are kept between runs: BLOCKSCOPE_PEAK_CACHE (a file; "off": none), else
@@ -238,6 +271,10 @@ BackendInfo cpu_info(DType dtype, bool forget = false) {
   if (tflops_override > 0) info.peak_tflops = tflops_override;
   if (gbps_override > 0) info.peak_gbps = gbps_override;
   if (tflops_override > 0 && gbps_override > 0) info.peak_source = "BLOCKSCOPE_CPU_PEAK_TFLOPS and _GBPS";
+  if (dtype != DType::f32 && tflops_override <= 0) {
+    const double f32_tflops = cpu_info(DType::f32).peak_tflops;  // measured or cached like this dtype's
+    if (info.peak_tflops < 1.1 * f32_tflops) info.dtype_note = slow_dtype_note(dtype, info.peak_tflops, f32_tflops);
+  }
   return info;
 }
 

@@ -83,6 +83,7 @@ int info_command(Session& session) {
                    {"peak_source", "peaks from", true, ""}};
   // Too wide for COLUMNS (a simulated GPU's long name): the bandwidths go first, then bf16.
   table.drop_order = {"bf16_gbps", "f32_gbps", "bf16_tflops", "memory_available_bytes"};
+  std::string dtype_notes;  // a 16-bit dtype no faster than f32, said under the table
   for (const Device& device : devices) {
     Context ctx(device);
     nlohmann::json entry;
@@ -91,10 +92,15 @@ int info_command(Session& session) {
     entry["memory_available_bytes"] = ctx.backend().memory_available();
     if (session.options.remeasure_peaks) ctx.backend().remeasure_peaks();  // and rewrite the cache
     std::string source;
+    entry["dtype_notes"] = nlohmann::json::array();
     for (DType dtype : {DType::f32, DType::bf16}) {
       const BackendInfo peaks = ctx.backend().info(dtype);
       entry["peaks"][dtype_name(dtype)] = {{"tflops", peaks.peak_tflops}, {"gbps", peaks.peak_gbps}};
       source = peaks.peak_source;
+      if (!peaks.dtype_note.empty()) {
+        entry["dtype_notes"].push_back(peaks.dtype_note);
+        dtype_notes += "Note on " + device.str() + ": " + peaks.dtype_note + "\n";
+      }
     }
     entry["peak_source"] = source;
     table.rows.push_back({device.str(), ctx.backend().name(),
@@ -137,7 +143,7 @@ int info_command(Session& session) {
   layout.max_width = width;
   layout.show_all = "a wider COLUMNS shows them";
   std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout)
-            << profiler::wrap_text(sources, width);
+            << profiler::wrap_text(sources + dtype_notes, width);
   return 0;
 }
 

@@ -85,11 +85,13 @@ int profile_command(Session& session) {
   if (format == profiler::Format::table) {
     std::cout << workload_title(config, ctx) << "\n";
     const profiler::Peaks peaks = profiler::device_peaks(ctx, config.dtype);
-    std::string device = "Device: " + ctx.backend().info(config.dtype).description;
+    const BackendInfo info = ctx.backend().info(config.dtype);
+    std::string device = "Device: " + info.description;
     if (peaks.tflops > 0) {
       device += fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
     }
     std::cout << profiler::wrap_line(device, profiler::terminal_width());
+    if (!info.dtype_note.empty()) std::cout << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
     std::cout << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
                              schedule.warmup, schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
     std::cout.flush();
