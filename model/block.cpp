@@ -135,7 +135,10 @@ size_t Block::buffer_bytes() const {
 }
 
 void Block::prepare(Context& ctx, const PathConfig& paths) {
-  if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) ops::pack_gate_up(ctx, mlp_);
+  if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) {
+    ops::pack_gate_up(ctx, mlp_);
+    mlp_.gate_up_weight.storage()->set_read_only();  // a weight like the others
+  }
 }
 
 void Block::norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const {

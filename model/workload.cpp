@@ -4,6 +4,7 @@
 
 #include "model/safetensors.h"
 #include "profiler/render.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 
 namespace blockscope {
@@ -36,6 +37,7 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
   std::vector<PathConfig> all = paths;
   if (all.empty()) all.push_back(config.paths);
   memory_ = runner_->memory(all);
+  if (ctx.device().is_cpu() && std::string(cpu::gemm_library()) == "onednn") memory_.packed_weights = runner_->packable_weight_bytes(all);
   const size_t available = ctx.backend().memory_available();
   if (memory_.total() > available) {
     std::string advice;
@@ -48,7 +50,11 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
                      profiler::format_bytes(static_cast<double>(memory_.total())) + " (weights " +
                      profiler::format_bytes(static_cast<double>(memory_.weights)) + ", activations " +
                      profiler::format_bytes(static_cast<double>(memory_.activations)) + ", attention scores " +
-                     profiler::format_bytes(static_cast<double>(memory_.scores)) + ") but " + ctx.device().str() + " has only " +
+                     profiler::format_bytes(static_cast<double>(memory_.scores)) +
+                     (memory_.packed_weights > 0
+                          ? ", packed weight copies up to " + profiler::format_bytes(static_cast<double>(memory_.packed_weights))
+                          : std::string()) +
+                     ") but " + ctx.device().str() + " has only " +
                      profiler::format_bytes(static_cast<double>(available)) + " available" + advice +
                      (materialises ? " " : "; ") + "reduce input.batch / input.seq_len (or the model size)");
   }

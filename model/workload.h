@@ -21,7 +21,10 @@ struct MemoryEstimate {
   size_t weights = 0;      // parameters (plus the packed gate|up copy for fused MLPs)
   size_t activations = 0;  // inputs, outputs and intermediate buffers
   size_t scores = 0;       // the [B, H, S, S] attention scores of materialising paths (worst variant)
-  size_t total() const { return weights + activations + scores; }
+  // CPU with oneDNN: at most one copy of each GEMM weight in oneDNN's blocked layout (each
+  // dimension padded to 64), for the shapes whose plan packs them (cpu::MatmulPlan).
+  size_t packed_weights = 0;
+  size_t total() const { return weights + activations + scores + packed_weights; }
 };
 
 // Bytes a workload needs when run with each of `paths` (the largest counts).
@@ -39,6 +42,8 @@ class WorkloadKindRunner {
   virtual MemoryEstimate memory(const std::vector<PathConfig>& paths) const = 0;
   // FLOPs of one forward.
   virtual double flops() const = 0;
+  // Bytes of every GEMM weight padded to 64 in each dimension: what packed copies may take.
+  virtual size_t packable_weight_bytes(const std::vector<PathConfig>& paths) const { return 0; }
   // Inputs and weights (seeded, or from the config's files) and the output. `paths`: every
   // path mix that will run, for what must be prepared once (packed gate|up weights).
   virtual void allocate(Context& ctx, const std::vector<PathConfig>& paths) = 0;

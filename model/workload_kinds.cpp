@@ -70,6 +70,16 @@ class BlockRunner final : public WorkloadKindRunner {
                     worst_score_elements(config_, paths));
   }
 
+  size_t packable_weight_bytes(const std::vector<PathConfig>& paths) const override {
+    const ModelConfig& m = config_.model;
+    const auto padded = [](int64_t n) { return static_cast<double>((n + 63) / 64 * 64); };
+    double per_layer = 0;
+    for (const WeightSpec& spec : block_weight_specs(m, 0))
+      if (spec.shape.size() == 2) per_layer += padded(spec.shape[0]) * padded(spec.shape[1]);
+    if (any_fused_gated(m, paths)) per_layer += padded(2 * m.d_ff) * padded(m.d_model);
+    return static_cast<size_t>(double(layers()) * per_layer * static_cast<double>(dtype_size(config_.dtype)));
+  }
+
   double flops() const override {
     const ModelConfig& m = config_.model;
     const int64_t T = tokens(), d = m.d_model, HD = m.n_heads * m.head_dim, KVD = m.n_kv_heads * m.head_dim;
@@ -91,6 +101,8 @@ class BlockRunner final : public WorkloadKindRunner {
     } else {
       init_weights(ctx, specs, config_.dtype, config_.seed, config_.weights.init, weights_);
     }
+    // Loaded: read-only from here, so a GEMM library may keep a packed copy of each.
+    for (const auto& [name, weight] : weights_.items()) weight.storage()->set_read_only();
     const Shape shape{config_.input.batch, config_.input.seq_len, m.d_model};
     input_ = init::normal_tensor(ctx, "input", shape, config_.dtype, config_.seed, 0.0f, 1.0f);
     output_ = ctx.empty(shape, config_.dtype);

@@ -39,6 +39,19 @@ Storage::Storage(std::shared_ptr<Backend> backend, size_t bytes)
 
 Storage::~Storage() { backend_->deallocate(data_, bytes_); }
 
+std::shared_ptr<Storage> Storage::derived(const std::string& key, size_t bytes, const std::function<void(void*)>& fill) {
+  BS_CHECK(read_only_, "a copy derived from a writable storage could go stale");
+  std::lock_guard<std::mutex> lock(derived_mutex_);
+  std::shared_ptr<Storage>& slot = derived_[key];
+  if (!slot) {
+    auto copy = std::make_shared<Storage>(backend_, bytes);
+    fill(copy->data());
+    slot = std::move(copy);
+  }
+  BS_CHECK(slot->bytes() == bytes, "derived copy '", key, "' has ", slot->bytes(), " bytes, asked for ", bytes);
+  return slot;
+}
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype)
     : Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype) {}
 
@@ -197,6 +210,8 @@ std::vector<float> to_floats(const Tensor& t) {
 
 void from_floats(Tensor& t, const std::vector<float>& values) {
   BS_CHECK(static_cast<int64_t>(values.size()) == t.numel(), values.size(), " values for ", t.str());
+  BS_CHECK(!t.defined() || !t.storage()->read_only(), "writing into ", t.str(),
+           ", which is read-only (a loaded weight: copies derived from it would go stale)");
   if (values.empty()) return;
   const size_t esize = dtype_size(t.dtype());
   const auto [lo, hi] = element_span(t);

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,10 +36,23 @@ class Storage {
   Device device() const { return backend_->device(); }
   Backend& backend() const { return *backend_; }
 
+  // Weights are read-only once loaded (Workload): from_floats and fill_nan refuse them, and a
+  // copy derived from them (a GEMM library's packed layout of a weight) stays valid for as long
+  // as the storage lives. There is no way back.
+  void set_read_only() { read_only_ = true; }
+  bool read_only() const { return read_only_; }
+  // A copy derived from this read-only storage under `key`: `bytes` on the same backend (so the
+  // allocator statistics count it), written by `fill` on first use, kept and freed with this
+  // storage.
+  std::shared_ptr<Storage> derived(const std::string& key, size_t bytes, const std::function<void(void*)>& fill);
+
  private:
   std::shared_ptr<Backend> backend_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  bool read_only_ = false;
+  std::mutex derived_mutex_;
+  std::map<std::string, std::shared_ptr<Storage>> derived_;
 };
 
 class Tensor {

@@ -18,6 +18,7 @@
 #include "reference/block_reference.h"
 #include "reference/error_model.h"
 #include "reference/families.h"
+#include "runtime/cpu/gemm.h"
 #include "test/support/test_support.h"
 
 namespace bs = blockscope;
@@ -322,6 +323,31 @@ TEST(Workload, RefusesWhatDoesNotFitAndSuggestsFlash) {
   flash.attention = AttentionPath::flash;
   EXPECT_EQ(bs::estimate_memory(config, {flash}).scores, 0u);
   EXPECT_GT(bs::estimate_memory(config, {config.paths}).scores, bs::estimate_memory(config, {flash}).total());
+}
+
+// A block's weights are read-only once loaded (a GEMM library may keep packed copies of them,
+// cpu::MatmulPlan): writing one is refused; the input stays writable. With oneDNN the packed
+// copies are in the estimate, apart.
+TEST(Workload, LoadedWeightsAreReadOnly) {
+  const bs::WorkloadConfig config =
+      bs::load_config_text(block_yaml("gpt2", 1, "  d_model: 64\n  n_heads: 4\n"), "t", {"input.seq_len=16"});
+  bs::Context ctx(bs::Device::cpu());
+  bs::Workload workload(ctx, config, {config.paths});
+  int weights = 0;
+  for (const auto& [name, tensor] : workload.inputs_and_weights()) {
+    SCOPED_TRACE(name);
+    const bool input = name == "input";
+    EXPECT_EQ(tensor.storage()->read_only(), !input);
+    bs::Tensor t = tensor;
+    if (!input) {
+      EXPECT_THROW(bs::fill_nan(t), bs::Error);
+      ++weights;
+    }
+  }
+  EXPECT_EQ(weights, 12);
+  const bool onednn = std::string(bs::cpu::gemm_library()) == "onednn";
+  EXPECT_EQ(workload.memory().packed_weights > 0, onednn);
+  EXPECT_LE(workload.memory().packed_weights, 2 * workload.memory().weights) << "padded copies of the GEMM weights";
 }
 
 TEST(Workload, MemoryEstimateCoversThePeakOfEveryPath) {

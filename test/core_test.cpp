@@ -384,6 +384,104 @@ TEST(Gemm, FusedMatmulCachesOnePrimitivePerShape) {
   EXPECT_EQ(cpu::matmul_cache_stats().primitives, second.primitives + 1);
 }
 
+// A read-only B (a loaded weight) may run from a copy packed once into oneDNN's blocked layout.
+// The plan times both layouts on the first call: a planted slow candidate is never chosen,
+// either way; the packed run matches float64 over a NaN-poisoned output; the copy is made once,
+// counted by the allocator and kept with the weight; BLOCKSCOPE_CPU_WEIGHTS forces a layout and
+// a bad value is named; a read-only weight refuses writes. Other builds have no plan.
+TEST(Gemm, ReadOnlyWeightsRunFromTheFasterLayout) {
+  Context ctx(Device::cpu());
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const bool onednn = std::string(cpu::gemm_library()) == "onednn";
+  const int64_t m = 64, k = 256, n = 192;  // W stored [k, n] (GPT-2's Conv1D layout)
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    if (dtype == DType::bf16 && !__builtin_cpu_supports("avx512bf16")) continue;  // no native bf16 kernel
+    Tensor x = testing::random_tensor(ctx, {m, k}, dtype, seed);
+    Tensor w = testing::random_tensor(ctx, {k, n}, dtype, seed + 1);
+    w.storage()->set_read_only();
+    EXPECT_THROW(from_floats(w, std::vector<float>(static_cast<size_t>(k * n))), Error) << "a read-only weight was written";
+    Tensor y = ctx.empty({m, n}, dtype);
+    const std::vector<float> xs = to_floats(x), ws = to_floats(w);
+    cpu::Matmul mm;
+    mm.m = m, mm.n = n, mm.k = k;
+    mm.a = {x.data(), dtype, k, 0, false};
+    mm.b = {w.data(), dtype, n, 0, false};
+    mm.c = y.data(), mm.c_dtype = dtype, mm.ldc = n;
+    mm.b_read_only = w.storage().get();
+    // y against float64: f32 accumulation over k, one rounding into the dtype.
+    const auto expect_product = [&] {
+      const std::vector<float> got = to_floats(y);
+      double worst = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            want += double(xs[i * k + p]) * ws[p * n + j];
+            magnitude += std::abs(double(xs[i * k + p]) * ws[p * n + j]);
+          }
+          const double allowed = dtype_epsilon(dtype) * std::abs(want) + 4e-6 * (magnitude + 1.0);
+          worst = std::max(worst, std::abs(got[i * n + j] - want) / allowed);  // NaN fails below
+        }
+      EXPECT_LE(worst, 1.0) << "worst error / allowed";
+    };
+    for (const char* slow : {"packed", "plain"}) {
+      SCOPED_TRACE(std::string("planted slow: ") + slow);
+      cpu::set_matmul_plan_penalty_for_tests("plain", 0);
+      cpu::set_matmul_plan_penalty_for_tests("packed", 0);
+      cpu::set_matmul_plan_penalty_for_tests(slow, 1e6);  // a second per timing
+      fill_nan(y);
+      const size_t before = ctx.backend().memory_stats().in_use;
+      const bool ran = cpu::fused_matmul(mm);
+      if (!onednn) {
+        EXPECT_FALSE(ran);
+        EXPECT_EQ(cpu::matmul_plan(mm).layout, "") << "a build without oneDNN has no plan";
+        return;
+      }
+      ASSERT_TRUE(ran);
+      const cpu::MatmulPlan plan = cpu::matmul_plan(mm);
+      const std::string fast = std::string(slow) == "packed" ? "plain" : "packed";
+      EXPECT_EQ(plan.layout, fast) << plan.reason << ": plain " << plan.plain_us << " us, packed " << plan.packed_us << " us";
+      EXPECT_EQ(plan.reason, "timed");
+      EXPECT_GT(plan.plain_us, 0);
+      EXPECT_GT(plan.packed_us, 0);
+      expect_product();
+      const size_t after = ctx.backend().memory_stats().in_use;
+      if (fast == "packed") {
+        EXPECT_GE(after, before + static_cast<size_t>(k * n) * dtype_size(dtype)) << "the packed copy, counted";
+        fill_nan(y);
+        const size_t allocations = ctx.backend().memory_stats().allocation_count;
+        ASSERT_TRUE(cpu::fused_matmul(mm));
+        EXPECT_EQ(ctx.backend().memory_stats().in_use, after);
+        EXPECT_EQ(ctx.backend().memory_stats().allocation_count, allocations) << "packed once, not per call";
+        expect_product();
+      } else {
+        EXPECT_EQ(after, before) << "no copy where the stored layout runs";
+      }
+    }
+    cpu::set_matmul_plan_penalty_for_tests("plain", 0);
+    ::setenv("BLOCKSCOPE_CPU_WEIGHTS", "plain", 1);
+    cpu::set_matmul_plan_penalty_for_tests("packed", 0);  // forgets the plans
+    ASSERT_TRUE(cpu::fused_matmul(mm));
+    EXPECT_EQ(cpu::matmul_plan(mm).layout, "plain");
+    EXPECT_EQ(cpu::matmul_plan(mm).reason, "BLOCKSCOPE_CPU_WEIGHTS=plain");
+    ::setenv("BLOCKSCOPE_CPU_WEIGHTS", "fastest", 1);
+    cpu::set_matmul_plan_penalty_for_tests("packed", 0);
+    try {
+      cpu::fused_matmul(mm);
+      ADD_FAILURE() << "BLOCKSCOPE_CPU_WEIGHTS=fastest was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_input);
+      EXPECT_NE(std::string(e.what()).find("BLOCKSCOPE_CPU_WEIGHTS='fastest': expected auto, plain or packed"),
+                std::string::npos)
+          << e.what();
+    }
+    ::unsetenv("BLOCKSCOPE_CPU_WEIGHTS");
+    cpu::set_matmul_plan_penalty_for_tests("packed", 0);
+  }
+}
+
 TEST(Gemm, FusedMatmulRefusesAScaledBias) {
   std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 0.0f), bias(2, 1.0f);
   cpu::Matmul mm;

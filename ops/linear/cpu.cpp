@@ -96,6 +96,8 @@ bool fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, Weight
   mm.a = {x.data(), x.dtype(), xrows.row_stride, 0, false};
   // out_in: W stored [out, in], op(B) = Wᵀ; in_out: W stored [in, out].
   mm.b = {w.data(), w.dtype(), w.size(1), 0, layout == WeightLayout::out_in};
+  // A loaded weight may run from a copy packed once (cpu::MatmulPlan).
+  if (w.storage()->read_only()) mm.b_read_only = w.storage().get();
   mm.c = y.data();
   mm.c_dtype = y.dtype();
   mm.ldc = out;

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace blockscope::cpu {
 
@@ -56,12 +57,31 @@ struct Matmul {
   const void* bias = nullptr;
   DType bias_dtype = DType::f32;
   bool gelu_tanh = false;
+  // B's storage when it is read-only (a loaded weight), else null. Such a B may run from a copy
+  // packed once into oneDNN's blocked layout, kept with the storage, where that measured faster
+  // for this shape (the plan, below).
+  Storage* b_read_only = nullptr;
 };
 
 // Runs `mm` as one oneDNN matmul primitive, cached per shape, strides, dtypes and epilogue, and
 // returns true. Returns false -- having done nothing -- when the build has no oneDNN or oneDNN
 // has no kernel for these dtypes on this CPU (f16 without AVX512-FP16, say).
 bool fused_matmul(const Matmul& mm);
+
+// How fused_matmul runs a read-only B of this shape: the weights as stored ("plain"), or a copy
+// packed once into the layout oneDNN prefers ("packed"). Decided on the first call with a
+// read-only B by timing both (best of 3 each, into scratch), unless BLOCKSCOPE_CPU_WEIGHTS is
+// "plain" or "packed"; "plain" too where oneDNN's preferred layout is the stored one.
+struct MatmulPlan {
+  std::string layout;                  // "plain", "packed"; "" before the first call with a read-only B
+  double plain_us = 0, packed_us = 0;  // the timings it was chosen by (0: not timed)
+  // "timed", "BLOCKSCOPE_CPU_WEIGHTS=packed", "the stored layout is the one oneDNN picks"
+  std::string reason;
+};
+MatmulPlan matmul_plan(const Matmul& mm);
+// Tests: microseconds added to each timing of one candidate ("plain" or "packed"), to show a
+// slow candidate is never chosen. Plans made so far are forgotten.
+void set_matmul_plan_penalty_for_tests(const std::string& layout, double microseconds);
 
 // The fused-matmul primitive cache (oneDNN builds; zeros otherwise).
 struct MatmulCacheStats {

@@ -4,11 +4,17 @@
 // strides, dtypes and epilogue and kept in a process-wide cache (creating one costs far more
 // than running a small one).
 //
-// Weights are passed in their stored (plain row-major) layout; oneDNN's brgemm matmul packs B
-// panels itself per call. Weights reordered once into the blocked layout it would choose
-// (`format_tag::any`) ran −2 … +11 % faster in bf16 and −3 … +5 % in f32 on this project's
-// shapes (bench/linear_bench.cpp `onednn_raw_matmul`, bench/NOTES.md): not done, since it
-// needs a second copy of every weight and a handle tying that copy to the weight it came from.
+// Weights are passed in their stored (plain row-major) layout, and oneDNN's brgemm matmul packs
+// B panels itself per call. A read-only B (a loaded weight: Storage::read_only) may instead run
+// from a copy reordered once into the blocked layout oneDNN picks for it (`format_tag::any`),
+// kept with the weight's storage (Storage::derived, counted by the allocator): +2–5 % in f32
+// and +8–26 % in bf16 on one Sapphire Rapids core, −1 % on one shape (bench/NOTES.md), so the
+// choice is measured per shape on its first call (the plan), not fixed.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -36,6 +42,11 @@ memory::data_type dnnl_type(DType dtype) {
   return memory::data_type::undef;
 }
 
+// [rows, cols] view of a row-major operand; `trans` swaps the strides.
+memory::desc operand_desc(DType dtype, int64_t rows, int64_t cols, int64_t ld, bool trans) {
+  return memory::desc({rows, cols}, dnnl_type(dtype), trans ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+
 // [batch, rows, cols] view of a row-major operand; `trans` swaps the two inner strides.
 memory::desc operand_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t batch_stride,
                           bool trans) {
@@ -45,12 +56,24 @@ memory::desc operand_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols
   return memory::desc({batch, rows, cols}, dnnl_type(dtype), strides);
 }
 
+// One primitive and the memory descs it wants.
+struct Variant {
+  dnnl::matmul primitive;
+  memory::desc src, weights, bias, dst;
+  std::string implementation;
+};
+
 struct CacheEntry {
   bool supported = false;
-  std::string implementation;
-  dnnl::matmul primitive;
-  memory::desc src, weights, bias, dst;  // as the primitive wants them
   bool has_bias = false;
+  Variant plain;  // on the operands as stored
+  // The packed candidate, for a read-only B (batch 1): the same matmul as 2-D descs, on weights
+  // in the layout oneDNN picks for them (format_tag::any), where that differs from the stored
+  // one; `stored_weights` is B as stored, what pack_weights reorders from.
+  bool packs = false;
+  Variant packed;
+  memory::desc stored_weights;
+  MatmulPlan plan;  // decided on the first call with a read-only B
 };
 
 // Everything a primitive depends on (not the pointers).
@@ -77,6 +100,18 @@ std::string cache_key(const Matmul& mm) {
   key.append(reinterpret_cast<const char*>(&mm.alpha), sizeof(float));
   key.append(reinterpret_cast<const char*>(&mm.beta), sizeof(float));
   return key;
+}
+
+Variant variant(const dnnl::matmul::primitive_desc& pd) {
+  Variant v;
+  v.implementation = pd.impl_info_str();
+  if (v.implementation.rfind("ref", 0) == 0) return v;
+  v.primitive = dnnl::matmul(pd);
+  v.src = pd.src_desc();
+  v.weights = pd.weights_desc();
+  v.bias = pd.bias_desc();
+  v.dst = pd.dst_desc();
+  return v;
 }
 
 struct Engine {
@@ -107,18 +142,35 @@ CacheEntry create(const Matmul& mm) {
     } else {
       pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, onednn().engine);
     }
-    entry.implementation = pd.impl_info_str();
+    entry.plain = variant(pd);
     // oneDNN's reference kernels are plain loops, far slower than widening to f32 for sgemm.
-    if (entry.implementation.rfind("ref", 0) == 0) return entry;
-    entry.primitive = dnnl::matmul(pd);
-    entry.src = pd.src_desc();
-    entry.weights = pd.weights_desc();
-    entry.dst = pd.dst_desc();
+    if (entry.plain.implementation.rfind("ref", 0) == 0) return entry;
     entry.has_bias = mm.bias != nullptr;
-    if (entry.has_bias) entry.bias = pd.bias_desc();
     entry.supported = true;
+    if (mm.batch == 1) try {  // weights are one matrix; batched B (attention) is never a weight
+      // 2-D: oneDNN 2.6 keeps 3-D weights asked as `any` in the plain layout.
+      const memory::desc a2 = operand_desc(mm.a.dtype, mm.m, mm.k, mm.a.ld, mm.a.trans);
+      const memory::desc c2 = operand_desc(mm.c_dtype, mm.m, mm.n, mm.ldc, false);
+      const memory::desc any({mm.k, mm.n}, dnnl_type(mm.b.dtype), memory::format_tag::any);
+      dnnl::matmul::primitive_desc packed_pd;
+      if (mm.bias != nullptr) {
+        const memory::desc bias({1, mm.n}, dnnl_type(mm.bias_dtype), memory::dims{mm.n, 1});
+        packed_pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a2, any, bias, c2), attr, onednn().engine);
+      } else {
+        packed_pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a2, any, c2), attr, onednn().engine);
+      }
+      entry.stored_weights = operand_desc(mm.b.dtype, mm.k, mm.n, mm.b.ld, mm.b.trans);
+      const Variant packed = variant(packed_pd);
+      if (packed.weights != entry.stored_weights && packed.implementation.rfind("ref", 0) != 0) {
+        entry.packs = true;
+        entry.packed = packed;
+      }
+    } catch (const dnnl::error&) {
+      entry.packs = false;  // no packed form: the stored layout runs
+    }
   } catch (const dnnl::error&) {
-    entry.implementation.clear();  // no kernel for these dtypes on this CPU
+    entry.plain.implementation.clear();  // no kernel for these dtypes on this CPU
+    entry.supported = false;
   }
   return entry;
 }
@@ -157,32 +209,136 @@ void check_matmul(const Matmul& mm) {
            " with a bias is not supported (the output scale would scale the bias too)");
 }
 
-}  // namespace
-
-bool fused_matmul(const Matmul& mm) {
-  check_matmul(mm);
-  const CacheEntry& entry = entry_for(mm);
-  if (!entry.supported) return false;
+// Runs variant `v` on mm's operands with B at `weights` (as v wants it) into `dst`.
+void execute(const Matmul& mm, const CacheEntry& entry, const Variant& v, const void* weights, void* dst) {
   Engine& e = onednn();
   // memory objects wrap the caller's pointers; oneDNN does not write A, B or the bias.
-  memory a(entry.src, e.engine, const_cast<void*>(mm.a.data));
-  memory b(entry.weights, e.engine, const_cast<void*>(mm.b.data));
-  memory c(entry.dst, e.engine, mm.c);
+  memory a(v.src, e.engine, const_cast<void*>(mm.a.data));
+  memory b(v.weights, e.engine, const_cast<void*>(weights));
+  memory c(v.dst, e.engine, dst);
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-  if (entry.has_bias) args.emplace(DNNL_ARG_BIAS, memory(entry.bias, e.engine, const_cast<void*>(mm.bias)));
+  if (entry.has_bias) args.emplace(DNNL_ARG_BIAS, memory(v.bias, e.engine, const_cast<void*>(mm.bias)));
   try {
-    entry.primitive.execute(e.stream, args);
+    v.primitive.execute(e.stream, args);
     e.stream.wait();
   } catch (const dnnl::error& err) {
     BS_CHECK(false, "oneDNN matmul ", mm.batch, "x", mm.m, "x", mm.n, "x", mm.k, " failed: ", err.what());
   }
+}
+
+// Writes B, as stored, into `packed` in the entry's packed layout.
+void pack_weights(const Matmul& mm, const CacheEntry& entry, void* packed) {
+  Engine& e = onednn();
+  memory plain(entry.stored_weights, e.engine, const_cast<void*>(mm.b.data));
+  memory blocked(entry.packed.weights, e.engine, packed);
+  dnnl::reorder(plain, blocked).execute(e.stream, plain, blocked);
+  e.stream.wait();
+}
+
+// 64-byte aligned scratch, freed on scope exit.
+struct Scratch {
+  explicit Scratch(size_t bytes) : data(std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64)) {
+    BS_CHECK(data != nullptr, "out of memory timing a matmul plan (", bytes, " bytes)");
+    std::memset(data, 0, bytes);
+  }
+  ~Scratch() { std::free(data); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* data;
+};
+
+double g_penalty_us[2] = {0, 0};  // tests: added to the plain and packed timings
+
+// Best of 3 (after one warm-up) of `run`, in microseconds, plus the test penalty.
+template <typename Run>
+double best_us(Run run, double penalty_us) {
+  run();
+  double best = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best + penalty_us;
+}
+
+// The plan for a read-only B of this entry's shape: forced by BLOCKSCOPE_CPU_WEIGHTS, plain where
+// there is nothing to pack, else the faster of the two timed into scratch (never into C: its
+// beta post-op would read what the timings wrote).
+MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
+  MatmulPlan plan;
+  const char* forced = std::getenv("BLOCKSCOPE_CPU_WEIGHTS");
+  const std::string force = forced == nullptr ? "auto" : forced;
+  if (force != "auto" && force != "plain" && force != "packed") {
+    throw InputError("BLOCKSCOPE_CPU_WEIGHTS='" + force + "': expected auto, plain or packed");
+  }
+  if (!entry.packs) {
+    plan.layout = "plain";
+    plan.reason = "the stored layout is the one oneDNN picks";
+    return plan;
+  }
+  if (force != "auto") {
+    plan.layout = force;
+    plan.reason = "BLOCKSCOPE_CPU_WEIGHTS=" + force;
+    return plan;
+  }
+  Scratch dst(entry.plain.dst.get_size());
+  Scratch packed(entry.packed.weights.get_size());
+  pack_weights(mm, entry, packed.data);
+  plan.plain_us = best_us([&] { execute(mm, entry, entry.plain, mm.b.data, dst.data); }, g_penalty_us[0]);
+  plan.packed_us = best_us([&] { execute(mm, entry, entry.packed, packed.data, dst.data); }, g_penalty_us[1]);
+  plan.layout = plan.packed_us < plan.plain_us ? "packed" : "plain";
+  plan.reason = "timed";
+  return plan;
+}
+
+// The entry's plan for a read-only B, decided on first use.
+const MatmulPlan& plan_for(const Matmul& mm, CacheEntry& entry) {
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  if (entry.plan.layout.empty()) entry.plan = decide(mm, entry);
+  return entry.plan;
+}
+
+}  // namespace
+
+bool fused_matmul(const Matmul& mm) {
+  check_matmul(mm);
+  CacheEntry& entry = const_cast<CacheEntry&>(entry_for(mm));
+  if (!entry.supported) return false;
+  if (mm.b_read_only != nullptr && entry.packs && plan_for(mm, entry).layout == "packed") {
+    // The packed copy of this B, made once and kept with its storage: keyed by where B starts in
+    // the storage and by everything the layout depends on.
+    const auto offset = static_cast<const char*>(mm.b.data) - static_cast<const char*>(mm.b_read_only->data());
+    const std::string key = "onednn packed @" + std::to_string(offset) + " " + cache_key(mm);
+    const std::shared_ptr<Storage> packed = mm.b_read_only->derived(
+        key, entry.packed.weights.get_size(), [&](void* dst) { pack_weights(mm, entry, dst); });
+    execute(mm, entry, entry.packed, packed->data(), mm.c);
+    return true;
+  }
+  execute(mm, entry, entry.plain, mm.b.data, mm.c);
   return true;
+}
+
+MatmulPlan matmul_plan(const Matmul& mm) {
+  check_matmul(mm);
+  const CacheEntry& entry = entry_for(mm);
+  std::lock_guard<std::mutex> lock(cache().mutex);
+  return entry.plan;
+}
+
+void set_matmul_plan_penalty_for_tests(const std::string& layout, double microseconds) {
+  BS_CHECK(layout == "plain" || layout == "packed", "set_matmul_plan_penalty_for_tests: unknown layout ", layout);
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  g_penalty_us[layout == "plain" ? 0 : 1] = microseconds;
+  for (auto& [key, entry] : c.entries) entry.plan = MatmulPlan{};
 }
 
 const char* matmul_implementation(const Matmul& mm) {
   check_matmul(mm);
   const CacheEntry& entry = entry_for(mm);
-  return entry.supported ? entry.implementation.c_str() : "";
+  if (!entry.supported) return "";
+  return entry.plan.layout == "packed" ? entry.packed.implementation.c_str() : entry.plain.implementation.c_str();
 }
 
 MatmulCacheStats matmul_cache_stats() {
@@ -196,6 +352,8 @@ MatmulCacheStats matmul_cache_stats() {
 bool fused_matmul(const Matmul&) { return false; }
 const char* matmul_implementation(const Matmul&) { return ""; }
 MatmulCacheStats matmul_cache_stats() { return {}; }
+MatmulPlan matmul_plan(const Matmul&) { return {}; }
+void set_matmul_plan_penalty_for_tests(const std::string&, double) {}
 
 #endif
 

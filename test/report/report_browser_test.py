@@ -286,8 +286,11 @@ def main():
             dom = check_report(browser, work, "attention", html_path, variants)
             check(len({p["data-variant"] for p in dom.points}) == 4, "attention: not four variants on the roofline")
             rate = {p["data-op"]: float(p["data-flops-per-s"]) for p in dom.points}
-            check(rate.get("attention (flash)", 0) > rate.get("attention (naive)", math.inf),
-                  f"attention: flash's point is not above naive's ({rate})")
+            # fused_softmax folds naive's scale and mask passes into one (about 1.8x its rate on
+            # one CPU core); flash on the CPU is within a few % of naive at this size, too close
+            # to order reliably.
+            check(rate.get("attention (fused_softmax)", 0) > rate.get("attention (naive)", math.inf),
+                  f"attention: fused_softmax's point is not above naive's ({rate})")
 
         # 3. A diff from saved profiles: `blockscope report A.json B.json -o R.html`.
         saved = os.path.join(work, "mlp.json")
