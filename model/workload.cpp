@@ -37,7 +37,7 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
   std::vector<PathConfig> all = paths;
   if (all.empty()) all.push_back(config.paths);
   memory_ = runner_->memory(all);
-  if (ctx.device().is_cpu() && std::string(cpu::gemm_library()) == "onednn") memory_.packed_weights = runner_->packable_weight_bytes(all);
+  if (ctx.device().is_cpu() && cpu::packs_weights()) memory_.packed_weights = runner_->packable_weight_bytes(all);
   const size_t available = ctx.backend().memory_available();
   if (memory_.total() > available) {
     std::string advice;

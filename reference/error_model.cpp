@@ -24,6 +24,15 @@ RoundingCount attention_roundings(int64_t head_dim, int64_t keys) {
   return count;
 }
 
+RoundingCount mlp_roundings(const ModelConfig& m) {
+  const int64_t biases = m.bias ? 1 : 0;
+  RoundingCount count = gemm_roundings(m.d_model, biases);  // fc, or gate
+  if (m.gated) count += gemm_roundings(m.d_model, 1);       // up, and the product with act(gate)
+  count += {kEvaluationRoundings, 1};                       // the activation
+  count += gemm_roundings(m.d_ff, biases);                  // proj / down
+  return count;
+}
+
 RoundingCount block_layer_roundings(const ModelConfig& m, int64_t keys) {
   const int64_t d = m.d_model;
   const int64_t norm_terms = (m.norm == NormKind::layernorm ? 2 : 1) * d;  // mean and variance, or the mean square
@@ -36,10 +45,7 @@ RoundingCount block_layer_roundings(const ModelConfig& m, int64_t keys) {
   count += gemm_roundings(m.n_heads * m.head_dim, biases); // output projection
   count += {0, 1};                                         // residual add
   count += {norm_terms, 1};                                // post-attention norm
-  count += gemm_roundings(d, biases);                      // fc, or gate
-  if (m.gated) count += gemm_roundings(d, 1);              // up, and the product with act(gate)
-  count += {kEvaluationRoundings, 1};                      // the activation
-  count += gemm_roundings(m.d_ff, biases);                 // proj / down
+  count += mlp_roundings(m);
   count += {0, 1};                                         // residual add
   return count;
 }
@@ -52,15 +58,9 @@ RoundingCount workload_roundings(const WorkloadConfig& config) {
       const RoundingCount layer = block_layer_roundings(m, config.input.seq_len);
       return {layer.f32_terms * m.n_layers, layer.stored * m.n_layers};
     }
-    case WorkloadKind::matmul_add: return gemm_roundings(config.shape.k, 1);
-    case WorkloadKind::linear: return gemm_roundings(config.shape.k, 1);
-    case WorkloadKind::mlp: {
-      RoundingCount count = gemm_roundings(m.d_model, m.bias ? 1 : 0);
-      if (m.gated) count += gemm_roundings(m.d_model, 1);
-      count += {kEvaluationRoundings, 1};
-      count += gemm_roundings(m.d_ff, m.bias ? 1 : 0);
-      return count;
-    }
+    case WorkloadKind::matmul_add:
+    case WorkloadKind::linear: return gemm_roundings(config.shape.k, 1);  // the GEMM and its bias
+    case WorkloadKind::mlp: return mlp_roundings(m);
     case WorkloadKind::attention: return attention_roundings(m.head_dim, config.input.seq_len);
     case WorkloadKind::softmax: return softmax_roundings(config.shape.n);
   }

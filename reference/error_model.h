@@ -58,6 +58,8 @@ RoundingCount softmax_roundings(int64_t n);
 // Attention for one query: scores of depth head_dim (stored, and magnified by exp), the softmax
 // over `keys`, the probabilities' sum with V over `keys`, the stored output.
 RoundingCount attention_roundings(int64_t head_dim, int64_t keys);
+// The MLP of `model`: fc (or gate and up) over d_model, the activation, proj over d_ff.
+RoundingCount mlp_roundings(const ModelConfig& model);
 // One block layer of `model` over `keys` positions, along its longest path (the naive one,
 // which stores every intermediate).
 RoundingCount block_layer_roundings(const ModelConfig& model, int64_t keys);

@@ -85,7 +85,8 @@ double measure_cpu_tflops(DType dtype) {
 }
 
 // Users ask why bf16 is slower than f32: on a CPU whose 512^3 GEMM in `dtype` is no faster than
-// in f32 (under 1.1x: a build without native bf16 kernels measures the same f32 GEMM twice), say so with the figures and the kernel that ran (none: the ops widen to f32 and back).
+// in f32 (under 1.1x: a build without native bf16 kernels measures the same f32 GEMM twice),
+// say so with the figures and the kernel that ran (none: the ops widen to f32 and back).
 std::string slow_dtype_note(DType dtype, double tflops, double f32_tflops) {
   const int64_t n = 512;
   cpu::Matmul mm;  // the measurement's GEMM, asked which kernel oneDNN picks (no data is read)

@@ -79,6 +79,9 @@ struct MatmulPlan {
   std::string reason;
 };
 MatmulPlan matmul_plan(const Matmul& mm);
+// Whether this build may keep packed copies of read-only weights (oneDNN builds): what a
+// workload's memory estimate must leave room for.
+bool packs_weights();
 // Tests: microseconds added to each timing of one candidate ("plain" or "packed"), to show a
 // slow candidate is never chosen. Plans made so far are forgotten.
 void set_matmul_plan_penalty_for_tests(const std::string& layout, double microseconds);

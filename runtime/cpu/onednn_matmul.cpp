@@ -186,8 +186,8 @@ Cache& cache() {
 }
 
 // The cached entry for mm (created on first use). Entries are never removed, so the reference
-// stays valid after the lock is released.
-const CacheEntry& entry_for(const Matmul& mm) {
+// stays valid after the lock is released; only its plan changes later, under the lock.
+CacheEntry& entry_for(const Matmul& mm) {
   Cache& c = cache();
   const std::string key = cache_key(mm);
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -235,17 +235,12 @@ void pack_weights(const Matmul& mm, const CacheEntry& entry, void* packed) {
   e.stream.wait();
 }
 
-// 64-byte aligned scratch, freed on scope exit.
-struct Scratch {
-  explicit Scratch(size_t bytes) : data(std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64)) {
-    BS_CHECK(data != nullptr, "out of memory timing a matmul plan (", bytes, " bytes)");
-    std::memset(data, 0, bytes);
-  }
-  ~Scratch() { std::free(data); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* data;
-};
+// Zeroed memory for `desc`, allocated by oneDNN (timing scratch).
+memory zeroed(const memory::desc& desc) {
+  memory m(desc, onednn().engine);
+  std::memset(m.get_data_handle(), 0, desc.get_size());
+  return m;
+}
 
 double g_penalty_us[2] = {0, 0};  // tests: added to the plain and packed timings
 
@@ -282,11 +277,11 @@ MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
     plan.reason = "BLOCKSCOPE_CPU_WEIGHTS=" + force;
     return plan;
   }
-  Scratch dst(entry.plain.dst.get_size());
-  Scratch packed(entry.packed.weights.get_size());
-  pack_weights(mm, entry, packed.data);
-  plan.plain_us = best_us([&] { execute(mm, entry, entry.plain, mm.b.data, dst.data); }, g_penalty_us[0]);
-  plan.packed_us = best_us([&] { execute(mm, entry, entry.packed, packed.data, dst.data); }, g_penalty_us[1]);
+  const memory dst = zeroed(entry.plain.dst), packed = zeroed(entry.packed.weights);
+  pack_weights(mm, entry, packed.get_data_handle());
+  plan.plain_us = best_us([&] { execute(mm, entry, entry.plain, mm.b.data, dst.get_data_handle()); }, g_penalty_us[0]);
+  plan.packed_us =
+      best_us([&] { execute(mm, entry, entry.packed, packed.get_data_handle(), dst.get_data_handle()); }, g_penalty_us[1]);
   plan.layout = plan.packed_us < plan.plain_us ? "packed" : "plain";
   plan.reason = "timed";
   return plan;
@@ -303,7 +298,7 @@ const MatmulPlan& plan_for(const Matmul& mm, CacheEntry& entry) {
 
 bool fused_matmul(const Matmul& mm) {
   check_matmul(mm);
-  CacheEntry& entry = const_cast<CacheEntry&>(entry_for(mm));
+  CacheEntry& entry = entry_for(mm);
   if (!entry.supported) return false;
   if (mm.b_read_only != nullptr && entry.packs && plan_for(mm, entry).layout == "packed") {
     // The packed copy of this B, made once and kept with its storage: keyed by where B starts in
@@ -318,6 +313,8 @@ bool fused_matmul(const Matmul& mm) {
   execute(mm, entry, entry.plain, mm.b.data, mm.c);
   return true;
 }
+
+bool packs_weights() { return true; }
 
 MatmulPlan matmul_plan(const Matmul& mm) {
   check_matmul(mm);
@@ -353,6 +350,7 @@ bool fused_matmul(const Matmul&) { return false; }
 const char* matmul_implementation(const Matmul&) { return ""; }
 MatmulCacheStats matmul_cache_stats() { return {}; }
 MatmulPlan matmul_plan(const Matmul&) { return {}; }
+bool packs_weights() { return false; }
 void set_matmul_plan_penalty_for_tests(const std::string&, double) {}
 
 #endif

@@ -88,7 +88,7 @@ def derived_tolerance(m):
     """The dump's tolerance: max relative error of its output (see ERROR_MARGIN above)."""
     terms, stored = rounding_count(m)
     u = UNIT_ROUNDOFF.get(m["dtype"], 2.0 ** -24)
-    return ERROR_MARGIN * math.sqrt((2.0 ** -24) ** 2 * terms + u * u * stored)
+    return ERROR_MARGIN * math.sqrt(UNIT_ROUNDOFF["f32"] ** 2 * terms + u * u * stored)
 
 
 # The change a block makes, output - input, is read off an output rounded to the dump dtype after
