@@ -14,7 +14,8 @@
 # bf16, every path mix each config lists. Knobs (environment): BLOCK_CONFIGS, BLOCK_SEQ_LENS,
 # BLOCK_DTYPES, SUITES, MIN_TIME (seconds per benchmark, default 0.5), REPS (repetitions, median
 # compared; default 3), PYTHON (the interpreter with torch; default /usr/bin/python3, Debian's
-# python3-torch, which tools/install_deps.sh installs).
+# python3-torch, which tools/install_deps.sh installs). OPENBLAS_CORETYPE is passed through:
+# tools/peers/openblas_coretypes.py finds the kernel set that makes PyTorch's f32 GEMM fastest.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${2:-build/default}
