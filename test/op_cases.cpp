@@ -663,7 +663,11 @@ OpCases batched_matmul_cases() {
       ops::batched_matmul(ctx, in[0], in[1], o, trans_b, 0.75f, group, "gemm_test");
     };
     c.reference = [trans_b, group](const Refs& in) { return reference::batched_matmul(in[0], in[1], trans_b, 0.75, group); };
-    c.accuracy = absolute([](const Measured& m) { return batched_matmul_bound(m.want, m.inputs[0].shape.back(), m.dtype); });
+    c.accuracy = absolute([trans_b, group](const Measured& m) {
+      const reference::RefTensor magnitude =
+          reference::batched_matmul(abs_of(m.inputs[0]), abs_of(m.inputs[1]), trans_b, 0.75, group);
+      return batched_matmul_bound(m.want, magnitude, m.inputs[0].shape.back(), m.dtype);
+    });
     entry.cases.push_back(std::move(c));
   }
   entry.bad_calls = {
