@@ -131,6 +131,13 @@ struct RunConfig {
   bool check_finite = false;
 };
 
+// `cpu:` -- how the CPU backend runs GEMMs.
+struct CpuConfig {
+  // "auto" (loaded weights' GEMMs planned per shape by timing; runtime/cpu/gemm.h) or one linked
+  // library for every GEMM: "onednn", "openblas", "builtin".
+  std::string gemm = "auto";
+};
+
 struct ProfileConfig {
   int wait = 1, warmup = 1, active = 5;
   std::string sort_by = "self_device";  // a profiler::TableOptions key (torch's names accepted)
@@ -159,6 +166,7 @@ struct WorkloadConfig {
   WeightsConfig weights;
   PathConfig paths;
   RunConfig run;
+  CpuConfig cpu;
   ProfileConfig profile;
   std::vector<Variant> compare;
 };

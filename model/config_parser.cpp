@@ -21,7 +21,7 @@ using namespace config_reader;
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name",    "workload", "device", "dtype", "seed", "model",  "input",
-                                           "shape",   "weights",  "paths",  "run",   "profile", "compare"};
+                                           "shape",   "weights",  "paths",  "run",   "cpu",     "profile", "compare"};
 const std::vector<std::string> kModelKeys = {"family",   "d_model",    "n_heads", "n_kv_heads", "head_dim",
                                              "d_ff",     "n_layers",   "norm_eps", "rope_theta", "norm",
                                              "activation", "gated",    "bias",    "rope",       "causal"};
@@ -61,6 +61,7 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
     check_mlp_path(paths, config.model, config.paths);
 
   read_run(reader, top, config);
+  read_cpu(reader, top, config);
   read_profile(reader, top, config);
   read_compare(reader, top, config);
   return config;

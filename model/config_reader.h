@@ -300,6 +300,7 @@ void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config
 // the keys whose product it is.
 void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config);
 void read_run(const Reader& reader, const Section& top, WorkloadConfig& config);
+void read_cpu(const Reader& reader, const Section& top, WorkloadConfig& config);
 void read_profile(const Reader& reader, const Section& top, WorkloadConfig& config);
 // The keys of a paths map: one per op with paths (ops::path_ops()).
 const std::vector<std::string>& path_keys();

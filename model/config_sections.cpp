@@ -7,6 +7,7 @@
 #include "model/config_reader.h"
 #include "profiler/table.h"
 #include "runtime/context.h"
+#include "runtime/cpu/gemm.h"
 
 namespace blockscope::config_reader {
 namespace {
@@ -136,6 +137,13 @@ void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) 
   config.run.cuda_graph = s.get_bool("cuda_graph", false);
   config.run.allow_tf32 = s.get_bool("allow_tf32", false);
   config.run.check_finite = s.get_bool("check_finite", false);
+}
+
+void read_cpu(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  Section s(reader, top.value("cpu"), "cpu", {"gemm"});
+  std::vector<std::string> gemms = {"auto"};  // and the libraries this build links
+  for (cpu::GemmLibrary library : cpu::linked_gemm_libraries()) gemms.push_back(cpu::gemm_library_name(library));
+  config.cpu.gemm = s.get_choice("gemm", "auto", gemms, "GEMM library");
 }
 
 void read_profile(const Reader& reader, const Section& top, WorkloadConfig& config) {

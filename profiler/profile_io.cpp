@@ -131,6 +131,7 @@ json profile_to_json(const Profile& profile) {
                        {"static_smem", kernel.static_smem},
                        {"dynamic_smem", kernel.dynamic_smem},
                        {"occupancy", kernel.occupancy},
+                       {"implementation", kernel.implementation},
                        {"launch_start_us", kernel.launch_start_us},
                        {"launch_cpu_us", kernel.launch_cpu_us},
                        {"device_start_us", kernel.device_start_us},
@@ -247,6 +248,8 @@ Profile profile_from_json(const json& document, const std::string& source) {
     kernel.static_smem = r.integer("static_smem");
     kernel.dynamic_smem = r.integer("dynamic_smem");
     kernel.occupancy = r.number("occupancy");
+    // Absent in profiles saved before it was recorded.
+    kernel.implementation = kernels[i].contains("implementation") ? r.string("implementation") : "";
     kernel.launch_start_us = r.number("launch_start_us");
     kernel.launch_cpu_us = r.number("launch_cpu_us");
     kernel.device_start_us = r.number("device_start_us");

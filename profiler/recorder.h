@@ -47,6 +47,9 @@ struct KernelEvent {
   int registers = 0;
   int64_t static_smem = 0, dynamic_smem = 0;
   double occupancy = 0;        // theoretical, 0..1; 0 when unknown (library kernels)
+  // What ran, where the name alone does not say: the CPU GEMM library's kernel and the weights'
+  // layout ("onednn brg:avx512_core_amx, packed weights", "openblas sgemm, f32 widened"); "" else.
+  std::string implementation;
   double launch_cpu_us = 0;    // CPU time of the launch call (duration)
   double launch_start_us = 0;  // when the launch call began (CPU clock, for trace flows)
   TimeMark device_start, device_end;

@@ -52,6 +52,10 @@ class KernelScope {
   // The recorded event (null when not recording): the CUDA launch helper fills in its
   // grid, block, registers and occupancy.
   KernelEvent* event() { return ctx_.recorder() ? ctx_.recorder()->kernel(event_) : nullptr; }
+  // Records what ran (KernelEvent::implementation) when recording.
+  void set_implementation(const std::string& what) {
+    if (KernelEvent* e = event()) e->implementation = what;
+  }
 
  private:
   Context& ctx_;

@@ -168,6 +168,9 @@ std::vector<KernelStats> kernel_stats(const Profile& profile) {
     if (!same(row.grid, kernel.grid) || !same(row.block, kernel.block)) row.launch_config_varies = true;
     row.calls += 1;
     row.total_us += kernel_duration_us(kernel);
+    if (!kernel.implementation.empty() && (" | " + row.implementation + " | ").find(" | " + kernel.implementation + " | ") == std::string::npos) {
+      row.implementation += (row.implementation.empty() ? "" : " | ") + kernel.implementation;
+    }
   }
   return rows;
 }

@@ -46,6 +46,9 @@ struct KernelStats {
   int registers = 0;
   int64_t shared_memory = 0;  // static + dynamic, bytes
   double occupancy = 0;       // 0 when unknown
+  // The calls' implementations (KernelEvent::implementation), each once in order of first
+  // call, joined by " | " (one kernel name may run packed for one shape, plain for another).
+  std::string implementation;
   int first_kernel = 0;
 };
 

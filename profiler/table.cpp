@@ -295,8 +295,9 @@ Rows kernel_table_rows(const Profile& profile) {
       {"occupancy", "Occupancy", false, "",
        [](const Row& r) { return r[10].is_null() ? std::string() : fmt::format("{:.1f}%", 100.0 * r[10].get<double>()); }},
       {"launch_config_varies", "", false, "", nullptr, false},
+      {"implementation", "Implementation", true},
   };
-  table.drop_order = {"occupancy", "shared_memory", "registers", "block", "grid", "avg_us"};
+  table.drop_order = {"occupancy", "shared_memory", "registers", "block", "grid", "avg_us", "implementation"};
   for (const KernelStats& k : rows) {
     table.rows.push_back({
         k.name,
@@ -311,6 +312,7 @@ Rows kernel_table_rows(const Profile& profile) {
         k.launch_config_known ? json(k.shared_memory) : json(),
         k.occupancy > 0 ? json(k.occupancy) : json(),
         k.launch_config_varies,
+        k.implementation,
     });
   }
   return table;

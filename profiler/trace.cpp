@@ -124,6 +124,7 @@ void emit_profile_events(const Profile& profile, int variant, const std::functio
           {"dur", std::max(0.0, kernel.launch_cpu_us)},
           {"args", launch_args}});
     json kernel_args = {{"step", kernel.step}};
+    if (!kernel.implementation.empty()) kernel_args["implementation"] = kernel.implementation;
     if (kernel.op >= 0 && static_cast<size_t>(kernel.op) < profile.ops.size()) {
       kernel_args["op"] = profile.ops[kernel.op].scope;
     }

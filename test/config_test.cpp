@@ -13,6 +13,7 @@
 #include "model/config.h"
 #include "reference/error_model.h"
 #include "reference/families.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 
 namespace bs = blockscope;
@@ -243,7 +244,19 @@ TEST(Config, UnknownPathDtypeDeviceAndWorkload) {
   expect_error_at(std::string(kBlock) + "compare:\n  - {attention: naive}\n  - {atention: flash}\n", 9, 6,
                   "compare[1].atention: unknown key 'atention'; did you mean 'attention'?");
   expect_error_at("workload: matmul_add\nshape: {m: 4, n: 4, k: 4}\npaths: {attention: naive}\n", 3, 9,
-                  "paths.attention: a attention path does not apply to workload matmul_add");
+                  "paths.attention: a attention path does not apply to workload matmul_add");  expect_error_at(std::string(kBlock) + "cpu: {gemm: mkl}\n", 7, 13,
+                  "cpu.gemm: unknown GEMM library 'mkl' (expected one of auto, ");
+  expect_error_at(std::string(kBlock) + "cpu: {gem: onednn}\n", 7, 7, "cpu.gem: unknown key 'gem'; did you mean 'gemm'?");
+}
+
+// cpu.gemm: auto by default; every linked library by name (the built-in one always).
+TEST(Config, CpuGemmNamesALinkedLibrary) {
+  EXPECT_EQ(bs::load_config_text(kBlock, "t").cpu.gemm, "auto");
+  EXPECT_EQ(bs::load_config_text(kBlock, "t", {"cpu.gemm=builtin"}).cpu.gemm, "builtin");
+  for (bs::cpu::GemmLibrary library : bs::cpu::linked_gemm_libraries()) {
+    const std::string name = bs::cpu::gemm_library_name(library);
+    EXPECT_EQ(bs::load_config_text(std::string(kBlock) + "cpu: {gemm: " + name + "}\n", "t").cpu.gemm, name);
+  }
 }
 
 TEST(Config, StructuralMistakes) {

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "runtime/context.h"
@@ -16,6 +20,8 @@
 
 namespace blockscope {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Exact f16 decoding written from the IEEE binary16 definition, independent of dtype.cpp.
 double f16_value(uint16_t bits) {
@@ -191,7 +197,7 @@ TEST(Context, CudaWithoutGpuIsAClearError) {
   }
 }
 
-TEST(Gemm, BlasAndBuiltinMatchFloat64WithTransposes) {
+TEST(Gemm, EveryLinkedLibraryMatchesFloat64WithTransposes) {
   const uint64_t seed = testing::fresh_seed();
   SCOPED_TRACE(seed);
   for (bool ta : {false, true}) {
@@ -207,16 +213,17 @@ TEST(Gemm, BlasAndBuiltinMatchFloat64WithTransposes) {
             acc += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
           want[i * n + j] = 0.5 * acc + 2.0 * c0[i * n + j];
         }
-      for (int impl = 0; impl < 2; ++impl) {
+      for (cpu::GemmLibrary library : cpu::linked_gemm_libraries()) {  // every linked library
+        const char* name = cpu::gemm_library_name(library);
         std::vector<float> c = c0;
-        auto fn = impl == 0 ? &cpu::sgemm : &cpu::sgemm_builtin;
-        fn(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f, c.data(), n);
-        EXPECT_LT(testing::max_relative_error(c, want), 1e-5) << "impl " << impl << " ta " << ta << " tb " << tb;
+        cpu::sgemm_with(library, ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f, c.data(), n);
+        EXPECT_LT(testing::max_relative_error(c, want), 1e-5) << name << " ta " << ta << " tb " << tb;
+        // beta = 0 must not read C: NaN poison must not leak.
+        std::vector<float> poisoned(m * n, std::nanf(""));
+        cpu::sgemm_with(library, ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f,
+                        poisoned.data(), n);
+        EXPECT_EQ(testing::first_nan(poisoned), -1) << name;
       }
-      // beta = 0 must not read C: NaN poison must not leak.
-      std::vector<float> poisoned(m * n, std::nanf(""));
-      cpu::sgemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, poisoned.data(), n);
-      EXPECT_EQ(testing::first_nan(poisoned), -1);
     }
   }
 }
@@ -367,7 +374,7 @@ TEST(Gemm, FusedMatmulCachesOnePrimitivePerShape) {
   const cpu::MatmulCacheStats before = cpu::matmul_cache_stats();
   const bool ran = cpu::fused_matmul(mm);
   const cpu::MatmulCacheStats first = cpu::matmul_cache_stats();
-  ASSERT_EQ(ran, cpu::fused_matmul(mm));
+  ASSERT_EQ(ran, cpu::fused_matmul(mm) != nullptr);
   const cpu::MatmulCacheStats second = cpu::matmul_cache_stats();
   if (std::string(cpu::gemm_library()) != "onednn") {
     EXPECT_FALSE(ran);
@@ -385,95 +392,293 @@ TEST(Gemm, FusedMatmulCachesOnePrimitivePerShape) {
   EXPECT_EQ(cpu::matmul_cache_stats().primitives, second.primitives + 1);
 }
 
-// A read-only B (a loaded weight) may run from a copy packed once into oneDNN's blocked layout.
-// The plan times both layouts on the first call: a planted slow candidate is never chosen,
-// either way; the packed run matches float64 over a NaN-poisoned output; the copy is made once,
-// counted by the allocator and kept with the weight; BLOCKSCOPE_CPU_WEIGHTS forces a layout and
-// a bad value is named; a read-only weight refuses writes. Other builds have no plan.
-TEST(Gemm, ReadOnlyWeightsRunFromTheFasterLayout) {
+// tanh-GELU over a row, written here (the ops' vectorised one is under test elsewhere).
+void gelu_row_for_tests(float* x, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) x[j] = static_cast<float>(gelu_tanh_f64(x[j]));
+}
+
+// A read-only B (a loaded weight) runs on the candidate its plan timed fastest: oneDNN on the
+// stored or a packed layout, or (f32) each linked library's sgemm with the epilogue as a pass.
+// Each candidate in turn is the only fast one and is chosen (a planted slow candidate is never
+// chosen), reports itself, and matches float64 (bias and GELU included) over a NaN-poisoned
+// output; the packed copy is made once, counted by the allocator and kept with the weight;
+// BLOCKSCOPE_CPU_WEIGHTS and cpu.gemm narrow the candidates and a bad value is named; a
+// read-only weight refuses writes. Builds without oneDNN have no plan.
+TEST(Gemm, ReadOnlyWeightsRunOnTheFastestCandidate) {
   Context ctx(Device::cpu());
   const uint64_t seed = testing::fresh_seed();
   SCOPED_TRACE(seed);
   const bool onednn = std::string(cpu::gemm_library()) == "onednn";
+  ::setenv("BLOCKSCOPE_PLAN_CACHE", "off", 1);  // every plan timed here (PlanCache* tests the cache)
   const int64_t m = 64, k = 256, n = 192;  // W stored [k, n] (GPT-2's Conv1D layout)
   for (DType dtype : {DType::f32, DType::bf16}) {
     SCOPED_TRACE(dtype_name(dtype));
     if (dtype == DType::bf16 && !__builtin_cpu_supports("avx512bf16")) continue;  // no native bf16 kernel
     Tensor x = testing::random_tensor(ctx, {m, k}, dtype, seed);
     Tensor w = testing::random_tensor(ctx, {k, n}, dtype, seed + 1);
+    Tensor bias = testing::random_tensor(ctx, {n}, dtype, seed + 2);
     w.storage()->set_read_only();
     EXPECT_THROW(from_floats(w, std::vector<float>(static_cast<size_t>(k * n))), Error) << "a read-only weight was written";
     Tensor y = ctx.empty({m, n}, dtype);
-    const std::vector<float> xs = to_floats(x), ws = to_floats(w);
+    const std::vector<float> xs = to_floats(x), ws = to_floats(w), bs = to_floats(bias);
     cpu::Matmul mm;
     mm.m = m, mm.n = n, mm.k = k;
     mm.a = {x.data(), dtype, k, 0, false};
     mm.b = {w.data(), dtype, n, 0, false};
     mm.c = y.data(), mm.c_dtype = dtype, mm.ldc = n;
+    mm.bias = bias.data(), mm.bias_dtype = dtype;
+    mm.gelu_tanh = true, mm.gelu_tanh_row = gelu_row_for_tests;
     mm.b_read_only = w.storage().get();
-    // y against float64: f32 accumulation over k, one rounding into the dtype.
+    // y against float64: f32 accumulation over k, GELU in f32, one rounding into the dtype.
     const auto expect_product = [&] {
       const std::vector<float> got = to_floats(y);
       double worst = 0;
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
-          double want = 0, magnitude = 0;
+          double sum = bs[j], magnitude = std::abs(bs[j]);
           for (int64_t p = 0; p < k; ++p) {
-            want += double(xs[i * k + p]) * ws[p * n + j];
+            sum += double(xs[i * k + p]) * ws[p * n + j];
             magnitude += std::abs(double(xs[i * k + p]) * ws[p * n + j]);
           }
+          const double want = gelu_tanh_f64(sum);
           const double allowed = dtype_epsilon(dtype) * std::abs(want) + 4e-6 * (magnitude + 1.0);
           worst = std::max(worst, std::abs(got[i * n + j] - want) / allowed);  // NaN fails below
         }
       EXPECT_LE(worst, 1.0) << "worst error / allowed";
     };
-    for (const char* slow : {"packed", "plain"}) {
-      SCOPED_TRACE(std::string("planted slow: ") + slow);
-      cpu::set_matmul_plan_penalty_for_tests("plain", 0);
-      cpu::set_matmul_plan_penalty_for_tests("packed", 0);
-      cpu::set_matmul_plan_penalty_for_tests(slow, 1e6);  // a second per timing
+    const auto clear_penalties = [](const std::vector<std::string>& names) {
+      for (const std::string& name : names) cpu::set_matmul_plan_penalty_for_tests(name, 0);
+    };
+
+    fill_nan(y);
+    const char* ran = cpu::fused_matmul(mm);
+    if (!onednn) {
+      EXPECT_EQ(ran, nullptr);
+      EXPECT_EQ(cpu::matmul_plan(mm).choice, "") << "a build without oneDNN has no plan";
+      break;
+    }
+    ASSERT_NE(ran, nullptr);
+    expect_product();
+    cpu::MatmulPlan plan = cpu::matmul_plan(mm);
+    EXPECT_EQ(plan.reason, "timed");
+    EXPECT_EQ(plan.cache_path, "") << "BLOCKSCOPE_PLAN_CACHE=off";
+    std::vector<std::string> names;
+    for (const auto& [name, us] : plan.timings_us) names.push_back(name);
+    names.insert(names.end(), plan.cut_off.begin(), plan.cut_off.end());
+    std::vector<std::string> want = {"onednn.plain", "onednn.packed"};
+    if (dtype == DType::f32)  // the sgemm forms: f32 only
+      for (cpu::GemmLibrary library : cpu::linked_gemm_libraries())
+        want.push_back(std::string(cpu::gemm_library_name(library)) + ".sgemm");
+    std::sort(names.begin(), names.end());
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(names, want) << "the candidates (the packed one: oneDNN picks a blocked layout for this shape)";
+
+    bool packed_made = plan.choice == "onednn.packed";  // by the first call
+    for (const std::string& fast : names) {
+      SCOPED_TRACE("the only fast candidate: " + fast);
+      for (const std::string& name : names) cpu::set_matmul_plan_penalty_for_tests(name, name == fast ? 0 : 1e6);
       fill_nan(y);
       const size_t before = ctx.backend().memory_stats().in_use;
-      const bool ran = cpu::fused_matmul(mm);
-      if (!onednn) {
-        EXPECT_FALSE(ran);
-        EXPECT_EQ(cpu::matmul_plan(mm).layout, "") << "a build without oneDNN has no plan";
-        return;
-      }
-      ASSERT_TRUE(ran);
-      const cpu::MatmulPlan plan = cpu::matmul_plan(mm);
-      const std::string fast = std::string(slow) == "packed" ? "plain" : "packed";
-      EXPECT_EQ(plan.layout, fast) << plan.reason << ": plain " << plan.plain_us << " us, packed " << plan.packed_us << " us";
-      EXPECT_EQ(plan.reason, "timed");
-      EXPECT_GT(plan.plain_us, 0);
-      EXPECT_GT(plan.packed_us, 0);
+      ran = cpu::fused_matmul(mm);
+      ASSERT_NE(ran, nullptr);
+      plan = cpu::matmul_plan(mm);
+      EXPECT_EQ(plan.choice, fast) << plan.reason;
+      EXPECT_EQ(std::string(ran).find("packed weights") != std::string::npos, fast == "onednn.packed") << ran;
+      EXPECT_EQ(std::string(ran).find("epilogue as a separate pass") != std::string::npos,
+                fast.find(".sgemm") != std::string::npos)
+          << ran;
       expect_product();
       const size_t after = ctx.backend().memory_stats().in_use;
-      if (fast == "packed") {
+      if (fast == "onednn.packed" && !packed_made) {
         EXPECT_GE(after, before + static_cast<size_t>(k * n) * dtype_size(dtype)) << "the packed copy, counted";
-        fill_nan(y);
-        const size_t allocations = ctx.backend().memory_stats().allocation_count;
-        ASSERT_TRUE(cpu::fused_matmul(mm));
-        EXPECT_EQ(ctx.backend().memory_stats().in_use, after);
-        EXPECT_EQ(ctx.backend().memory_stats().allocation_count, allocations) << "packed once, not per call";
-        expect_product();
+        packed_made = true;
       } else {
-        EXPECT_EQ(after, before) << "no copy where the stored layout runs";
+        EXPECT_EQ(after, before) << "no new copy";
       }
+      const size_t allocations = ctx.backend().memory_stats().allocation_count;
+      fill_nan(y);
+      ASSERT_NE(cpu::fused_matmul(mm), nullptr);
+      EXPECT_EQ(ctx.backend().memory_stats().allocation_count, allocations) << "nothing made per call";
+      expect_product();
     }
-    cpu::set_matmul_plan_penalty_for_tests("plain", 0);
+    EXPECT_TRUE(packed_made);
+    clear_penalties(names);
+
+    // BLOCKSCOPE_CPU_WEIGHTS: one oneDNN layout, not timed; a bad value is named.
     ::setenv("BLOCKSCOPE_CPU_WEIGHTS", "plain", 1);
-    cpu::set_matmul_plan_penalty_for_tests("packed", 0);  // forgets the plans
-    ASSERT_TRUE(cpu::fused_matmul(mm));
-    EXPECT_EQ(cpu::matmul_plan(mm).layout, "plain");
+    clear_penalties(names);  // forgets the plans
+    ASSERT_NE(cpu::fused_matmul(mm), nullptr);
+    EXPECT_EQ(cpu::matmul_plan(mm).choice, "onednn.plain");
     EXPECT_EQ(cpu::matmul_plan(mm).reason, "BLOCKSCOPE_CPU_WEIGHTS=plain");
     ::setenv("BLOCKSCOPE_CPU_WEIGHTS", "fastest", 1);
-    cpu::set_matmul_plan_penalty_for_tests("packed", 0);
+    clear_penalties(names);
     testing::expect_input_error([&] { cpu::fused_matmul(mm); },
                                 {"BLOCKSCOPE_CPU_WEIGHTS='fastest': expected auto, plain or packed"});
     ::unsetenv("BLOCKSCOPE_CPU_WEIGHTS");
-    cpu::set_matmul_plan_penalty_for_tests("packed", 0);
+
+    // cpu.gemm: oneDNN's candidates only; another library: no fused matmul, sgemm on it.
+    cpu::set_gemm_choice("onednn");
+    ASSERT_NE(cpu::fused_matmul(mm), nullptr);
+    for (const auto& [name, us] : cpu::matmul_plan(mm).timings_us) EXPECT_EQ(name.rfind("onednn.", 0), 0u) << name;
+    expect_product();
+    cpu::set_gemm_choice("builtin");
+    EXPECT_EQ(cpu::fused_matmul(mm), nullptr);
+    EXPECT_EQ(cpu::sgemm_library(), cpu::GemmLibrary::builtin);
+    EXPECT_STREQ(cpu::sgemm_implementation(), "builtin sgemm");
+    testing::expect_input_error([] { cpu::set_gemm_choice("mkl"); },
+                                {"cpu.gemm: 'mkl' is not a GEMM library of this build (it has auto, onednn"});
+    EXPECT_EQ(cpu::gemm_choice(), "builtin") << "a refused choice changes nothing";
+    cpu::set_gemm_choice("auto");
+    EXPECT_EQ(cpu::sgemm_library(), cpu::linked_gemm_libraries().front());
   }
+  ::unsetenv("BLOCKSCOPE_PLAN_CACHE");
+}
+
+// The plan cache on disk: a plan timed once is kept for this machine and used as it is by the
+// next run (even where timing now would choose otherwise); an entry made for another CPU or
+// another library version is ignored and kept; an entry that does not hold together (or names
+// other candidates than this run's) is timed again and replaced; a file that is not a plan cache
+// is read as none and left alone.
+TEST(Gemm, PlanCacheIsPerMachineAndNeverTrustsADamagedEntry) {
+  Context ctx(Device::cpu());
+  const fs::path path = testing::test_scratch_dir() / "plans.json";
+  fs::remove(path);
+  ::setenv("BLOCKSCOPE_PLAN_CACHE", path.c_str(), 1);
+  const int64_t m = 32, k = 128, n = 96;
+  Tensor x = testing::random_tensor(ctx, {m, k}, DType::f32, testing::fresh_seed());
+  Tensor w = testing::random_tensor(ctx, {k, n}, DType::f32, testing::fresh_seed());
+  w.storage()->set_read_only();
+  Tensor y = ctx.empty({m, n}, DType::f32);
+  cpu::Matmul mm;
+  mm.m = m, mm.n = n, mm.k = k;
+  mm.a = {x.data(), DType::f32, k, 0, false};
+  mm.b = {w.data(), DType::f32, n, 0, false};
+  mm.c = y.data(), mm.ldc = n;
+  mm.b_read_only = w.storage().get();
+  std::vector<std::string> names = {"onednn.plain", "onednn.packed"};
+  for (cpu::GemmLibrary library : cpu::linked_gemm_libraries())
+    names.push_back(std::string(cpu::gemm_library_name(library)) + ".sgemm");
+  // A plan made anew (the in-memory plans forgotten) where every candidate but `fast` is a
+  // second slower per timing.
+  const auto plan_favouring = [&](const std::string& fast) {
+    for (const std::string& name : names) cpu::set_matmul_plan_penalty_for_tests(name, name == fast ? 0 : 1e6);
+    cpu::fused_matmul(mm);
+    return cpu::matmul_plan(mm);
+  };
+  const auto read = [&] {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  const auto write = [&](const nlohmann::json& cache) { std::ofstream(path) << cache.dump(2); };
+  const cpu::CachedPlans none = cpu::cached_matmul_plans();
+  EXPECT_EQ(none.path, path.string());
+  EXPECT_TRUE(none.plans.empty());
+  EXPECT_NE(none.machine.find(cpu::gemm_library_version()), std::string::npos) << none.machine;
+  EXPECT_NE(none.machine.find(" threads"), std::string::npos) << none.machine;
+  if (!cpu::packs_weights()) {  // no oneDNN: no plans, nothing written
+    EXPECT_EQ(plan_favouring("onednn.plain").choice, "");
+    EXPECT_FALSE(fs::exists(path));
+    ::unsetenv("BLOCKSCOPE_PLAN_CACHE");
+    return;
+  }
+
+  // Timed and written; the next run reads it, though another candidate is now the fast one.
+  cpu::MatmulPlan plan = plan_favouring("onednn.plain");
+  ASSERT_EQ(plan.choice, "onednn.plain");
+  EXPECT_EQ(plan.reason, "timed");
+  EXPECT_EQ(plan.cache_path, path.string());
+  cpu::CachedPlans cached = cpu::cached_matmul_plans();
+  ASSERT_EQ(cached.plans.size(), 1u) << read().dump(2);
+  const std::string machine = cached.machine, shape = cached.plans[0].shape;
+  EXPECT_EQ(shape, "f32 32x96x128 lda=128 ldb=96 ldc=96 -> f32");
+  EXPECT_EQ(cached.plans[0].plan.choice, "onednn.plain");
+  EXPECT_FALSE(cached.plans[0].kernel.empty());
+  plan = plan_favouring("onednn.packed");
+  EXPECT_EQ(plan.reason, "cached");
+  EXPECT_EQ(plan.choice, "onednn.plain") << "the cached plan is used, not timed again";
+  const nlohmann::json good = read()[machine][shape];
+
+  // Made on another CPU, or with another library version: ignored here, timed anew, kept.
+  nlohmann::json cache = read();
+  cache.erase(machine);
+  std::string other_library = machine;
+  other_library.replace(machine.find(cpu::gemm_library_version()), cpu::gemm_library_version().size(), "onednn 0.0.0 (x)");
+  const std::string other_cpu = "Another CPU" + machine.substr(machine.find(" | "));
+  cache[other_library][shape] = good;
+  cache[other_cpu][shape] = good;
+  write(cache);
+  plan = plan_favouring("onednn.packed");
+  EXPECT_EQ(plan.reason, "timed");
+  EXPECT_EQ(plan.choice, "onednn.packed");
+  cache = read();
+  EXPECT_EQ(cache[other_library][shape], good);
+  EXPECT_EQ(cache[other_cpu][shape], good);
+  EXPECT_EQ(cache[machine][shape]["choice"], "onednn.packed");
+  cached = cpu::cached_matmul_plans();
+  EXPECT_EQ(cached.other_machines, 2);
+  ASSERT_EQ(cached.plans.size(), 1u);
+  EXPECT_EQ(cached.plans[0].plan.choice, "onednn.packed");
+
+  // Damaged entries, and one made with other candidates: timed again (favouring onednn.sgemm
+  // proves it) and replaced.
+  const auto changed = [&](const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json entry = good;
+    change(entry);
+    return entry;
+  };
+  struct Bad {
+    nlohmann::json entry;
+    bool damaged;  // does not hold together (info counts it); else made with other candidates
+  };
+  const std::vector<Bad> bad_entries = {
+      {"onednn.plain", true},
+      {nlohmann::json::array(), true},
+      {{{"layout", "plain"}, {"plain_us", 5.0}, {"packed_us", 9.0}}, true},  // an older format
+      {changed([](nlohmann::json& e) { e.erase("timings_us"); }), true},
+      {changed([](nlohmann::json& e) { e["choice"] = "onednn.sideways"; }), true},
+      {changed([](nlohmann::json& e) { e["timings_us"]["onednn.plain"] = -5.0; }), true},
+      {changed([](nlohmann::json& e) { e["timings_us"]["onednn.plain"] = "5"; }), true},
+      {changed([](nlohmann::json& e) { e["timings_us"]["onednn.plain"] = 0.0; }), true},
+      {changed([](nlohmann::json& e) { e["timings_us"]["onednn.plain"] = 1e12; }), true},   // no run takes that
+      {changed([](nlohmann::json& e) { e["choice"] = "onednn.packed"; }), true},  // not the fastest timed
+      {changed([](nlohmann::json& e) { e["cut_off"].push_back("onednn.plain"); }), true},   // timed and cut off
+      {changed([](nlohmann::json& e) {
+         e["timings_us"]["mkl.sgemm"] = 0.5;
+         e["choice"] = "mkl.sgemm";
+       }),
+       false},
+      {changed([](nlohmann::json& e) {
+         e["timings_us"].erase("onednn.packed");
+         e["cut_off"] = nlohmann::json::array();
+       }),
+       false},
+  };
+  for (const Bad& bad : bad_entries) {
+    SCOPED_TRACE(bad.entry.dump());
+    cache = read();
+    cache[machine][shape] = bad.entry;
+    write(cache);
+    EXPECT_EQ(cpu::cached_matmul_plans().damaged, bad.damaged ? 1 : 0);
+    plan = plan_favouring("onednn.sgemm");
+    EXPECT_EQ(plan.reason, "timed");
+    EXPECT_EQ(plan.choice, "onednn.sgemm");
+    EXPECT_EQ(read()[machine][shape]["choice"], "onednn.sgemm") << "replaced";
+  }
+
+  // Not a plan cache (not JSON, a list, an object of numbers): timed, the file left as it was.
+  for (const std::string text : {"{\"truncated\": ", "[1, 2]", "{\"a\": 1}"}) {
+    SCOPED_TRACE(text);
+    std::ofstream(path) << text;
+    plan = plan_favouring("onednn.packed");
+    EXPECT_EQ(plan.reason, "timed");
+    EXPECT_EQ(plan.choice, "onednn.packed");
+    EXPECT_EQ(plan.cache_path, "");
+    std::ifstream in(path);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
+  }
+  for (const std::string& name : names) cpu::set_matmul_plan_penalty_for_tests(name, 0);
+  fs::remove(path);
+  ::unsetenv("BLOCKSCOPE_PLAN_CACHE");
 }
 
 TEST(Gemm, FusedMatmulRefusesAScaledBias) {

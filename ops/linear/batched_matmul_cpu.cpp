@@ -53,7 +53,12 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   mm.ldc = n;
   mm.c_batch_stride = c_block;
   mm.alpha = alpha;
-  if (k > 0 && blockscope::cpu::fused_matmul(mm)) return;
+  if (const char* ran = k > 0 ? blockscope::cpu::fused_matmul(mm) : nullptr) {
+    kernel.set_implementation(ran);
+    return;
+  }
+  kernel.set_implementation(std::string(blockscope::cpu::sgemm_implementation()) +
+                            (dtype == DType::f32 ? "" : ", f32 widened") + ", per batch entry");
 
   if (dtype == DType::f32) {
     const float* a_data = a.data_as<const float>();

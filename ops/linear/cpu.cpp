@@ -84,11 +84,11 @@ void gemm(Context& ctx, const Tensor& x, const RowLayout& xrows, const Tensor& w
 }
 
 // y [rows, out] (contiguous) = act(x · op(w) + bias + beta · y) as one oneDNN matmul, in the
-// operands' own dtypes; false (nothing done) where fused_matmul cannot run it. bias may be
-// undefined.
-bool fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, WeightLayout layout, int64_t out,
+// operands' own dtypes: what ran (cpu::fused_matmul), or null (nothing done) where fused_matmul
+// cannot run it. bias may be undefined.
+const char* fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, WeightLayout layout, int64_t out,
                 const Tensor& bias, bool gelu, float beta, Tensor& y) {
-  if (xrows.rows == 0 || xrows.cols == 0 || out == 0) return false;
+  if (xrows.rows == 0 || xrows.cols == 0 || out == 0) return nullptr;
   blockscope::cpu::Matmul mm;
   mm.m = xrows.rows;
   mm.n = out;
@@ -107,7 +107,31 @@ bool fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, Weight
     mm.bias_dtype = bias.dtype();
   }
   mm.gelu_tanh = gelu;
+  mm.gelu_tanh_row = gelu_tanh_row;  // for the plan's candidates that run the epilogue as a pass
   return blockscope::cpu::fused_matmul(mm);
+}
+
+// One GEMM kernel: y [xrows.rows, out] = act(x · op(w) + bias + beta · y) as one oneDNN matmul
+// where it runs these dtypes, else the build's sgemm on f32 (half-precision operands widened) with
+// bias and GELU as a pass over its f32 result before the single rounding. The kernel's event
+// says which ran.
+void gemm_kernel(Context& ctx, profiler::KernelScope& kernel, const Tensor& x, const RowLayout& xrows, const Tensor& w,
+                 WeightLayout layout, int64_t out, const Tensor& bias, bool gelu, float beta, Tensor& y) {
+  if (const char* ran = fused_gemm(x, xrows, w, layout, out, bias, gelu, beta, y)) {
+    kernel.set_implementation(ran);
+    return;
+  }
+  const int64_t rows = xrows.rows;
+  F32Matrix c = output_buffer(ctx, y, rows, out);
+  if (beta != 0.0f && c.storage.defined()) {  // beta reads y: widen it into the scratch
+#pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
+  }
+  gemm(ctx, x, xrows, w, layout, out, beta, c);
+  finish(c, bias, gelu, y, rows, out);
+  const bool widened = x.dtype() != DType::f32 || w.dtype() != DType::f32 || y.dtype() != DType::f32;
+  kernel.set_implementation(std::string(blockscope::cpu::sgemm_implementation()) + (widened ? ", f32 widened" : "") +
+                            (bias.defined() || gelu ? ", epilogue as a separate pass" : ""));
 }
 
 // Elementwise pass over y [rows, out] (contiguous) in f32: y = f(y[, bias]) rounded.
@@ -160,11 +184,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         // The GEMM result is rounded to y's dtype before the bias kernel reads it back: that
         // extra trip through memory (and rounding) is what the naive path costs.
         profiler::KernelScope kernel(ctx, kernel_names::kGemm);
-        if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, 0.0f, y)) {
-          F32Matrix c = output_buffer(ctx, y, rows, out);
-          gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
-          finish(c, Tensor(), false, y, rows, out);
-        }
+        gemm_kernel(ctx, kernel, x, xrows, w, layout, out, Tensor(), false, 0.0f, y);
       }
       if (bias.defined()) bias_add_kernel(ctx, bias, y, rows, out);
       if (gelu) gelu_tanh_kernel(ctx, y, rows, out);
@@ -172,10 +192,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     }
     case LinearPath::epilogue: {
       profiler::KernelScope kernel(ctx, kernel_names::gemm_with_epilogue(bias.defined(), gelu));
-      if (fused_gemm(x, xrows, w, layout, out, bias, gelu, 0.0f, y)) return;
-      F32Matrix c = output_buffer(ctx, y, rows, out);
-      gemm(ctx, x, xrows, w, layout, out, 0.0f, c);
-      finish(c, bias, gelu, y, rows, out);
+      gemm_kernel(ctx, kernel, x, xrows, w, layout, out, bias, gelu, 0.0f, y);
       return;
     }
     case LinearPath::addmm: {
@@ -188,17 +205,7 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
       }
       {
         profiler::KernelScope kernel(ctx, kernel_names::kGemm);
-        const float beta = bias.defined() ? 1.0f : 0.0f;
-        if (!fused_gemm(x, xrows, w, layout, out, Tensor(), false, beta, y)) {
-          F32Matrix c = output_buffer(ctx, y, rows, out);
-          if (bias.defined() && c.storage.defined()) {  // beta = 1 reads y: widen it into the scratch
-#pragma omp parallel for if (rows * out >= kParallelMinElements) schedule(static)
-            for (int64_t r = 0; r < rows; ++r)
-              load_row(y.dtype(), element_ptr(y, r * out), c.data + r * out, out);
-          }
-          gemm(ctx, x, xrows, w, layout, out, beta, c);
-          finish(c, Tensor(), false, y, rows, out);
-        }
+        gemm_kernel(ctx, kernel, x, xrows, w, layout, out, Tensor(), false, bias.defined() ? 1.0f : 0.0f, y);
       }
       if (gelu) gelu_tanh_kernel(ctx, y, rows, out);
       return;

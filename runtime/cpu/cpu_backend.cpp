@@ -8,10 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -20,9 +17,8 @@
 
 #include "runtime/context.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/machine_cache.h"
 #include "runtime/error.h"
-#include "runtime/input_file.h"
-#include "runtime/output_file.h"
 
 namespace blockscope {
 namespace {
@@ -124,41 +120,9 @@ double measure_cpu_gbps() {
   return 2.0 * static_cast<double>(bytes) / best / 1e9;
 }
 
-// "Intel(R) Xeon(R) ... | 2 threads | onednn | bf16": what a measured peak depends on.
-std::string machine_key(int threads, DType dtype) {
-  std::string model = "unknown cpu";
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  std::string key = model + " | " + std::to_string(threads) + " threads | " + cpu::gemm_library() + " | " + dtype_name(dtype);
-  // The variables that make the GEMM libraries pick other kernels on the same CPU (an AVX2 or
-  // no-AMX code path): peaks measured under one are not the machine's.
-  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') key += std::string(" | ") + name + "=" + value;
-  }
-  return key;
-}
-
-// Where measured peaks are kept between runs: BLOCKSCOPE_PEAK_CACHE (a file; "off": none), else
-// $XDG_CACHE_HOME/blockscope/cpu-peaks.json, else ~/.cache/blockscope/cpu-peaks.json.
-std::string peak_cache_path() {
-  if (const char* path = std::getenv("BLOCKSCOPE_PEAK_CACHE")) return std::string(path) == "off" ? "" : path;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/blockscope/cpu-peaks.json";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/blockscope/cpu-peaks.json";
-  return "";
-}
-
-// The cached figures for `key`, or false. A cache that cannot be read is ignored (measured anew).
+// The cached figures for `key`, or false. An entry that is missing or damaged is measured anew.
 bool read_cached_peaks(const std::string& path, const std::string& key, double* tflops, double* gbps) {
-  if (!input_file_problem(path).empty()) return false;  // missing, or a FIFO or device: never opened
-  std::ifstream in(path);
-  if (!in) return false;
-  const nlohmann::json cache = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json cache = cpu::read_machine_cache(path);
   if (!cache.is_object() || !cache.contains(key) || !cache[key].is_object()) return false;
   const nlohmann::json& entry = cache[key];
   if (!entry.value("tflops", nlohmann::json()).is_number() || !entry.value("gbps", nlohmann::json()).is_number())
@@ -172,7 +136,6 @@ bool read_cached_peaks(const std::string& path, const std::string& key, double* 
 // Whether `cache` is a peak cache: a JSON object whose entries are objects with numeric tflops
 // and gbps (what write_cached_peaks writes).
 bool is_peak_cache(const nlohmann::json& cache) {
-  if (!cache.is_object()) return false;
   for (const auto& [key, entry] : cache.items()) {
     if (!entry.is_object() || !entry.value("tflops", nlohmann::json()).is_number() ||
         !entry.value("gbps", nlohmann::json()).is_number()) {
@@ -182,40 +145,11 @@ bool is_peak_cache(const nlohmann::json& cache) {
   return true;
 }
 
-// Adds `key` to the cache, written like every output (runtime/output_file.h: a temporary
-// renamed into place, a symlink's target written and the link kept) and only over a cache: a
-// path that is a device, a FIFO or a directory, or a file holding anything but a peak cache
-// (a config, a trace...), is left alone and said once on stderr. Failing to write only costs a
-// measurement next time. True when the cache now holds them.
+// Adds `key` to the peak cache (cpu::update_machine_cache's file rules). True when it holds them.
 bool write_cached_peaks(const std::string& path, const std::string& key, double tflops, double gbps) {
-  const auto skip = [&](const std::string& why) {
-    std::cerr << "blockscope: note: the measured peaks are not cached in '" << path << "': " << why << "\n";
-    return false;
-  };
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  nlohmann::json cache = nlohmann::json::object();
-  if (status.type() == std::filesystem::file_type::not_found) {
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-  } else if (error) {
-    return skip(error.message());  // a symlink loop, a directory that cannot be searched
-  } else if (!std::filesystem::is_regular_file(status)) {
-    return skip("it is not a regular file");
-  } else {
-    std::ifstream in(path);
-    cache = nlohmann::json::parse(in, nullptr, false);
-    if (!is_peak_cache(cache)) return skip("it holds something else than a peak cache (BLOCKSCOPE_PEAK_CACHE names a file of its own)");
-  }
-  cache[key] = {{"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 GEMM in the dtype, 64 MiB memcpy"}};
-  try {
-    OutputFile out(path, "peak cache");
-    out.write(cache.dump(2) + "\n");
-    out.commit();
-  } catch (const Error& failure) {
-    if (failure.kind() == ErrorKind::interrupted) throw;
-    return skip(failure.what());
-  }
-  return true;
+  const nlohmann::json entry = {
+      {"tflops", tflops}, {"gbps", gbps}, {"how", "best of 5: 512^3 GEMM in the dtype, 64 MiB memcpy"}};
+  return cpu::update_machine_cache(path, "peak cache", is_peak_cache, [&](nlohmann::json& cache) { cache[key] = entry; });
 }
 
 // Ignore the cache from now on (set by remeasure_peaks()).
@@ -248,9 +182,10 @@ BackendInfo cpu_info(DType dtype, bool forget = false) {
   if (tflops_override <= 0 || gbps_override <= 0) {
     std::lock_guard<std::mutex> lock(mutex);
     Measured& m = per_dtype[static_cast<int>(dtype)];
-    const std::string key = machine_key(threads, dtype);
+    // Measured per machine, libraries and threads (cpu::machine_key) and dtype.
+    const std::string key = cpu::machine_key(threads) + " | " + dtype_name(dtype);
     if (m.key != key) {
-      const std::string cache = peak_cache_path();
+      const std::string cache = cpu::machine_cache_path("BLOCKSCOPE_PEAK_CACHE", "cpu-peaks.json");
       if (!cache.empty() && !g_remeasure && read_cached_peaks(cache, key, &m.tflops, &m.gbps)) {
         m.source = "measured earlier on this machine, cached in " + cache;
         m.cached = true;

@@ -4,8 +4,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -13,7 +15,9 @@
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
+#include <oneapi/dnnl/dnnl_version.h>
+#endif
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
 #include <cblas.h>
 #endif
 
@@ -67,32 +71,116 @@ void sgemm_builtin(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   }
 }
 
-void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+const std::vector<GemmLibrary>& linked_gemm_libraries() {
+  static const std::vector<GemmLibrary> linked = {
+#ifdef BLOCKSCOPE_WITH_ONEDNN
+      GemmLibrary::onednn,
+#endif
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+      GemmLibrary::openblas,
+#endif
+      GemmLibrary::builtin,
+  };
+  return linked;
+}
+
+const char* gemm_library_name(GemmLibrary library) {
+  switch (library) {
+    case GemmLibrary::onednn: return "onednn";
+    case GemmLibrary::openblas: return "openblas";
+    case GemmLibrary::builtin: return "builtin";
+  }
+  return "?";
+}
+
+namespace {
+// The run's cpu.gemm: a GemmLibrary's value, or -1 for "auto".
+std::atomic<int> g_forced{-1};
+}  // namespace
+
+void set_gemm_choice(const std::string& choice) {
+  if (choice == "auto") {
+    g_forced = -1;
+    return;
+  }
+  std::string names = "auto";
+  for (GemmLibrary library : linked_gemm_libraries()) {
+    names += std::string(", ") + gemm_library_name(library);
+    if (choice == gemm_library_name(library)) {
+      g_forced = static_cast<int>(library);
+      return;
+    }
+  }
+  throw InputError("cpu.gemm: '" + choice + "' is not a GEMM library of this build (it has " + names + ")");
+}
+
+std::optional<GemmLibrary> forced_gemm_library() {
+  const int forced = g_forced;
+  if (forced < 0) return std::nullopt;
+  return static_cast<GemmLibrary>(forced);
+}
+
+std::string gemm_choice() {
+  const std::optional<GemmLibrary> forced = forced_gemm_library();
+  return forced ? gemm_library_name(*forced) : "auto";
+}
+
+GemmLibrary sgemm_library() { return forced_gemm_library().value_or(linked_gemm_libraries().front()); }
+
+void sgemm_with(GemmLibrary library, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // BLAS convention: C = beta * C (and beta == 0 writes zeros)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-#if defined(BLOCKSCOPE_WITH_ONEDNN) || defined(BLOCKSCOPE_WITH_OPENBLAS)
-  if (beta == 0.0f) {  // BLAS may read C when beta == 0 in some kernels; clear NaN poison first
+  if (library != GemmLibrary::builtin && beta == 0.0f) {
+    // BLAS may read C when beta == 0 in some kernels; clear NaN poison first.
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
   }
-#endif
+  switch (library) {
+    case GemmLibrary::onednn: {
 #ifdef BLOCKSCOPE_WITH_ONEDNN
-  // dnnl_sgemm is row-major; inside an OpenMP parallel region (flash's tiles) it runs on the
-  // calling thread.
-  const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                                          beta, c, ldc);
-  BS_CHECK(status == dnnl_success, "dnnl_sgemm ", m, "x", n, "x", k, " failed with status ", static_cast<int>(status));
-#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-              static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+      // dnnl_sgemm is row-major; inside an OpenMP parallel region (flash's tiles) it runs on the
+      // calling thread.
+      const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                              beta, c, ldc);
+      BS_CHECK(status == dnnl_success, "dnnl_sgemm ", m, "x", n, "x", k, " failed with status ", static_cast<int>(status));
+      return;
 #else
-  sgemm_builtin(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      break;
 #endif
+    }
+    case GemmLibrary::openblas: {
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+      cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+                  static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+      return;
+#else
+      break;
+#endif
+    }
+    case GemmLibrary::builtin:
+      sgemm_builtin(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+  }
+  BS_CHECK(false, "sgemm_with: ", gemm_library_name(library), " is not linked into this build");
+}
+
+void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  sgemm_with(sgemm_library(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+const char* sgemm_implementation() {
+  switch (sgemm_library()) {
+    case GemmLibrary::onednn: return "onednn dnnl_sgemm";
+    case GemmLibrary::openblas: return "openblas cblas_sgemm";
+    case GemmLibrary::builtin: return "builtin sgemm";
+  }
+  return "?";
 }
 
 void set_thread_count(int n) {
@@ -142,14 +230,20 @@ DefaultThreads default_thread_count() {
   return d;
 }
 
-const char* gemm_library() {
+const char* gemm_library() { return gemm_library_name(linked_gemm_libraries().front()); }
+
+std::string gemm_library_version() {
+  std::string out;
 #ifdef BLOCKSCOPE_WITH_ONEDNN
-  return "onednn";
-#elif defined(BLOCKSCOPE_WITH_OPENBLAS)
-  return "openblas";
-#else
-  return "builtin";
+  const dnnl_version_t* v = dnnl_version();
+  out += "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
+         (v->hash != nullptr ? v->hash : "") + ") + ";
 #endif
+#ifdef BLOCKSCOPE_WITH_OPENBLAS
+  // The config names the version and build; the core is the kernel set it picked on this CPU.
+  out += std::string("openblas (") + openblas_get_config() + ", core " + openblas_get_corename() + ") + ";
+#endif
+  return out + "builtin";
 }
 
 }  // namespace blockscope::cpu

@@ -5,21 +5,30 @@
 // than running a small one).
 //
 // Weights are passed in their stored (plain row-major) layout, and oneDNN's brgemm matmul packs
-// B panels itself per call. A read-only B (a loaded weight: Storage::read_only) may instead run
-// from a copy reordered once into the blocked layout oneDNN picks for it (`format_tag::any`),
-// kept with the weight's storage (Storage::derived, counted by the allocator): +2–5 % in f32
-// and +8–26 % in bf16 on one Sapphire Rapids core, −1 % on one shape (bench/NOTES.md), so the
-// choice is measured per shape on its first call (the plan), not fixed.
+// B panels itself per call. A read-only B (a loaded weight: Storage::read_only) has a plan
+// instead, the CPU twin of cuBLASLt's heuristic + autotune: its candidates -- the stored layout,
+// a copy reordered once into the blocked layout oneDNN picks (`format_tag::any`, kept with the
+// weight's storage: Storage::derived, counted by the allocator), and in f32 each linked
+// library's sgemm with the epilogue as a separate pass -- are timed on the first call and the
+// fastest kept, on disk per machine (cpu::machine_key). Packing gave +2–5 % in f32 and +8–26 %
+// in bf16 on one Sapphire Rapids core and −1 % on one shape (bench/NOTES.md): measured, not fixed.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/machine_cache.h"
 #include "runtime/error.h"
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
@@ -27,6 +36,90 @@
 #endif
 
 namespace blockscope::cpu {
+namespace {
+
+// Where plans are kept between runs (cpu::machine_cache_path): BLOCKSCOPE_PLAN_CACHE, else
+// cpu-gemm-plans.json beside the peak cache. Laid out as
+//   { "<machine key>": { "<shape>": {"choice": "onednn.packed",
+//                                    "timings_us": {"onednn.plain": 812.4, "onednn.packed": 640.9, ...},
+//                                    "cut_off": ["builtin.sgemm"], "kernel": "brg:avx512_core_amx"}, ... }, ... }
+std::string plan_cache_path() { return machine_cache_path("BLOCKSCOPE_PLAN_CACHE", "cpu-gemm-plans.json"); }
+
+// Whether `cache` is a plan cache: every machine's entry an object.
+bool is_plan_cache(const nlohmann::json& cache) {
+  for (const auto& [machine, plans] : cache.items()) {
+    if (!plans.is_object()) return false;
+  }
+  return true;
+}
+
+// A cached plan, or false where the entry does not hold together: a timing that is not a
+// positive finite number, a candidate both timed and cut off, a choice that is not the fastest
+// of its own timings, or (given `candidates`) another candidate set than this run's. Such an
+// entry is damaged, hand-edited or made under another cpu.gemm: timed anew.
+bool parse_cached_plan(const nlohmann::json& entry, const std::vector<std::string>* candidates, MatmulPlan* plan) {
+  if (!entry.is_object()) return false;
+  const nlohmann::json choice = entry.value("choice", nlohmann::json());
+  const nlohmann::json timings = entry.value("timings_us", nlohmann::json());
+  const nlohmann::json cut_off = entry.value("cut_off", nlohmann::json::array());
+  if (!choice.is_string() || !timings.is_object() || timings.empty() || !cut_off.is_array()) return false;
+  MatmulPlan out;
+  std::vector<std::string> names;
+  for (const auto& [name, us] : timings.items()) {
+    if (!us.is_number() || !std::isfinite(us.get<double>()) || us.get<double>() <= 0 || us.get<double>() >= 1e9)
+      return false;
+    out.timings_us[name] = us.get<double>();
+    names.push_back(name);
+  }
+  for (const nlohmann::json& name : cut_off) {
+    if (!name.is_string() || out.timings_us.count(name.get<std::string>()) > 0) return false;
+    out.cut_off.push_back(name.get<std::string>());
+    names.push_back(name.get<std::string>());
+  }
+  const auto fastest = std::min_element(out.timings_us.begin(), out.timings_us.end(),
+                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (fastest->first != choice.get<std::string>()) return false;
+  if (candidates != nullptr) {
+    std::vector<std::string> want = *candidates;
+    std::sort(want.begin(), want.end());
+    std::sort(names.begin(), names.end());
+    if (names != want) return false;
+  }
+  out.choice = fastest->first;
+  *plan = out;
+  return true;
+}
+
+}  // namespace
+
+CachedPlans cached_matmul_plans() {
+  CachedPlans out;
+  out.path = plan_cache_path();
+  out.machine = machine_key(omp_get_max_threads());
+  const nlohmann::json cache = read_machine_cache(out.path);
+  if (!cache.is_object()) return out;
+  for (const auto& [machine, plans] : cache.items()) {
+    if (machine != out.machine) {
+      ++out.other_machines;
+      continue;
+    }
+    if (!plans.is_object()) continue;
+    for (const auto& [shape, entry] : plans.items()) {
+      CachedPlan row;
+      row.shape = shape;
+      if (!parse_cached_plan(entry, nullptr, &row.plan)) {
+        ++out.damaged;
+        continue;
+      }
+      row.plan.reason = "cached";
+      row.plan.cache_path = out.path;
+      const nlohmann::json kernel = entry.value("kernel", nlohmann::json());
+      if (kernel.is_string()) row.kernel = kernel.get<std::string>();
+      out.plans.push_back(row);
+    }
+  }
+  return out;
+}
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
 namespace {
@@ -60,7 +153,8 @@ memory::desc operand_desc(DType dtype, int64_t batch, int64_t rows, int64_t cols
 struct Variant {
   dnnl::matmul primitive;
   memory::desc src, weights, bias, dst;
-  std::string implementation;
+  std::string implementation;  // oneDNN's name for the kernel: "brg:avx512_core_amx"
+  std::string ran;             // what fused_matmul reports: "onednn brg:avx512_core_amx[, packed weights]"
 };
 
 struct CacheEntry {
@@ -74,6 +168,8 @@ struct CacheEntry {
   Variant packed;
   memory::desc stored_weights;
   MatmulPlan plan;  // decided on the first call with a read-only B
+  std::string plan_gemm_choice;  // the cpu.gemm it was decided under
+  std::string plan_ran;          // what the plan's choice reports (fused_matmul's result)
 };
 
 // Everything a primitive depends on (not the pointers).
@@ -100,6 +196,21 @@ std::string cache_key(const Matmul& mm) {
   key.append(reinterpret_cast<const char*>(&mm.alpha), sizeof(float));
   key.append(reinterpret_cast<const char*>(&mm.beta), sizeof(float));
   return key;
+}
+
+// The shape as the plan cache and `info` name it:
+//   "f32 256x2304x768 lda=768 ldb=768 B^T ldc=2304 -> f32 +bias f32 +gelu_tanh"
+// (a plan is made for batch 1 only: batched B is never a weight).
+std::string shape_name(const Matmul& mm) {
+  std::string name = std::string(dtype_name(mm.a.dtype)) + (mm.b.dtype != mm.a.dtype ? std::string("*") + dtype_name(mm.b.dtype) : "") +
+                     " " + std::to_string(mm.m) + "x" + std::to_string(mm.n) + "x" + std::to_string(mm.k) +
+                     " lda=" + std::to_string(mm.a.ld) + (mm.a.trans ? " A^T" : "") + " ldb=" + std::to_string(mm.b.ld) +
+                     (mm.b.trans ? " B^T" : "") + " ldc=" + std::to_string(mm.ldc) + " -> " + dtype_name(mm.c_dtype);
+  if (mm.bias != nullptr) name += std::string(" +bias ") + dtype_name(mm.bias_dtype);
+  if (mm.gelu_tanh) name += " +gelu_tanh";
+  if (mm.beta != 0.0f) name += " +beta " + std::to_string(mm.beta);
+  if (mm.alpha != 1.0f) name += " *alpha " + std::to_string(mm.alpha);
+  return name;
 }
 
 Variant variant(const dnnl::matmul::primitive_desc& pd) {
@@ -147,6 +258,7 @@ CacheEntry create(const Matmul& mm) {
     if (entry.plain.implementation.rfind("ref", 0) == 0) return entry;
     entry.has_bias = mm.bias != nullptr;
     entry.supported = true;
+    entry.plain.ran = "onednn " + entry.plain.implementation;
     if (mm.batch == 1) try {  // weights are one matrix; batched B (attention) is never a weight
       // 2-D: oneDNN 2.6 keeps 3-D weights asked as `any` in the plain layout.
       const memory::desc a2 = operand_desc(mm.a.dtype, mm.m, mm.k, mm.a.ld, mm.a.trans);
@@ -164,6 +276,7 @@ CacheEntry create(const Matmul& mm) {
       if (packed.weights != entry.stored_weights && packed.implementation.rfind("ref", 0) != 0) {
         entry.packs = true;
         entry.packed = packed;
+        entry.packed.ran = "onednn " + packed.implementation + ", packed weights";
       }
     } catch (const dnnl::error&) {
       entry.packs = false;  // no packed form: the stored layout runs
@@ -242,76 +355,195 @@ memory zeroed(const memory::desc& desc) {
   return m;
 }
 
-double g_penalty_us[2] = {0, 0};  // tests: added to the plain and packed timings
+std::map<std::string, double> g_penalty_us;  // tests: added to one candidate's timings
 
-// Best of 3 (after one warm-up) of `run`, in microseconds, plus the test penalty.
-template <typename Run>
-double best_us(Run run, double penalty_us) {
-  run();
-  double best = std::numeric_limits<double>::infinity();
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best + penalty_us;
+// Whether the sgemm candidates (f32 GEMM, then the epilogue as a pass) can run `mm`: f32
+// throughout, one matrix, and a row function for its GELU.
+bool sgemm_can_run(const Matmul& mm) {
+  const bool f32 = mm.a.dtype == DType::f32 && mm.b.dtype == DType::f32 && mm.c_dtype == DType::f32 &&
+                   (mm.bias == nullptr || mm.bias_dtype == DType::f32);
+  return f32 && mm.batch == 1 && (!mm.gelu_tanh || mm.gelu_tanh_row != nullptr);
 }
 
-// The plan for a read-only B of this entry's shape: forced by BLOCKSCOPE_CPU_WEIGHTS, plain where
-// there is nothing to pack, else the faster of the two timed into scratch (never into C: its
-// beta post-op would read what the timings wrote).
-MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
-  MatmulPlan plan;
+// C = act(alpha · op(A) · op(B) + bias + beta · C) with `library`'s sgemm into `c` (ldc), then
+// bias and GELU as one pass over its rows.
+void sgemm_then_epilogue(GemmLibrary library, const Matmul& mm, float* c) {
+  sgemm_with(library, mm.a.trans, mm.b.trans, mm.m, mm.n, mm.k, mm.alpha, static_cast<const float*>(mm.a.data), mm.a.ld,
+             static_cast<const float*>(mm.b.data), mm.b.ld, mm.beta, c, mm.ldc);
+  if (mm.bias == nullptr && !mm.gelu_tanh) return;
+  const float* bias = static_cast<const float*>(mm.bias);
+#pragma omp parallel for schedule(static) if (mm.m * mm.n >= (int64_t{1} << 15))
+  for (int64_t i = 0; i < mm.m; ++i) {
+    float* row = c + i * mm.ldc;
+    if (bias != nullptr)
+      for (int64_t j = 0; j < mm.n; ++j) row[j] += bias[j];
+    if (mm.gelu_tanh) mm.gelu_tanh_row(row, mm.n);
+  }
+}
+
+// A candidate's name ("onednn.packed", "openblas.sgemm") to its library.
+GemmLibrary library_of(const std::string& candidate) {
+  for (GemmLibrary library : linked_gemm_libraries())
+    if (candidate.rfind(std::string(gemm_library_name(library)) + ".", 0) == 0) return library;
+  BS_CHECK(false, "unknown GEMM plan candidate ", candidate);
+  return GemmLibrary::builtin;
+}
+
+// What a chosen candidate reports to the profiler (fused_matmul's result; kept in the entry).
+std::string ran_by(const std::string& candidate, const Matmul& mm, const CacheEntry& entry) {
+  if (candidate == "onednn.plain") return entry.plain.ran;
+  if (candidate == "onednn.packed") return entry.packed.ran;
+  const GemmLibrary library = library_of(candidate);
+  const char* sgemm = library == GemmLibrary::onednn   ? "onednn dnnl_sgemm"
+                      : library == GemmLibrary::openblas ? "openblas cblas_sgemm"
+                                                         : "builtin sgemm";
+  return std::string(sgemm) + (mm.bias != nullptr || mm.gelu_tanh ? ", epilogue as a separate pass" : "");
+}
+
+// The candidates for a read-only B of this shape, in the order they are timed (oneDNN's matmul
+// first: a slow candidate after it is cut off early). BLOCKSCOPE_CPU_WEIGHTS=plain|packed leaves
+// one oneDNN layout; cpu.gemm=onednn leaves oneDNN's; the sgemm forms only where they can run.
+std::vector<std::string> candidates(const Matmul& mm, const CacheEntry& entry) {
   const char* forced = std::getenv("BLOCKSCOPE_CPU_WEIGHTS");
   const std::string force = forced == nullptr ? "auto" : forced;
   if (force != "auto" && force != "plain" && force != "packed") {
     throw InputError("BLOCKSCOPE_CPU_WEIGHTS='" + force + "': expected auto, plain or packed");
   }
-  if (!entry.packs) {
-    plan.layout = "plain";
-    plan.reason = "the stored layout is the one oneDNN picks";
+  if (force == "packed" && entry.packs) return {"onednn.packed"};
+  if (force != "auto") return {"onednn.plain"};
+  std::vector<std::string> out = {"onednn.plain"};
+  if (entry.packs) out.push_back("onednn.packed");
+  if (!sgemm_can_run(mm)) return out;
+  const std::optional<GemmLibrary> forced_library = forced_gemm_library();
+  for (GemmLibrary library : {GemmLibrary::openblas, GemmLibrary::onednn, GemmLibrary::builtin}) {
+    const std::vector<GemmLibrary>& linked = linked_gemm_libraries();
+    if (std::find(linked.begin(), linked.end(), library) == linked.end()) continue;
+    if (forced_library && *forced_library != library) continue;
+    out.push_back(std::string(gemm_library_name(library)) + ".sgemm");
+  }
+  return out;
+}
+
+// Runs candidate `name` on mm's operands into `c` (C's layout); `packed`: B packed, for
+// onednn.packed.
+void run_candidate(const std::string& name, const Matmul& mm, const CacheEntry& entry, const void* packed, void* c) {
+  if (name == "onednn.plain") return execute(mm, entry, entry.plain, mm.b.data, c);
+  if (name == "onednn.packed") return execute(mm, entry, entry.packed, packed, c);
+  sgemm_then_epilogue(library_of(name), mm, static_cast<float*>(c));
+}
+
+// A candidate whose warm-up run is over this many times the best timing so far is not timed
+// further (the built-in GEMM, many times slower than a library, costs one run, not four).
+constexpr double kCutOffRatio = 4.0;
+
+double elapsed_us(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The plan for a read-only B of this entry's shape: the only candidate where there is one; the
+// plan cached on disk for this machine; else every candidate timed into scratch (never into C:
+// a beta post-op would read what the timings wrote), best of 3 after a warm-up, and the fastest
+// written to the cache.
+MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
+  MatmulPlan plan;
+  const std::vector<std::string> names = candidates(mm, entry);
+  if (names.size() == 1) {
+    plan.choice = names[0];
+    const char* forced = std::getenv("BLOCKSCOPE_CPU_WEIGHTS");
+    plan.reason = forced != nullptr && std::string(forced) != "auto" ? "BLOCKSCOPE_CPU_WEIGHTS=" + std::string(forced)
+                                                                     : "the only candidate";
     return plan;
   }
-  if (force != "auto") {
-    plan.layout = force;
-    plan.reason = "BLOCKSCOPE_CPU_WEIGHTS=" + force;
+  // Timed once per machine, libraries, thread count and shape: a plan on disk for this machine
+  // (cpu::machine_key) is used as it is; any other is ignored (timed anew and added beside it).
+  const std::string path = plan_cache_path(), machine = machine_key(omp_get_max_threads());
+  const std::string shape = shape_name(mm) + (forced_gemm_library() ? " (cpu.gemm=" + gemm_choice() + ")" : "");
+  const nlohmann::json cache = read_machine_cache(path);
+  if (cache.is_object() && cache.contains(machine) && cache[machine].is_object() && cache[machine].contains(shape) &&
+      parse_cached_plan(cache[machine][shape], &names, &plan)) {
+    plan.reason = "cached";
+    plan.cache_path = path;
     return plan;
   }
-  const memory dst = zeroed(entry.plain.dst), packed = zeroed(entry.packed.weights);
-  pack_weights(mm, entry, packed.get_data_handle());
-  plan.plain_us = best_us([&] { execute(mm, entry, entry.plain, mm.b.data, dst.get_data_handle()); }, g_penalty_us[0]);
-  plan.packed_us =
-      best_us([&] { execute(mm, entry, entry.packed, packed.get_data_handle(), dst.get_data_handle()); }, g_penalty_us[1]);
-  plan.layout = plan.packed_us < plan.plain_us ? "packed" : "plain";
+  const memory dst = zeroed(entry.plain.dst);
+  const memory packed = entry.packs ? zeroed(entry.packed.weights) : memory();
+  if (entry.packs) pack_weights(mm, entry, packed.get_data_handle());
+  double best = std::numeric_limits<double>::infinity();
+  for (const std::string& name : names) {
+    const auto run = [&] {
+      run_candidate(name, mm, entry, entry.packs ? packed.get_data_handle() : nullptr, dst.get_data_handle());
+    };
+    const double penalty = g_penalty_us.count(name) > 0 ? g_penalty_us.at(name) : 0.0;
+    auto start = std::chrono::steady_clock::now();
+    run();  // warm-up: caches, page faults, oneDNN's first-run setup
+    if (elapsed_us(start) + penalty > kCutOffRatio * best) {
+      plan.cut_off.push_back(name);
+      continue;
+    }
+    double us = std::numeric_limits<double>::infinity();
+    for (int rep = 0; rep < 3; ++rep) {
+      start = std::chrono::steady_clock::now();
+      run();
+      us = std::min(us, elapsed_us(start));
+    }
+    plan.timings_us[name] = us + penalty;
+    best = std::min(best, us + penalty);
+  }
+  plan.choice = std::min_element(plan.timings_us.begin(), plan.timings_us.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second;
+                })->first;
   plan.reason = "timed";
+  const nlohmann::json saved = {
+      {"choice", plan.choice},
+      {"timings_us", plan.timings_us},
+      {"cut_off", plan.cut_off},
+      {"kernel", plan.choice == "onednn.packed" ? entry.packed.implementation
+                 : plan.choice == "onednn.plain" ? entry.plain.implementation
+                                                 : ran_by(plan.choice, mm, entry)}};
+  if (!path.empty() && update_machine_cache(path, "GEMM plan cache", is_plan_cache, [&](nlohmann::json& all) {
+        if (!all[machine].is_object()) all[machine] = nlohmann::json::object();
+        all[machine][shape] = saved;
+      })) {
+    plan.cache_path = path;
+  }
   return plan;
 }
 
-// The entry's plan for a read-only B, decided on first use.
+// The entry's plan for a read-only B, decided on first use and again when cpu.gemm changes.
 const MatmulPlan& plan_for(const Matmul& mm, CacheEntry& entry) {
   std::lock_guard<std::mutex> lock(cache().mutex);
-  if (entry.plan.layout.empty()) entry.plan = decide(mm, entry);
+  if (entry.plan.choice.empty() || entry.plan_gemm_choice != gemm_choice()) {
+    entry.plan = decide(mm, entry);
+    entry.plan_gemm_choice = gemm_choice();
+    entry.plan_ran = ran_by(entry.plan.choice, mm, entry);
+  }
   return entry.plan;
 }
 
 }  // namespace
 
-bool fused_matmul(const Matmul& mm) {
+const char* fused_matmul(const Matmul& mm) {
   check_matmul(mm);
+  // cpu.gemm=openblas or builtin: every GEMM is the caller's sgemm on that library.
+  if (forced_gemm_library().value_or(GemmLibrary::onednn) != GemmLibrary::onednn) return nullptr;
   CacheEntry& entry = entry_for(mm);
-  if (!entry.supported) return false;
-  if (mm.b_read_only != nullptr && entry.packs && plan_for(mm, entry).layout == "packed") {
+  if (!entry.supported) return nullptr;
+  if (mm.b_read_only == nullptr) {
+    execute(mm, entry, entry.plain, mm.b.data, mm.c);
+    return entry.plain.ran.c_str();
+  }
+  const MatmulPlan& plan = plan_for(mm, entry);
+  const void* packed = nullptr;
+  if (plan.choice == "onednn.packed") {
     // The packed copy of this B, made once and kept with its storage: keyed by where B starts in
     // the storage and by everything the layout depends on.
     const auto offset = static_cast<const char*>(mm.b.data) - static_cast<const char*>(mm.b_read_only->data());
     const std::string key = "onednn packed @" + std::to_string(offset) + " " + cache_key(mm);
-    const std::shared_ptr<Storage> packed = mm.b_read_only->derived(
-        key, entry.packed.weights.get_size(), [&](void* dst) { pack_weights(mm, entry, dst); });
-    execute(mm, entry, entry.packed, packed->data(), mm.c);
-    return true;
+    packed = mm.b_read_only->derived(key, entry.packed.weights.get_size(), [&](void* dst) { pack_weights(mm, entry, dst); })
+                 ->data();
   }
-  execute(mm, entry, entry.plain, mm.b.data, mm.c);
-  return true;
+  run_candidate(plan.choice, mm, entry, packed, mm.c);
+  return entry.plan_ran.c_str();
 }
 
 bool packs_weights() { return true; }
@@ -323,11 +555,10 @@ MatmulPlan matmul_plan(const Matmul& mm) {
   return entry.plan;
 }
 
-void set_matmul_plan_penalty_for_tests(const std::string& layout, double microseconds) {
-  BS_CHECK(layout == "plain" || layout == "packed", "set_matmul_plan_penalty_for_tests: unknown layout ", layout);
+void set_matmul_plan_penalty_for_tests(const std::string& candidate, double microseconds) {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  g_penalty_us[layout == "plain" ? 0 : 1] = microseconds;
+  g_penalty_us[candidate] = microseconds;
   for (auto& [key, entry] : c.entries) entry.plan = MatmulPlan{};
 }
 
@@ -335,7 +566,7 @@ const char* matmul_implementation(const Matmul& mm) {
   check_matmul(mm);
   const CacheEntry& entry = entry_for(mm);
   if (!entry.supported) return "";
-  return entry.plan.layout == "packed" ? entry.packed.implementation.c_str() : entry.plain.implementation.c_str();
+  return entry.plan.choice == "onednn.packed" ? entry.packed.implementation.c_str() : entry.plain.implementation.c_str();
 }
 
 MatmulCacheStats matmul_cache_stats() {
@@ -346,7 +577,7 @@ MatmulCacheStats matmul_cache_stats() {
 
 #else  // no oneDNN in this build: callers always take their f32 path
 
-bool fused_matmul(const Matmul&) { return false; }
+const char* fused_matmul(const Matmul&) { return nullptr; }
 const char* matmul_implementation(const Matmul&) { return ""; }
 MatmulCacheStats matmul_cache_stats() { return {}; }
 MatmulPlan matmul_plan(const Matmul&) { return {}; }

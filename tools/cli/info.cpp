@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <sstream>
+#include <fmt/format.h>
+
 #include <iostream>
+#include <sstream>
 
 #include "ops/catalogue/catalogue.h"
 #include "ops/common/paths.h"
@@ -31,7 +33,9 @@ int info_command(Session& session) {
   info["cuda_built"] = cuda_built();
   info["cuda_available"] = cuda_available();
   info["cuda_simulated"] = cuda_simulated();
-  info["gemm_library"] = cpu::gemm_library();
+  info["gemm_library"] = cpu::gemm_library();  // the default
+  info["gemm_libraries"] = nlohmann::json::array();
+  for (cpu::GemmLibrary library : cpu::linked_gemm_libraries()) info["gemm_libraries"].push_back(cpu::gemm_library_name(library));
   info["openmp_threads"] = omp_get_max_threads();
   const cpu::DefaultThreads default_threads = cpu::default_thread_count();
   info["default_threads"] = {
@@ -111,6 +115,30 @@ int info_command(Session& session) {
                           entry["peaks"]["bf16"]["gbps"], source});
     info["devices"].push_back(entry);
   }
+  // The CPU's GEMM plans cached on disk (runtime/cpu/gemm.h): which weights run packed.
+  const cpu::CachedPlans plans = cpu::cached_matmul_plans();
+  profiler::Rows plan_table;
+  plan_table.columns = {{"shape", "GEMM (A x B -> C, epilogue)", true, ""},
+                        {"choice", "runs as", true, ""},
+                        {"timings", "timed (us, best of 3)", true, ""},
+                        {"kernel", "kernel", true, ""}};
+  plan_table.drop_order = {"kernel", "timings"};
+  info["gemm_plans"] = {{"path", plans.path},
+                        {"machine", plans.machine},
+                        {"damaged", plans.damaged},
+                        {"other_machines", plans.other_machines},
+                        {"plans", nlohmann::json::array()}};
+  for (const cpu::CachedPlan& row : plans.plans) {
+    info["gemm_plans"]["plans"].push_back({{"shape", row.shape},
+                                           {"choice", row.plan.choice},
+                                           {"timings_us", row.plan.timings_us},
+                                           {"cut_off", row.plan.cut_off},
+                                           {"kernel", row.kernel}});
+    std::string timings;  // "onednn.plain 812.4, onednn.packed 640.9, builtin.sgemm cut off"
+    for (const auto& [name, us] : row.plan.timings_us) timings += (timings.empty() ? "" : ", ") + fmt::format("{} {:.1f}", name, us);
+    for (const std::string& name : row.plan.cut_off) timings += (timings.empty() ? "" : ", ") + name + " cut off";
+    plan_table.rows.push_back({row.shape, row.plan.choice, timings, row.kernel});
+  }
   if (format == profiler::Format::json) {
     std::cout << info.dump(2) << "\n";
     return 0;
@@ -130,7 +158,11 @@ int info_command(Session& session) {
     head << (cuda_available() ? ", GPU available" : ", no GPU present");
   }
   head << "\n";
-  head << "CPU GEMM: " << cpu::gemm_library() << ", OpenMP threads: " << omp_get_max_threads() << " (default "
+  std::string libraries;
+  for (cpu::GemmLibrary library : cpu::linked_gemm_libraries())
+    libraries += std::string(libraries.empty() ? "" : ", ") + cpu::gemm_library_name(library);
+  head << "CPU GEMM libraries: " << libraries << " (cpu.gemm: auto plans loaded weights' GEMMs, a name forces one)"
+       << ", OpenMP threads: " << omp_get_max_threads() << " (default "
        << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
        << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n";
   std::string sources;
@@ -144,6 +176,20 @@ int info_command(Session& session) {
   layout.show_all = "a wider COLUMNS shows them";
   std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout)
             << profiler::wrap_text(sources + dtype_notes, width);
+  // The plans: a line saying where they are kept and what else is there, then this machine's.
+  std::ostringstream plan_head;
+  plan_head << "\nCPU GEMM plans (how loaded weights' GEMMs run, timed once per machine and shape): ";
+  if (plans.path.empty()) {
+    plan_head << "not cached (BLOCKSCOPE_PLAN_CACHE=off)\n";
+  } else {
+    plan_head << plans.plans.size() << " for this machine in " << plans.path;
+    if (plans.damaged > 0) plan_head << ", " << plans.damaged << " damaged (timed again when used)";
+    if (plans.other_machines > 0)
+      plan_head << "; " << plans.other_machines << " other machine key(s) ignored (another CPU, library or thread count)";
+    plan_head << "\nThis machine: " << plans.machine << "\n";
+  }
+  std::cout << profiler::wrap_text(plan_head.str(), width);
+  if (!plan_table.rows.empty()) std::cout << profiler::render(plan_table, format, layout);
   return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "model/safetensors.h"
 #include "profiler/table.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
 
@@ -77,10 +78,10 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {
   ctx.set_sync_after_each_op(options.sync_each_op);
   ctx.set_check_finite_after_each_op(config.run.check_finite);
+  // Process-wide, like the thread count.
+  cpu::set_gemm_choice(config.cpu.gemm);
 #ifdef BLOCKSCOPE_WITH_CUDA
   if (ctx.device().is_cuda()) ops::cuda::cublaslt::settings(ctx).allow_tf32 = config.run.allow_tf32;
-#else
-  (void)config;
 #endif
 }
 
