@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "runtime/error.h"
 #include "model/workload.h"
+#include "runtime/cpu/gemm.h"
 
 #ifndef BLOCKSCOPE_SOURCE_DIR
 #define BLOCKSCOPE_SOURCE_DIR "."
@@ -79,6 +80,7 @@ void register_config(const std::string& file, Device device) {
     c.dtype = config.dtype;
     c.warmup = std::max(1, config.run.warmup);
     register_case(c, [config, all_paths, paths = paths](Context& ctx) -> std::function<void()> {
+      cpu::set_gemm_choice(config.cpu.gemm);  // process-wide, like the CLI's (--set cpu.gemm=...)
       auto workload = std::make_shared<Workload>(ctx, config, all_paths);
       workload->set_paths(paths);
       return [workload]() { workload->forward(); };

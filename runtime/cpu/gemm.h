@@ -107,8 +107,9 @@ const char* fused_matmul(const Matmul& mm);
 // Decided on the first call: BLOCKSCOPE_CPU_WEIGHTS=plain|packed forces a oneDNN layout; a single
 // candidate is taken as it is; else the plan cached on disk for this machine (cpu::machine_key:
 // CPU, feature flags, library versions, threads) and shape, when it holds together and names
-// this run's candidates; else every candidate timed (best of 3 after a warm-up, into scratch; one
-// whose warm-up is over 4x the best so far is cut off) and the fastest cached.
+// this run's candidates; else every candidate timed into scratch (after a warm-up, best of 3 runs
+// or of those that fit in 100 ms; one over 4x the best so far is cut off, an sgemm form judged
+// first on an eighth of the rows) and the fastest cached.
 struct MatmulPlan {
   std::string choice;  // a candidate's name; "" before the first call with a read-only B
   std::map<std::string, double> timings_us;  // the candidates timed, microseconds (empty: not timed)

@@ -45,14 +45,6 @@ namespace {
 //                                    "cut_off": ["builtin.sgemm"], "kernel": "brg:avx512_core_amx"}, ... }, ... }
 std::string plan_cache_path() { return machine_cache_path("BLOCKSCOPE_PLAN_CACHE", "cpu-gemm-plans.json"); }
 
-// Whether `cache` is a plan cache: every machine's entry an object.
-bool is_plan_cache(const nlohmann::json& cache) {
-  for (const auto& [machine, plans] : cache.items()) {
-    if (!plans.is_object()) return false;
-  }
-  return true;
-}
-
 // A cached plan, or false where the entry does not hold together: a timing that is not a
 // positive finite number, a candidate both timed and cut off, a choice that is not the fastest
 // of its own timings, or (given `candidates`) another candidate set than this run's. Such an
@@ -355,6 +347,14 @@ memory zeroed(const memory::desc& desc) {
   return m;
 }
 
+// Whether `cache` is a plan cache: every machine's entry an object.
+bool is_plan_cache(const nlohmann::json& cache) {
+  for (const auto& [machine, plans] : cache.items()) {
+    if (!plans.is_object()) return false;
+  }
+  return true;
+}
+
 std::map<std::string, double> g_penalty_us;  // tests: added to one candidate's timings
 
 // Whether the sgemm candidates (f32 GEMM, then the epilogue as a pass) can run `mm`: f32
@@ -432,9 +432,10 @@ void run_candidate(const std::string& name, const Matmul& mm, const CacheEntry& 
   sgemm_then_epilogue(library_of(name), mm, static_cast<float*>(c));
 }
 
-// A candidate whose warm-up run is over this many times the best timing so far is not timed
-// further (the built-in GEMM, many times slower than a library, costs one run, not four).
+// A candidate over this many times the best timing so far is not timed further (cut off).
 constexpr double kCutOffRatio = 4.0;
+// Timed runs stop when they add up to this (a 300 ms GEMM is timed once after its warm-up).
+constexpr double kTimingBudgetUs = 100e3;
 
 double elapsed_us(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -442,8 +443,10 @@ double elapsed_us(std::chrono::steady_clock::time_point start) {
 
 // The plan for a read-only B of this entry's shape: the only candidate where there is one; the
 // plan cached on disk for this machine; else every candidate timed into scratch (never into C:
-// a beta post-op would read what the timings wrote), best of 3 after a warm-up, and the fastest
-// written to the cache.
+// a beta post-op would read what the timings wrote) -- after a warm-up, best of 3 runs or of
+// those that fit in 100 ms; over 4x the best so far (an sgemm form judged first on an eighth of
+// the rows, the warm-up confirmed by a second run) cut off -- and the fastest written to the
+// cache.
 MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
   MatmulPlan plan;
   const std::vector<std::string> names = candidates(mm, entry);
@@ -474,17 +477,43 @@ MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
       run_candidate(name, mm, entry, entry.packs ? packed.get_data_handle() : nullptr, dst.get_data_handle());
     };
     const double penalty = g_penalty_us.count(name) > 0 ? g_penalty_us.at(name) : 0.0;
-    auto start = std::chrono::steady_clock::now();
-    run();  // warm-up: caches, page faults, oneDNN's first-run setup
-    if (elapsed_us(start) + penalty > kCutOffRatio * best) {
-      plan.cut_off.push_back(name);
-      continue;
+    const auto too_slow = [&](double us) { return us + penalty > kCutOffRatio * best; };
+    // An sgemm form is first run on an eighth of the rows (twice: the second timed), its time
+    // scaled up: the built-in GEMM, many times slower than a library, is cut off without one
+    // whole run.
+    const bool sgemm_form = name.size() > 6 && name.compare(name.size() - 6, 6, ".sgemm") == 0;
+    if (sgemm_form && std::isfinite(best) && mm.m >= 64) {
+      Matmul rows = mm;
+      rows.m = mm.m / 8;
+      float* c = static_cast<float*>(dst.get_data_handle());
+      sgemm_then_epilogue(library_of(name), rows, c);  // its first call's setup (JIT, buffers) not timed
+      const auto start = std::chrono::steady_clock::now();
+      sgemm_then_epilogue(library_of(name), rows, c);
+      if (too_slow(elapsed_us(start) * static_cast<double>(mm.m) / static_cast<double>(rows.m))) {
+        plan.cut_off.push_back(name);
+        continue;
+      }
     }
+    auto start = std::chrono::steady_clock::now();
+    run();  // warm-up: caches, page faults, a library's first-call setup (oneDNN's JIT)
     double us = std::numeric_limits<double>::infinity();
-    for (int rep = 0; rep < 3; ++rep) {
+    if (too_slow(elapsed_us(start))) {  // slow, or a first call's setup: a second run decides
       start = std::chrono::steady_clock::now();
       run();
-      us = std::min(us, elapsed_us(start));
+      us = elapsed_us(start);
+      if (too_slow(us)) {
+        plan.cut_off.push_back(name);
+        continue;
+      }
+    }
+    // Best of 3 timed runs, or of as many as fit in kTimingBudgetUs (at least one).
+    double spent = 0;
+    for (int rep = 0; rep < 3 && spent < kTimingBudgetUs; ++rep) {
+      start = std::chrono::steady_clock::now();
+      run();
+      const double t = elapsed_us(start);
+      us = std::min(us, t);
+      spent += t;
     }
     plan.timings_us[name] = us + penalty;
     best = std::min(best, us + penalty);
