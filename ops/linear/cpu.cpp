@@ -6,10 +6,13 @@
 //   addmm     "bias_broadcast_copy_kernel" (bias into every row of y), "gemm" with beta = 1,
 //             then "gelu_tanh_kernel"
 // With oneDNN each "gemm*" kernel is one matmul primitive on the operands' own dtypes, the bias,
-// GELU and beta fused into it (cpu::fused_matmul). Without it -- or for a dtype oneDNN cannot
-// run natively on this CPU -- half-precision operands are widened to f32 scratch (allocated
-// through ctx so the allocator statistics see it), f32 operands are used in place, and the
-// epilogue is a pass over the f32 result before its single rounding.
+// GELU and beta fused into it (cpu::fused_matmul) -- or, on a loaded weight, whichever candidate
+// its plan timed fastest (cpu::MatmulPlan: oneDNN on the stored or a packed layout, or a linked
+// library's f32 sgemm with the epilogue as a pass). Without oneDNN, under a cpu.gemm naming
+// another library, or for a dtype oneDNN cannot run natively on this CPU, half-precision operands
+// are widened to f32 scratch (allocated through ctx so the allocator statistics see it), f32
+// operands are used in place, and the epilogue is a pass over the f32 result before its single
+// rounding. Each GEMM kernel's profiler event names what ran (KernelEvent::implementation).
 #include <algorithm>
 #include <cstring>
 
@@ -87,7 +90,7 @@ void gemm(Context& ctx, const Tensor& x, const RowLayout& xrows, const Tensor& w
 // operands' own dtypes: what ran (cpu::fused_matmul), or null (nothing done) where fused_matmul
 // cannot run it. bias may be undefined.
 const char* fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w, WeightLayout layout, int64_t out,
-                const Tensor& bias, bool gelu, float beta, Tensor& y) {
+                       const Tensor& bias, bool gelu, float beta, Tensor& y) {
   if (xrows.rows == 0 || xrows.cols == 0 || out == 0) return nullptr;
   blockscope::cpu::Matmul mm;
   mm.m = xrows.rows;
@@ -112,7 +115,7 @@ const char* fused_gemm(const Tensor& x, const RowLayout& xrows, const Tensor& w,
 }
 
 // One GEMM kernel: y [xrows.rows, out] = act(x · op(w) + bias + beta · y) as one oneDNN matmul
-// where it runs these dtypes, else the build's sgemm on f32 (half-precision operands widened) with
+// where it runs these dtypes, else the run's sgemm on f32 (half-precision operands widened) with
 // bias and GELU as a pass over its f32 result before the single rounding. The kernel's event
 // says which ran.
 void gemm_kernel(Context& ctx, profiler::KernelScope& kernel, const Tensor& x, const RowLayout& xrows, const Tensor& w,

@@ -155,11 +155,11 @@ MatmulCacheStats matmul_cache_stats();
 // or "" when it would return false. Creates (and caches) the primitive.
 const char* matmul_implementation(const Matmul& mm);
 
-// "onednn", "openblas" or "builtin".
+// The default library's name (the first linked): "onednn", "openblas" or "builtin".
 const char* gemm_library();
-// The library and its version as it reports them at run time ("onednn 2.6.3 (52b5f107)",
-// "openblas 0.3.21 (OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64)"):
-// what a measurement cached on disk depends on (cpu::machine_key).
+// The linked libraries and their versions as they report them at run time, what a measurement
+// cached on disk depends on (cpu::machine_key): "onednn 2.6.3 (N/A) + openblas (OpenBLAS 0.3.21
+// NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64, core SkylakeX) + builtin".
 std::string gemm_library_version();
 
 // Sets every CPU thread pool the backend uses to n threads: OpenMP's (the ops' loops, the
