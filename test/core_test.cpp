@@ -681,6 +681,32 @@ TEST(Gemm, PlanCacheIsPerMachineAndNeverTrustsADamagedEntry) {
   ::unsetenv("BLOCKSCOPE_PLAN_CACHE");
 }
 
+// The device description says how this run's GEMMs run (planned, one library, or cpu.gemm's),
+// and a scoped choice (what the peak measurement takes: the default library) is put back.
+TEST(Gemm, TheDeviceNamesHowGemmsRun) {
+  ::setenv("BLOCKSCOPE_CPU_PEAK_TFLOPS", "1", 1);  // no peak measurement here
+  ::setenv("BLOCKSCOPE_CPU_PEAK_GBPS", "10", 1);
+  Context ctx(Device::cpu());
+  cpu::set_gemm_choice("builtin");
+  {
+    const cpu::ScopedGemmChoice peaks("auto");
+    EXPECT_EQ(cpu::gemm_choice(), "auto");
+    EXPECT_EQ(cpu::sgemm_library(), cpu::linked_gemm_libraries().front());
+  }
+  EXPECT_EQ(cpu::gemm_choice(), "builtin") << "the run's choice put back";
+  std::string description = ctx.backend().info(DType::f32).description;
+  EXPECT_NE(description.find("builtin gemm (cpu.gemm)"), std::string::npos) << description;
+  cpu::set_gemm_choice("auto");
+  description = ctx.backend().info(DType::f32).description;
+  const bool planned = cpu::packs_weights() && cpu::linked_gemm_libraries().size() > 1;
+  EXPECT_NE(description.find(planned ? std::string("gemm planned: ") + cpu::gemm_library()
+                                     : std::string(cpu::gemm_library()) + " gemm"),
+            std::string::npos)
+      << description;
+  ::unsetenv("BLOCKSCOPE_CPU_PEAK_TFLOPS");
+  ::unsetenv("BLOCKSCOPE_CPU_PEAK_GBPS");
+}
+
 TEST(Gemm, FusedMatmulRefusesAScaledBias) {
   std::vector<float> a(4, 1.0f), b(4, 1.0f), c(4, 0.0f), bias(2, 1.0f);
   cpu::Matmul mm;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // matmul in that dtype where it runs it natively (bf16 on AVX512_BF16 CPUs), else the f32
 // sgemm the ops widen to. What the CPU reaches on a GEMM of this size, not its datasheet peak.
 double measure_cpu_tflops(DType dtype) {
+  // The machine's peak, on its default library, whatever library this run's cpu.gemm forces.
+  const cpu::ScopedGemmChoice default_library("auto");
   const int64_t n = 512;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.0f);
   std::vector<uint16_t> a16(n * n), b16(n * n), c16(n * n);
@@ -104,6 +107,20 @@ std::string slow_dtype_note(DType dtype, double tflops, double f32_tflops) {
   }
   note << "); f32 may be the faster dtype on this machine";
   return note.str();
+}
+
+// How this run's GEMMs run, for the device description: "onednn gemm", "gemm planned: onednn,
+// openblas, builtin" (auto with oneDNN and another library: weights' GEMMs planned), or
+// "openblas gemm (cpu.gemm)".
+std::string gemm_description() {
+  if (const std::optional<cpu::GemmLibrary> forced = cpu::forced_gemm_library()) {
+    return std::string(cpu::gemm_library_name(*forced)) + " gemm (cpu.gemm)";
+  }
+  const std::vector<cpu::GemmLibrary>& linked = cpu::linked_gemm_libraries();
+  if (!cpu::packs_weights() || linked.size() == 1) return std::string(cpu::gemm_library()) + " gemm";
+  std::string names;
+  for (cpu::GemmLibrary library : linked) names += (names.empty() ? "" : ", ") + std::string(cpu::gemm_library_name(library));
+  return "gemm planned: " + names;
 }
 
 // Best of a few 64 MiB memcpy calls: bytes read plus bytes written per second.
@@ -176,7 +193,7 @@ BackendInfo cpu_info(DType dtype, bool forget = false) {
   const int threads = omp_get_max_threads();
   info.cpu_threads = threads;
   info.description = "cpu (" + std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") +
-                     cpu::gemm_library() + " gemm)";
+                     gemm_description() + ")";
   const double tflops_override = env_figure("BLOCKSCOPE_CPU_PEAK_TFLOPS", kMinTflops, kMaxTflops);
   const double gbps_override = env_figure("BLOCKSCOPE_CPU_PEAK_GBPS", kMinGbps, kMaxGbps);
   if (tflops_override <= 0 || gbps_override <= 0) {

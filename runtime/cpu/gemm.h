@@ -43,6 +43,18 @@ void sgemm_with(GemmLibrary library, bool trans_a, bool trans_b, int64_t m, int6
 void set_gemm_choice(const std::string& choice);
 std::string gemm_choice();
 std::optional<GemmLibrary> forced_gemm_library();  // cpu.gemm's library; nullopt for auto
+// Sets cpu.gemm for a scope and puts the run's choice back (the peak measurement runs the default
+// library whatever the run forces). Not for code that runs while other threads run GEMMs.
+class ScopedGemmChoice {
+ public:
+  explicit ScopedGemmChoice(const std::string& choice) : previous_(gemm_choice()) { set_gemm_choice(choice); }
+  ~ScopedGemmChoice() { set_gemm_choice(previous_); }
+  ScopedGemmChoice(const ScopedGemmChoice&) = delete;
+  ScopedGemmChoice& operator=(const ScopedGemmChoice&) = delete;
+
+ private:
+  std::string previous_;
+};
 // The library sgemm runs: cpu.gemm's, else the default.
 GemmLibrary sgemm_library();
 // What sgemm runs, for the profiler: "onednn dnnl_sgemm", "openblas cblas_sgemm", "builtin sgemm".
