@@ -10,17 +10,13 @@
 // a copy reordered once into the blocked layout oneDNN picks (`format_tag::any`, kept with the
 // weight's storage: Storage::derived, counted by the allocator), and in f32 each linked
 // library's sgemm with the epilogue as a separate pass -- are timed on the first call and the
-// fastest kept, on disk per machine (cpu::machine_key). Packing gave +2–5 % in f32 and +8–26 %
+// fastest kept, on disk per machine (cpu::machine_key; the timing and the cache:
+// runtime/cpu/matmul_plan.h). Packing gave +2–5 % in f32 and +8–26 %
 // in bf16 on one Sapphire Rapids core and −1 % on one shape (bench/NOTES.md): measured, not fixed.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,7 +24,7 @@
 #include <unordered_map>
 
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/machine_cache.h"
+#include "runtime/cpu/matmul_plan.h"
 #include "runtime/error.h"
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
@@ -36,82 +32,6 @@
 #endif
 
 namespace blockscope::cpu {
-namespace {
-
-// Where plans are kept between runs (cpu::machine_cache_path): BLOCKSCOPE_PLAN_CACHE, else
-// cpu-gemm-plans.json beside the peak cache. Laid out as
-//   { "<machine key>": { "<shape>": {"choice": "onednn.packed",
-//                                    "timings_us": {"onednn.plain": 812.4, "onednn.packed": 640.9, ...},
-//                                    "cut_off": ["builtin.sgemm"], "kernel": "brg:avx512_core_amx"}, ... }, ... }
-std::string plan_cache_path() { return machine_cache_path("BLOCKSCOPE_PLAN_CACHE", "cpu-gemm-plans.json"); }
-
-// A cached plan, or false where the entry does not hold together: a timing that is not a
-// positive finite number, a candidate both timed and cut off, a choice that is not the fastest
-// of its own timings, or (given `candidates`) another candidate set than this run's. Such an
-// entry is damaged, hand-edited or made under another cpu.gemm: timed anew.
-bool parse_cached_plan(const nlohmann::json& entry, const std::vector<std::string>* candidates, MatmulPlan* plan) {
-  if (!entry.is_object()) return false;
-  const nlohmann::json choice = entry.value("choice", nlohmann::json());
-  const nlohmann::json timings = entry.value("timings_us", nlohmann::json());
-  const nlohmann::json cut_off = entry.value("cut_off", nlohmann::json::array());
-  if (!choice.is_string() || !timings.is_object() || timings.empty() || !cut_off.is_array()) return false;
-  MatmulPlan out;
-  std::vector<std::string> names;
-  for (const auto& [name, us] : timings.items()) {
-    if (!us.is_number() || !std::isfinite(us.get<double>()) || us.get<double>() <= 0 || us.get<double>() >= 1e9)
-      return false;
-    out.timings_us[name] = us.get<double>();
-    names.push_back(name);
-  }
-  for (const nlohmann::json& name : cut_off) {
-    if (!name.is_string() || out.timings_us.count(name.get<std::string>()) > 0) return false;
-    out.cut_off.push_back(name.get<std::string>());
-    names.push_back(name.get<std::string>());
-  }
-  const auto fastest = std::min_element(out.timings_us.begin(), out.timings_us.end(),
-                                        [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (fastest->first != choice.get<std::string>()) return false;
-  if (candidates != nullptr) {
-    std::vector<std::string> want = *candidates;
-    std::sort(want.begin(), want.end());
-    std::sort(names.begin(), names.end());
-    if (names != want) return false;
-  }
-  out.choice = fastest->first;
-  *plan = out;
-  return true;
-}
-
-}  // namespace
-
-CachedPlans cached_matmul_plans() {
-  CachedPlans out;
-  out.path = plan_cache_path();
-  out.machine = machine_key(omp_get_max_threads());
-  const nlohmann::json cache = read_machine_cache(out.path);
-  if (!cache.is_object()) return out;
-  for (const auto& [machine, plans] : cache.items()) {
-    if (machine != out.machine) {
-      ++out.other_machines;
-      continue;
-    }
-    if (!plans.is_object()) continue;
-    for (const auto& [shape, entry] : plans.items()) {
-      CachedPlan row;
-      row.shape = shape;
-      if (!parse_cached_plan(entry, nullptr, &row.plan)) {
-        ++out.damaged;
-        continue;
-      }
-      row.plan.reason = "cached";
-      row.plan.cache_path = out.path;
-      const nlohmann::json kernel = entry.value("kernel", nlohmann::json());
-      if (kernel.is_string()) row.kernel = kernel.get<std::string>();
-      out.plans.push_back(row);
-    }
-  }
-  return out;
-}
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
 namespace {
@@ -347,16 +267,6 @@ memory zeroed(const memory::desc& desc) {
   return m;
 }
 
-// Whether `cache` is a plan cache: every machine's entry an object.
-bool is_plan_cache(const nlohmann::json& cache) {
-  for (const auto& [machine, plans] : cache.items()) {
-    if (!plans.is_object()) return false;
-  }
-  return true;
-}
-
-std::map<std::string, double> g_penalty_us;  // tests: added to one candidate's timings
-
 // Whether the sgemm candidates (f32 GEMM, then the epilogue as a pass) can run `mm`: f32
 // throughout, one matrix, and a row function for its GELU.
 bool sgemm_can_run(const Matmul& mm) {
@@ -379,6 +289,11 @@ void sgemm_then_epilogue(GemmLibrary library, const Matmul& mm, float* c) {
       for (int64_t j = 0; j < mm.n; ++j) row[j] += bias[j];
     if (mm.gelu_tanh) mm.gelu_tanh_row(row, mm.n);
   }
+}
+
+// Whether a candidate is an sgemm form ("openblas.sgemm"): f32 GEMM, then the epilogue as a pass.
+bool is_sgemm_form(const std::string& name) {
+  return name.size() > 6 && name.compare(name.size() - 6, 6, ".sgemm") == 0;
 }
 
 // A candidate's name ("onednn.packed", "openblas.sgemm") to its library.
@@ -432,110 +347,55 @@ void run_candidate(const std::string& name, const Matmul& mm, const CacheEntry& 
   sgemm_then_epilogue(library_of(name), mm, static_cast<float*>(c));
 }
 
-// A candidate over this many times the best timing so far is not timed further (cut off).
-constexpr double kCutOffRatio = 4.0;
-// Timed runs stop when they add up to this (a 300 ms GEMM is timed once after its warm-up).
-constexpr double kTimingBudgetUs = 100e3;
-
-double elapsed_us(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-}
-
 // The plan for a read-only B of this entry's shape: the only candidate where there is one; the
 // plan cached on disk for this machine; else every candidate timed into scratch (never into C:
-// a beta post-op would read what the timings wrote) -- after a warm-up, best of 3 runs or of
-// those that fit in 100 ms; over 4x the best so far (an sgemm form judged first on an eighth of
-// the rows, the warm-up confirmed by a second run) cut off -- and the fastest written to the
-// cache.
+// a beta post-op would read what the timings wrote; plan::time_candidates) and the fastest
+// written to the cache.
 MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
-  MatmulPlan plan;
+  MatmulPlan chosen;
   const std::vector<std::string> names = candidates(mm, entry);
   if (names.size() == 1) {
-    plan.choice = names[0];
+    chosen.choice = names[0];
     const char* forced = std::getenv("BLOCKSCOPE_CPU_WEIGHTS");
-    plan.reason = forced != nullptr && std::string(forced) != "auto" ? "BLOCKSCOPE_CPU_WEIGHTS=" + std::string(forced)
-                                                                     : "the only candidate";
-    return plan;
+    chosen.reason = forced != nullptr && std::string(forced) != "auto" ? "BLOCKSCOPE_CPU_WEIGHTS=" + std::string(forced)
+                                                                       : "the only candidate";
+    return chosen;
   }
   // Timed once per machine, libraries, thread count and shape: a plan on disk for this machine
   // (cpu::machine_key) is used as it is; any other is ignored (timed anew and added beside it).
-  const std::string path = plan_cache_path(), machine = machine_key(omp_get_max_threads());
   const std::string shape = shape_name(mm) + (forced_gemm_library() ? " (cpu.gemm=" + gemm_choice() + ")" : "");
-  const nlohmann::json cache = read_machine_cache(path);
-  if (cache.is_object() && cache.contains(machine) && cache[machine].is_object() && cache[machine].contains(shape) &&
-      parse_cached_plan(cache[machine][shape], &names, &plan)) {
-    plan.reason = "cached";
-    plan.cache_path = path;
-    return plan;
-  }
+  if (plan::read_cached(shape, names, &chosen)) return chosen;
   const memory dst = zeroed(entry.plain.dst);
   const memory packed = entry.packs ? zeroed(entry.packed.weights) : memory();
   if (entry.packs) pack_weights(mm, entry, packed.get_data_handle());
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<plan::Candidate> timed;
   for (const std::string& name : names) {
-    const auto run = [&] {
+    plan::Candidate candidate;
+    candidate.name = name;
+    candidate.run = [&, name] {
       run_candidate(name, mm, entry, entry.packs ? packed.get_data_handle() : nullptr, dst.get_data_handle());
     };
-    const double penalty = g_penalty_us.count(name) > 0 ? g_penalty_us.at(name) : 0.0;
-    const auto too_slow = [&](double us) { return us + penalty > kCutOffRatio * best; };
-    // An sgemm form is first run on an eighth of the rows (twice: the second timed), its time
-    // scaled up: the built-in GEMM, many times slower than a library, is cut off without one
-    // whole run.
-    const bool sgemm_form = name.size() > 6 && name.compare(name.size() - 6, 6, ".sgemm") == 0;
-    if (sgemm_form && std::isfinite(best) && mm.m >= 64) {
-      Matmul rows = mm;
-      rows.m = mm.m / 8;
-      float* c = static_cast<float*>(dst.get_data_handle());
-      sgemm_then_epilogue(library_of(name), rows, c);  // its first call's setup (JIT, buffers) not timed
-      const auto start = std::chrono::steady_clock::now();
-      sgemm_then_epilogue(library_of(name), rows, c);
-      if (too_slow(elapsed_us(start) * static_cast<double>(mm.m) / static_cast<double>(rows.m))) {
-        plan.cut_off.push_back(name);
-        continue;
-      }
+    if (is_sgemm_form(name) && mm.m >= 64) {
+      // An eighth of the rows, twice (the second timed: the first call's setup is not), scaled up.
+      candidate.estimate_us = [&, name] {
+        Matmul rows = mm;
+        rows.m = mm.m / 8;
+        float* c = static_cast<float*>(dst.get_data_handle());
+        sgemm_then_epilogue(library_of(name), rows, c);
+        const auto start = std::chrono::steady_clock::now();
+        sgemm_then_epilogue(library_of(name), rows, c);
+        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+        return us * static_cast<double>(mm.m) / static_cast<double>(rows.m);
+      };
     }
-    auto start = std::chrono::steady_clock::now();
-    run();  // warm-up: caches, page faults, a library's first-call setup (oneDNN's JIT)
-    double us = std::numeric_limits<double>::infinity();
-    if (too_slow(elapsed_us(start))) {  // slow, or a first call's setup: a second run decides
-      start = std::chrono::steady_clock::now();
-      run();
-      us = elapsed_us(start);
-      if (too_slow(us)) {
-        plan.cut_off.push_back(name);
-        continue;
-      }
-    }
-    // Best of 3 timed runs, or of as many as fit in kTimingBudgetUs (at least one).
-    double spent = 0;
-    for (int rep = 0; rep < 3 && spent < kTimingBudgetUs; ++rep) {
-      start = std::chrono::steady_clock::now();
-      run();
-      const double t = elapsed_us(start);
-      us = std::min(us, t);
-      spent += t;
-    }
-    plan.timings_us[name] = us + penalty;
-    best = std::min(best, us + penalty);
+    timed.push_back(candidate);
   }
-  plan.choice = std::min_element(plan.timings_us.begin(), plan.timings_us.end(), [](const auto& a, const auto& b) {
-                  return a.second < b.second;
-                })->first;
-  plan.reason = "timed";
-  const nlohmann::json saved = {
-      {"choice", plan.choice},
-      {"timings_us", plan.timings_us},
-      {"cut_off", plan.cut_off},
-      {"kernel", plan.choice == "onednn.packed" ? entry.packed.implementation
-                 : plan.choice == "onednn.plain" ? entry.plain.implementation
-                                                 : ran_by(plan.choice, mm, entry)}};
-  if (!path.empty() && update_machine_cache(path, "GEMM plan cache", is_plan_cache, [&](nlohmann::json& all) {
-        if (!all[machine].is_object()) all[machine] = nlohmann::json::object();
-        all[machine][shape] = saved;
-      })) {
-    plan.cache_path = path;
-  }
-  return plan;
+  chosen = plan::time_candidates(timed);
+  const std::string kernel = chosen.choice == "onednn.packed" ? entry.packed.implementation
+                             : chosen.choice == "onednn.plain" ? entry.plain.implementation
+                                                               : ran_by(chosen.choice, mm, entry);
+  plan::write_cached(shape, kernel, &chosen);
+  return chosen;
 }
 
 // The entry's plan for a read-only B, decided on first use and again when cpu.gemm changes.
@@ -561,9 +421,9 @@ const char* fused_matmul(const Matmul& mm) {
     execute(mm, entry, entry.plain, mm.b.data, mm.c);
     return entry.plain.ran.c_str();
   }
-  const MatmulPlan& plan = plan_for(mm, entry);
+  const MatmulPlan& chosen = plan_for(mm, entry);
   const void* packed = nullptr;
-  if (plan.choice == "onednn.packed") {
+  if (chosen.choice == "onednn.packed") {
     // The packed copy of this B, made once and kept with its storage: keyed by where B starts in
     // the storage and by everything the layout depends on.
     const auto offset = static_cast<const char*>(mm.b.data) - static_cast<const char*>(mm.b_read_only->data());
@@ -571,7 +431,7 @@ const char* fused_matmul(const Matmul& mm) {
     packed = mm.b_read_only->derived(key, entry.packed.weights.get_size(), [&](void* dst) { pack_weights(mm, entry, dst); })
                  ->data();
   }
-  run_candidate(plan.choice, mm, entry, packed, mm.c);
+  run_candidate(chosen.choice, mm, entry, packed, mm.c);
   return entry.plan_ran.c_str();
 }
 
@@ -585,9 +445,9 @@ MatmulPlan matmul_plan(const Matmul& mm) {
 }
 
 void set_matmul_plan_penalty_for_tests(const std::string& candidate, double microseconds) {
+  plan::set_penalty_us(candidate, microseconds);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  g_penalty_us[candidate] = microseconds;
   for (auto& [key, entry] : c.entries) entry.plan = MatmulPlan{};
 }
 
