@@ -590,7 +590,7 @@ TEST(Gemm, PlanCacheIsPerMachineAndNeverTrustsADamagedEntry) {
   cpu::CachedPlans cached = cpu::cached_matmul_plans();
   ASSERT_EQ(cached.plans.size(), 1u) << read().dump(2);
   const std::string machine = cached.machine, shape = cached.plans[0].shape;
-  EXPECT_EQ(shape, "f32 32x96x128 lda=128 ldb=96 ldc=96 -> f32");
+  EXPECT_EQ(shape, "f32 32x96x128 -> f32");
   EXPECT_EQ(cached.plans[0].plan.choice, "onednn.plain");
   EXPECT_FALSE(cached.plans[0].kernel.empty());
   plan = plan_favouring("onednn.packed");

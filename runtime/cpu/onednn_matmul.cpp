@@ -14,6 +14,7 @@
 // runtime/cpu/matmul_plan.h). Packing gave +2–5 % in f32 and +8–26 %
 // in bf16 on one Sapphire Rapids core and −1 % on one shape (bench/NOTES.md): measured, not fixed.
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -84,6 +85,13 @@ struct CacheEntry {
   std::string plan_ran;          // what the plan's choice reports (fused_matmul's result)
 };
 
+// A float as the shortest text that reads back to it ("0.125", "0.0883883").
+std::string fmt_float(float value) {
+  char text[32];
+  const std::to_chars_result written = std::to_chars(text, text + sizeof(text), value);
+  return std::string(text, written.ptr);
+}
+
 // Everything a primitive depends on (not the pointers).
 std::string cache_key(const Matmul& mm) {
   const int64_t fields[] = {mm.batch,
@@ -110,18 +118,25 @@ std::string cache_key(const Matmul& mm) {
   return key;
 }
 
-// The shape as the plan cache and `info` name it:
-//   "f32 256x2304x768 lda=768 ldb=768 B^T ldc=2304 -> f32 +bias f32 +gelu_tanh"
-// (a plan is made for batch 1 only: batched B is never a weight).
+// The shape as the plan cache and `info` name it, the leading dimensions only where they are not
+// the contiguous ones:
+//   "f32 256x2304x768 B^T -> f32 +bias f32 +gelu_tanh"
+// (a plan is made for a weight, one matrix: batched B is never a weight).
 std::string shape_name(const Matmul& mm) {
-  std::string name = std::string(dtype_name(mm.a.dtype)) + (mm.b.dtype != mm.a.dtype ? std::string("*") + dtype_name(mm.b.dtype) : "") +
-                     " " + std::to_string(mm.m) + "x" + std::to_string(mm.n) + "x" + std::to_string(mm.k) +
-                     " lda=" + std::to_string(mm.a.ld) + (mm.a.trans ? " A^T" : "") + " ldb=" + std::to_string(mm.b.ld) +
-                     (mm.b.trans ? " B^T" : "") + " ldc=" + std::to_string(mm.ldc) + " -> " + dtype_name(mm.c_dtype);
+  const int64_t lda = mm.a.trans ? mm.m : mm.k, ldb = mm.b.trans ? mm.k : mm.n;  // contiguous
+  std::string name = std::string(dtype_name(mm.a.dtype)) +
+                     (mm.b.dtype != mm.a.dtype ? std::string("*") + dtype_name(mm.b.dtype) : "") + " " +
+                     std::to_string(mm.m) + "x" + std::to_string(mm.n) + "x" + std::to_string(mm.k);
+  const bool strided = mm.a.ld != lda || mm.b.ld != ldb || mm.ldc != mm.n;
+  if (strided) name += " lda=" + std::to_string(mm.a.ld) + " ldb=" + std::to_string(mm.b.ld);
+  if (mm.a.trans) name += " A^T";
+  if (mm.b.trans) name += " B^T";
+  if (strided) name += " ldc=" + std::to_string(mm.ldc);
+  name += std::string(" -> ") + dtype_name(mm.c_dtype);
   if (mm.bias != nullptr) name += std::string(" +bias ") + dtype_name(mm.bias_dtype);
   if (mm.gelu_tanh) name += " +gelu_tanh";
-  if (mm.beta != 0.0f) name += " +beta " + std::to_string(mm.beta);
-  if (mm.alpha != 1.0f) name += " *alpha " + std::to_string(mm.alpha);
+  if (mm.beta != 0.0f) name += " +beta " + fmt_float(mm.beta);
+  if (mm.alpha != 1.0f) name += " *alpha " + fmt_float(mm.alpha);
   return name;
 }
 
@@ -268,7 +283,7 @@ memory zeroed(const memory::desc& desc) {
 }
 
 // Whether the sgemm candidates (f32 GEMM, then the epilogue as a pass) can run `mm`: f32
-// throughout, one matrix, and a row function for its GELU.
+// throughout, one matrix (a weight), and a row function for its GELU.
 bool sgemm_can_run(const Matmul& mm) {
   const bool f32 = mm.a.dtype == DType::f32 && mm.b.dtype == DType::f32 && mm.c_dtype == DType::f32 &&
                    (mm.bias == nullptr || mm.bias_dtype == DType::f32);
@@ -417,6 +432,9 @@ const char* fused_matmul(const Matmul& mm) {
   if (forced_gemm_library().value_or(GemmLibrary::onednn) != GemmLibrary::onednn) return nullptr;
   CacheEntry& entry = entry_for(mm);
   if (!entry.supported) return nullptr;
+  // Activations' GEMMs (attention's batched products) run on oneDNN's primitive, unplanned: the
+  // naive and fused-softmax attention paths are checked against each other's error, which a
+  // per-machine library choice there would make depend on timings.
   if (mm.b_read_only == nullptr) {
     execute(mm, entry, entry.plain, mm.b.data, mm.c);
     return entry.plain.ran.c_str();

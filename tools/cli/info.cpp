@@ -187,9 +187,10 @@ int info_command(Session& session) {
     if (plans.other_machines > 0)
       plan_head << "; " << plans.other_machines << " other machine key(s) ignored (another CPU, library or thread count)";
     plan_head << "\nThis machine: " << plans.machine << "\n";
+    if (!session.options.list_plans && !plans.plans.empty()) plan_head << "(info --plans lists them)\n";
   }
   std::cout << profiler::wrap_text(plan_head.str(), width);
-  if (!plan_table.rows.empty()) std::cout << profiler::render(plan_table, format, layout);
+  if (session.options.list_plans && !plan_table.rows.empty()) std::cout << profiler::render(plan_table, format, layout);
   return 0;
 }
 

@@ -167,6 +167,9 @@ int run_cli(Session& session, int argc, char** argv) {
   info->add_flag("--remeasure-peaks", options.remeasure_peaks,
                  "Measure the CPU peaks again and rewrite the cache (a peak measured while the machine was busy "
                  "is too low; profile re-measures by itself when an op beats the cached FLOP/s)");
+  info->add_flag("--plans", options.list_plans,
+                 "List this machine's CPU GEMM plans (shape, choice, every candidate's time, kernel); "
+                 "without it, their count (JSON: always listed, gemm_plans)");
   std::vector<std::string> cost_specs;
   info->add_option("--cost", cost_specs,
                    "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"

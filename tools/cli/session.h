@@ -29,6 +29,7 @@ struct Options {
   std::string format = "table";
   bool cold_step = false;
   bool remeasure_peaks = false;  // info --remeasure-peaks: measure the CPU peaks again, rewrite the cache
+  bool list_plans = false;       // info --plans: list this machine's CPU GEMM plans (else their count)
   bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
   int threads = 0;            // --threads: CPU threads for every pool; 0 = cpu::default_thread_count()
   // profile's table flags (override profile.sort_by / row_limit / group_by_shape); empty or
