@@ -103,11 +103,11 @@ struct Matmul {
 };
 
 // Runs `mm` and returns what ran, for the profiler ("onednn brg:avx512_core_amx", "..., packed
-// weights", "openblas cblas_sgemm, epilogue as a separate pass"; a string that lives as long as
-// the process): one oneDNN matmul primitive, cached per shape, strides, dtypes and epilogue, or
-// for a read-only B the candidate its plan chose (below). Returns null -- having done nothing --
-// when the build has no oneDNN, cpu.gemm names another library, or oneDNN has no kernel for
-// these dtypes on this CPU (f16 without AVX512-FP16, say).
+// weights", "openblas cblas_sgemm, epilogue as a separate pass"; valid until this shape's plan is
+// made again -- a cpu.gemm change --, so callers copy it): one oneDNN matmul primitive, cached per
+// shape, strides, dtypes and epilogue, or for a read-only B the candidate its plan chose (below).
+// Returns null -- having done nothing -- when the build has no oneDNN, cpu.gemm names another
+// library, or oneDNN has no kernel for these dtypes on this CPU (f16 without AVX512-FP16, say).
 const char* fused_matmul(const Matmul& mm);
 
 // How fused_matmul runs a read-only B (a loaded weight) of one shape: the plan's choice among
