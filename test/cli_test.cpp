@@ -689,11 +689,13 @@ TEST(Cli, KernelTableNamesTheGemmThatRanAndInfoListsThePlans) {
                        std::to_string(plans["plans"].size()) + " for this machine in " + cache.string()),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("(info --plans lists them)"), std::string::npos) << r.out;
-  r = run_cli({"info", "--plans"}, env + "COLUMNS=200 ");
-  EXPECT_NE(r.out.find("runs as"), std::string::npos) << "the plans' table\n" << r.out;
-  for (const nlohmann::json& plan : plans["plans"])
-    EXPECT_NE(r.out.find(plan["shape"].get<std::string>()), std::string::npos) << plan["shape"] << "\n" << r.out;
+  if (onednn) {  // plans to list (other builds plan nothing)
+    EXPECT_NE(r.out.find("(info --plans lists them)"), std::string::npos) << r.out;
+    r = run_cli({"info", "--plans"}, env + "COLUMNS=200 ");
+    EXPECT_NE(r.out.find("runs as"), std::string::npos) << "the plans' table\n" << r.out;
+    for (const nlohmann::json& plan : plans["plans"])
+      EXPECT_NE(r.out.find(plan["shape"].get<std::string>()), std::string::npos) << plan["shape"] << "\n" << r.out;
+  }
 
   std::vector<std::string> forced = profile;
   forced.insert(forced.end(), {"--set", "cpu.gemm=builtin"});
