@@ -174,8 +174,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
   sgemm_with(sgemm_library(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-const char* sgemm_implementation() {
-  switch (sgemm_library()) {
+const char* sgemm_implementation() { return sgemm_implementation(sgemm_library()); }
+
+const char* sgemm_implementation(GemmLibrary library) {
+  switch (library) {
     case GemmLibrary::onednn: return "onednn dnnl_sgemm";
     case GemmLibrary::openblas: return "openblas cblas_sgemm";
     case GemmLibrary::builtin: return "builtin sgemm";

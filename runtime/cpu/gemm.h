@@ -57,7 +57,9 @@ class ScopedGemmChoice {
 };
 // The library sgemm runs: cpu.gemm's, else the default.
 GemmLibrary sgemm_library();
-// What sgemm runs, for the profiler: "onednn dnnl_sgemm", "openblas cblas_sgemm", "builtin sgemm".
+// What sgemm runs on `library`, for the profiler: "onednn dnnl_sgemm", "openblas cblas_sgemm",
+// "builtin sgemm"; without an argument, on the run's library (sgemm_library()).
+const char* sgemm_implementation(GemmLibrary library);
 const char* sgemm_implementation();
 
 // The same with the built-in kernel only (tests compare it with the library's).

@@ -96,9 +96,14 @@ MatmulPlan time_candidates(const std::vector<Candidate>& candidates) {
   for (const Candidate& candidate : candidates) {
     const double penalty = penalty_us(candidate.name);
     const auto too_slow = [&](double us) { return us + penalty > kCutOffRatio * best; };
-    if (candidate.estimate_us && std::isfinite(best) && too_slow(candidate.estimate_us())) {
-      plan.cut_off.push_back(candidate.name);
-      continue;
+    if (candidate.probe && std::isfinite(best)) {
+      candidate.probe();  // its first call's setup (JIT, buffers) is not timed
+      const auto start = std::chrono::steady_clock::now();
+      candidate.probe();
+      if (too_slow(elapsed_us(start) * candidate.probe_scale)) {
+        plan.cut_off.push_back(candidate.name);
+        continue;
+      }
     }
     auto start = std::chrono::steady_clock::now();
     candidate.run();  // warm-up: caches, page faults, a library's first-call setup (oneDNN's JIT)

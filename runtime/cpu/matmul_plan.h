@@ -14,13 +14,15 @@ namespace blockscope::cpu::plan {
 struct Candidate {
   std::string name;           // "onednn.packed", "openblas.sgemm"
   std::function<void()> run;  // one whole run, into scratch
-  // One whole run's microseconds estimated from a cheaper run (an sgemm form on an eighth of the
-  // rows), to cut a slow candidate off before it runs whole; null: none.
-  std::function<double()> estimate_us;
+  // A cheaper run (an sgemm form on an eighth of the rows) and how many of it make a whole one:
+  // run twice, the second timed and scaled, it cuts a slow candidate off before it runs whole.
+  // Null: none.
+  std::function<void()> probe;
+  double probe_scale = 1;
 };
 
 // Every candidate timed, in order: after a warm-up, best of 3 runs or of those that fit in
-// 100 ms; one over 4x the best so far is cut off (judged first by its estimate, where it has one;
+// 100 ms; one over 4x the best so far is cut off (judged first by its probe, where it has one;
 // a slow warm-up -- a first call's setup -- confirmed by a second run). The fastest is the
 // choice; reason "timed". Tests' penalties (set_penalty_us) are added to the timings.
 MatmulPlan time_candidates(const std::vector<Candidate>& candidates);

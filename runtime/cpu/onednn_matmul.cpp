@@ -15,7 +15,6 @@
 // in bf16 on one Sapphire Rapids core and −1 % on one shape (bench/NOTES.md): measured, not fixed.
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -323,11 +322,8 @@ GemmLibrary library_of(const std::string& candidate) {
 std::string ran_by(const std::string& candidate, const Matmul& mm, const CacheEntry& entry) {
   if (candidate == "onednn.plain") return entry.plain.ran;
   if (candidate == "onednn.packed") return entry.packed.ran;
-  const GemmLibrary library = library_of(candidate);
-  const char* sgemm = library == GemmLibrary::onednn   ? "onednn dnnl_sgemm"
-                      : library == GemmLibrary::openblas ? "openblas cblas_sgemm"
-                                                         : "builtin sgemm";
-  return std::string(sgemm) + (mm.bias != nullptr || mm.gelu_tanh ? ", epilogue as a separate pass" : "");
+  return std::string(sgemm_implementation(library_of(candidate))) +
+         (mm.bias != nullptr || mm.gelu_tanh ? ", epilogue as a separate pass" : "");
 }
 
 // The candidates for a read-only B of this shape, in the order they are timed (oneDNN's matmul
@@ -390,18 +386,13 @@ MatmulPlan decide(const Matmul& mm, const CacheEntry& entry) {
     candidate.run = [&, name] {
       run_candidate(name, mm, entry, entry.packs ? packed.get_data_handle() : nullptr, dst.get_data_handle());
     };
-    if (is_sgemm_form(name) && mm.m >= 64) {
-      // An eighth of the rows, twice (the second timed: the first call's setup is not), scaled up.
-      candidate.estimate_us = [&, name] {
-        Matmul rows = mm;
-        rows.m = mm.m / 8;
-        float* c = static_cast<float*>(dst.get_data_handle());
-        sgemm_then_epilogue(library_of(name), rows, c);
-        const auto start = std::chrono::steady_clock::now();
-        sgemm_then_epilogue(library_of(name), rows, c);
-        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-        return us * static_cast<double>(mm.m) / static_cast<double>(rows.m);
+    if (is_sgemm_form(name) && mm.m >= 64) {  // probed on an eighth of the rows
+      Matmul rows = mm;
+      rows.m = mm.m / 8;
+      candidate.probe = [&, name, rows] {
+        sgemm_then_epilogue(library_of(name), rows, static_cast<float*>(dst.get_data_handle()));
       };
+      candidate.probe_scale = static_cast<double>(mm.m) / static_cast<double>(rows.m);
     }
     timed.push_back(candidate);
   }
