@@ -5,6 +5,7 @@
 
 #include "ops/activation/activation.h"
 #include "ops/attention/attention.h"
+#include "ops/decode_attention/decode_attention.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/linear.h"
 #include "ops/norm/norm.h"
@@ -150,19 +151,24 @@ void Block::norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tens
   }
 }
 
-void Block::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths) {
-  const int64_t T = batch_ * seq_, d = model_.d_model;
-  BS_CHECK(x.shape() == Shape({batch_, seq_, d}), "block input ", x.str(), " expected [", batch_, ", ", seq_, ", ", d, "]");
+void Block::check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) const {
+  BS_CHECK(x.shape() == Shape({batch_, seq_, model_.d_model}), "block input ", x.str(), " expected [", batch_, ", ",
+           seq_, ", ", model_.d_model, "]");
   BS_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype(), "block output ", y.str(), " vs input ", x.str());
   BS_CHECK(y.storage() != x.storage(), "block output must not alias its input");
   if (mlp_.gated && paths.mlp == ops::MlpPath::fused) {
     BS_CHECK(mlp_.gate_up_weight.defined(), "fused MLP path without prepare(): gate|up weights not packed");
   }
+}
+
+void Block::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, const CacheWrite* write) {
+  check_io(x, y, paths);
+  const int64_t T = batch_ * seq_, d = model_.d_model;
   profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
   const Tensor x2d = x.reshape({T, d});
   {
     profiler::RegionScope part(ctx, "attn");
-    attention_part(ctx, x2d, paths);
+    attention_part(ctx, x2d, paths, write);
   }
   {
     profiler::RegionScope part(ctx, "mlp");
@@ -171,7 +177,25 @@ void Block::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& 
   }
 }
 
-void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths) {
+void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, ops::KvCache& cache,
+                   const DecodeStep& step) {
+  BS_CHECK(seq_ == 1, "Block::decode on a block built for ", seq_, " tokens per sequence (decode takes 1)");
+  check_io(x, y, paths);
+  const int64_t d = model_.d_model;
+  profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
+  const Tensor x2d = x.reshape({batch_, d});
+  {
+    profiler::RegionScope part(ctx, "attn");
+    decode_attention_part(ctx, x2d, paths, cache, step);
+  }
+  {
+    profiler::RegionScope part(ctx, "mlp");
+    Tensor y2d = y.reshape({batch_, d});
+    mlp_part(ctx, y2d, paths);
+  }
+}
+
+void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write) {
   const int64_t B = batch_, S = seq_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
   norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
   if (model_.family == ModelFamily::gpt2) {
@@ -202,6 +226,7 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
     }
     ops::copy(ctx, v_view, v_);
   }
+  if (write != nullptr) ops::kv_cache_write(ctx, k_, v_, *write->cache, write->starts, write->counts);
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   ops::attention(ctx, q_, k_, v_, attn_out_, paths.attention, model_.causal, scale);
   // Heads side by side again: [B, H, S, D] -> [B, S, H, D] contiguous = [T, H·D].
@@ -210,6 +235,46 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
   const ops::WeightLayout layout =
       model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
   ops::linear(ctx, merged2d, o_w_, o_b_, proj_, paths.linear, layout);
+  ops::add(ctx, x2d, proj_, residual_);
+}
+
+void Block::decode_attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, ops::KvCache& cache,
+                                  const DecodeStep& step) {
+  const int64_t B = batch_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
+  norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
+  // The new token's q [B, H, 1, D] into q_; its k and v [B, Hkv, 1, D] appended to the cache.
+  if (model_.family == ModelFamily::gpt2) {
+    ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
+    const Tensor split = qkv_.reshape({B, 1, 3, H, D});
+    ops::copy(ctx, split.select(2, 0).permute({0, 2, 1, 3}), q_);
+    ops::kv_cache_write(ctx, split.select(2, 1).permute({0, 2, 1, 3}), split.select(2, 2).permute({0, 2, 1, 3}), cache,
+                        step.positions, step.ones);
+  } else {
+    ops::linear(ctx, normed_, q_w_, q_b_, q_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, k_w_, k_b_, k_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, v_w_, v_b_, v_lin_, paths.linear, ops::WeightLayout::out_in);
+    const Tensor q_view = q_lin_.reshape({B, 1, H, D}).permute({0, 2, 1, 3});
+    const Tensor k_view = k_lin_.reshape({B, 1, Hkv, D}).permute({0, 2, 1, 3});
+    const Tensor v_view = v_lin_.reshape({B, 1, Hkv, D}).permute({0, 2, 1, 3});
+    if (model_.rope) {
+      // Each sequence at its own position (a ragged batch).
+      const float theta = static_cast<float>(model_.rope_theta);
+      ops::rope(ctx, q_view, q_, theta, step.positions);
+      ops::rope(ctx, k_view, k_, theta, step.positions);
+      ops::kv_cache_write(ctx, k_, v_view, cache, step.positions, step.ones);
+    } else {
+      ops::copy(ctx, q_view, q_);
+      ops::kv_cache_write(ctx, k_view, v_view, cache, step.positions, step.ones);
+    }
+  }
+  // One query per sequence: [B, H, 1, D] is [B, H, D], and the output [B, H, D] is already the
+  // heads side by side, [B, H·D], for the output projection (no merge copy).
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  Tensor out = attn_out_.reshape({B, H, D});
+  ops::decode_attention(ctx, q_.reshape({B, H, D}), cache, step.lengths, out, paths.attention, scale);
+  const ops::WeightLayout layout =
+      model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
+  ops::linear(ctx, attn_out_.reshape({B, H * D}), o_w_, o_b_, proj_, paths.linear, layout);
   ops::add(ctx, x2d, proj_, residual_);
 }
 
@@ -244,13 +309,33 @@ void BlockStack::prepare(Context& ctx, const PathConfig& paths) {
   for (Block& block : blocks_) block.prepare(ctx, paths);
 }
 
-void BlockStack::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths) {
+template <typename Layer>
+void BlockStack::each_layer(const Tensor& x, Tensor& y, Layer layer) {
   const Tensor* in = &x;
   for (size_t i = 0; i < blocks_.size(); ++i) {
     Tensor& out = i + 1 == blocks_.size() ? y : (i % 2 == 0 ? ping_ : pong_);
-    blocks_[i].forward(ctx, *in, out, paths);
+    layer(blocks_[i], *in, out, i);
     in = &out;
   }
+}
+
+void BlockStack::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths,
+                         std::vector<ops::KvCache>* caches, IndexView starts, IndexView counts) {
+  BS_CHECK(caches == nullptr || caches->size() == blocks_.size(), "BlockStack: ", caches ? caches->size() : 0,
+           " caches for ", blocks_.size(), " layers");
+  each_layer(x, y, [&](Block& block, const Tensor& in, Tensor& out, size_t i) {
+    if (caches == nullptr) return block.forward(ctx, in, out, paths);
+    const CacheWrite write{&(*caches)[i], starts, counts};
+    block.forward(ctx, in, out, paths, &write);
+  });
+}
+
+void BlockStack::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths,
+                        std::vector<ops::KvCache>& caches, const DecodeStep& step) {
+  BS_CHECK(caches.size() == blocks_.size(), "BlockStack: ", caches.size(), " caches for ", blocks_.size(), " layers");
+  each_layer(x, y, [&](Block& block, const Tensor& in, Tensor& out, size_t i) {
+    block.decode(ctx, in, out, paths, caches[i], step);
+  });
 }
 
 size_t BlockStack::buffer_bytes() const {

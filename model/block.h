@@ -15,9 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "ops/kv_cache/kv_cache.h"
 #include "ops/mlp/mlp.h"
 #include "model/config.h"
 #include "runtime/context.h"
+#include "runtime/index_table.h"
 #include "model/weights.h"
 
 namespace blockscope {
@@ -35,6 +37,20 @@ std::vector<BufferSpec> block_buffer_specs(const ModelConfig& model, int64_t bat
 // [B, S, d] between layers (ping from 2 layers, pong from 3).
 std::vector<BufferSpec> stack_buffer_specs(const ModelConfig& model, int64_t n_layers, int64_t batch, int64_t seq_len);
 
+// Prefill into a KV cache: after RoPE, rows s < counts[b] of sequence b's keys and values go
+// to positions starts[b] + s of the layer's cache (a ragged batch's padding rows are not
+// written).
+struct CacheWrite {
+  ops::KvCache* cache = nullptr;
+  IndexView starts, counts;
+};
+
+// One decode step's per-sequence indices: the new token's position (its RoPE angle and where
+// its key and value go), the length attended to (position + 1), and all-ones (rows written).
+struct DecodeStep {
+  IndexView positions, lengths, ones;
+};
+
 class Block {
  public:
   // Binds the weights of layer `layer` (names from block_weight_specs) and allocates every
@@ -48,7 +64,14 @@ class Block {
 
   // x: [B, S, d_model] contiguous -> y: [B, S, d_model] contiguous (y must not alias x).
   // Launches work only: no host synchronisation.
-  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths);
+  // With `write`, the keys and values are also written to its cache (prefill).
+  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, const CacheWrite* write = nullptr);
+
+  // One decode step, on a Block built for seq_len 1: x [B, 1, d] -> y [B, 1, d]. The new
+  // token's key and value are appended to `cache` at step.positions, and its query attends to
+  // step.lengths positions (ops/decode_attention). paths.attention must have a decode form.
+  void decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, ops::KvCache& cache,
+              const DecodeStep& step);
 
   // Bytes of the activation buffers this block holds.
   size_t buffer_bytes() const;
@@ -67,7 +90,10 @@ class Block {
   void share_buffers_from(const Block& other);
 
  private:
-  void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths);
+  void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
+  void decode_attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, ops::KvCache& cache,
+                             const DecodeStep& step);
+  void check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) const;
   void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
   void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
   // Every activation buffer below with its block_buffer_specs name (allocation, sizes and
@@ -100,7 +126,14 @@ class BlockStack {
   BlockStack(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t n_layers,
              int64_t batch, int64_t seq_len);
   void prepare(Context& ctx, const PathConfig& paths);
-  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths);
+  // With `caches` (one per layer), prefill: layer i's keys and values go to caches[i]
+  // (CacheWrite's starts and counts).
+  void forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths,
+               std::vector<ops::KvCache>* caches = nullptr, IndexView starts = {}, IndexView counts = {});
+  // One decode step through every layer (a stack built for seq_len 1), layer i on caches[i].
+  void decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, std::vector<ops::KvCache>& caches,
+              const DecodeStep& step);
+  int64_t layers() const { return static_cast<int64_t>(blocks_.size()); }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].
   const Tensor& last_residual() const { return blocks_.back().residual(); }
@@ -112,6 +145,10 @@ class BlockStack {
   }
 
  private:
+  // Runs `layer(block, in, out, i)` for every layer, ping-ponging between the buffers.
+  template <typename Layer>
+  void each_layer(const Tensor& x, Tensor& y, Layer layer);
+
   std::vector<Block> blocks_;
   Tensor ping_, pong_;  // [B, S, d] between layers
 };

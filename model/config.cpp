@@ -23,11 +23,24 @@ const std::vector<WorkloadTraits>& traits_table() {
       {K::mlp, "mlp", S::model_and_input, false, {ops::PathOp::mlp}},
       {K::attention, "attention", S::model_and_input, false, {ops::PathOp::attention}},
       {K::softmax, "softmax", S::rows_shape, false, {}},
+      {K::decode, "decode", S::decode, true, ops::path_ops()},
   };
   return table;
 }
 
 }  // namespace
+
+int64_t DecodeConfig::longest_prompt() const {
+  int64_t longest = 0;
+  for (int64_t p : prompt_lens) longest = std::max(longest, p);
+  return longest;
+}
+
+bool DecodeConfig::ragged() const {
+  for (int64_t p : prompt_lens)
+    if (p != prompt_lens.front()) return true;
+  return false;
+}
 
 const WorkloadTraits& workload_traits(WorkloadKind kind) {
   for (const WorkloadTraits& row : traits_table())
@@ -84,6 +97,11 @@ const char* weight_init_name(WeightInit init) {
 }
 
 bool is_block_workload(WorkloadKind kind) { return workload_traits(kind).whole_block; }
+
+int64_t layers_run(const WorkloadConfig& config) {
+  if (!is_block_workload(config.kind)) return 0;
+  return config.kind == WorkloadKind::block ? 1 : config.model.n_layers;
+}
 
 const char* PathConfig::name(ops::PathOp op) const {
   switch (op) {

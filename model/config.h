@@ -16,12 +16,13 @@
 #include <vector>
 
 #include "ops/common/paths.h"
+#include "ops/kv_cache/kv_cache.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
 
 namespace blockscope {
 
-enum class WorkloadKind { block, stack, matmul_add, linear, mlp, attention, softmax };
+enum class WorkloadKind { block, stack, matmul_add, linear, mlp, attention, softmax, decode };
 enum class ModelFamily { gpt2, llama, custom };
 enum class NormKind { layernorm, rmsnorm };
 enum class WeightInit {
@@ -39,6 +40,7 @@ enum class WorkloadSizes {
   model_and_input,  // model: and input: {batch, seq_len} (block, stack, mlp, attention)
   gemm_shape,       // shape: {m, n, k}
   rows_shape,       // shape: {m, n}, m rows of n
+  decode,           // model: and decode: {batch, prompt_len or prompt_lens, new_tokens, kv_cache}
 };
 
 // What a workload kind is, in one row per kind (model/config.cpp): the config reader, the
@@ -62,7 +64,12 @@ std::vector<ops::PathOp> path_ops_for(WorkloadKind kind);
 const char* family_name(ModelFamily family);
 const char* norm_name(NormKind norm);
 const char* weight_init_name(WeightInit init);
-bool is_block_workload(WorkloadKind kind);  // block or stack
+bool is_block_workload(WorkloadKind kind);  // block, stack or decode
+
+struct WorkloadConfig;
+// Transformer layers a workload runs: model.n_layers for stack and decode, 1 for block, 0 for
+// the single-module kinds.
+int64_t layers_run(const WorkloadConfig& config);
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::custom;
@@ -89,6 +96,30 @@ struct InputConfig {
   // Optional safetensors file whose tensor "input" replaces the seeded input (block, stack,
   // mlp); a --dump file works, so a dumped run can be replayed exactly.
   std::string file;
+};
+
+// `decode:` -- prefill a batch of prompts into a KV cache, then new_tokens decode steps of one
+// token per sequence (model/workload_kinds.cpp, DecodeRunner).
+struct KvCacheConfig {
+  ops::KvLayout layout = ops::KvLayout::contiguous;
+  int64_t page_size = 16;  // paged: positions per page, a power of two
+  // Positions each sequence's cache can hold (contiguous: allocated for every sequence; paged:
+  // the most a sequence may reach). 0: the longest prompt + new_tokens.
+  int64_t max_len = 0;
+};
+
+struct DecodeConfig {
+  // One prompt length per sequence; `prompt_len: P` with `batch: B` gives B of P, and
+  // `prompt_lens: [512, 77]` a ragged batch (batch = its length).
+  std::vector<int64_t> prompt_lens;
+  int64_t new_tokens = 0;
+  KvCacheConfig kv_cache;
+
+  int64_t batch() const { return static_cast<int64_t>(prompt_lens.size()); }
+  int64_t longest_prompt() const;
+  // The positions sequence b needs: its prompt and the new tokens.
+  int64_t positions(int64_t b) const { return prompt_lens[static_cast<size_t>(b)] + new_tokens; }
+  bool ragged() const;
 };
 
 // matmul_add: a [m, k] · b [k, n] + c [n]; linear: x [m, k] · W[n, k]ᵀ + b; softmax: x [m, n].
@@ -163,6 +194,7 @@ struct WorkloadConfig {
   ModelConfig model;
   InputConfig input;
   ShapeConfig shape;
+  DecodeConfig decode;  // workload: decode (input.batch and input.seq_len then mirror its batch and longest prompt)
   WeightsConfig weights;
   PathConfig paths;
   RunConfig run;

@@ -34,7 +34,7 @@ ModelConfig read_model(const Reader& reader, const Section& s, WorkloadKind kind
   ModelConfig m;
   const std::string kind_name = workload_kind_name(kind);
   const WorkloadSizes sizes = workload_traits(kind).sizes;
-  if (sizes != WorkloadSizes::model_and_input) {
+  if (sizes != WorkloadSizes::model_and_input && sizes != WorkloadSizes::decode) {
     if (s.node().IsDefined() && !s.node().IsNull()) {
       reader.fail(s.node(), "model",
                   "does not apply to workload " + kind_name + " (it takes shape: {m, n" +

@@ -21,7 +21,8 @@ using namespace config_reader;
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name",    "workload", "device", "dtype", "seed", "model",  "input",
-                                           "shape",   "weights",  "paths",  "run",   "cpu",     "profile", "compare"};
+                                           "shape",   "decode",   "weights", "paths", "run",   "cpu",     "profile",
+                                           "compare"};
 const std::vector<std::string> kModelKeys = {"family",   "d_model",    "n_heads", "n_kv_heads", "head_dim",
                                              "d_ff",     "n_layers",   "norm_eps", "rope_theta", "norm",
                                              "activation", "gated",    "bias",    "rope",       "causal"};
@@ -50,6 +51,7 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   config.model = read_model(reader, model, config.kind);
   read_input(reader, top, config);
   read_shape(reader, top, config);
+  read_decode(reader, top, config);
   check_sizes(reader, root, config);
 
   // Paths: defaults per workload, then the file's.
@@ -57,8 +59,8 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   defaults.mlp = config.model.gated ? ops::MlpPath::fused : ops::MlpPath::epilogue;
   Section paths(reader, root["paths"], "paths", path_keys());
   config.paths = read_paths(paths, config.kind, defaults, nullptr);
-  if (config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack || config.kind == WorkloadKind::mlp)
-    check_mlp_path(paths, config.model, config.paths);
+  if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(paths, config.model, config.paths);
+  check_decode_path(paths, config.kind, config.paths);
 
   read_run(reader, top, config);
   read_cpu(reader, top, config);

@@ -296,6 +296,9 @@ WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKin
 ModelConfig read_model(const Reader& reader, const Section& model, WorkloadKind kind);
 void read_input(const Reader& reader, const Section& top, WorkloadConfig& config);
 void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config);
+// `decode:` (workload: decode only); sets input.batch and input.seq_len to its batch and
+// longest prompt, which the size check and the title read.
+void read_decode(const Reader& reader, const Section& top, WorkloadConfig& config);
 // Refuses a workload whose largest tensors could not exist (more than 2^50 elements), naming
 // the keys whose product it is.
 void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config);
@@ -309,6 +312,8 @@ const std::vector<std::string>& path_keys();
 PathConfig read_paths(const Section& section, WorkloadKind kind, PathConfig base, std::vector<ops::PathOp>* set_ops);
 // The MLP path must suit the MLP: epilogue for plain ones, fused for gated ones.
 void check_mlp_path(const Section& section, const ModelConfig& model, const PathConfig& paths);
+// decode: the attention path must have a decode form (ops/decode_attention).
+void check_decode_path(const Section& section, WorkloadKind kind, const PathConfig& paths);
 void read_compare(const Reader& reader, const Section& top, WorkloadConfig& config);
 
 }  // namespace blockscope::config_reader

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "model/config_reader.h"
+#include "ops/decode_attention/decode_attention.h"
 #include "profiler/table.h"
 #include "runtime/context.h"
 #include "runtime/cpu/gemm.h"
@@ -89,6 +90,11 @@ WeightsConfig read_weights(const Reader& reader, const Section& top, WorkloadKin
 
 void read_input(const Reader& reader, const Section& top, WorkloadConfig& config) {
   const WorkloadSizes sizes = workload_traits(config.kind).sizes;
+  if (sizes == WorkloadSizes::decode) {
+    top.reject("input", "does not apply to workload decode (its sizes are decode: {batch, prompt_len or prompt_lens, "
+                        "new_tokens}; its inputs are seeded)");
+    return;
+  }
   if (sizes != WorkloadSizes::model_and_input) {
     top.reject("input", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
                             " (its sizes are shape: {m, n" + (sizes == WorkloadSizes::gemm_shape ? ", k" : "") + "})");
@@ -111,9 +117,10 @@ void read_input(const Reader& reader, const Section& top, WorkloadConfig& config
 void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config) {
   const WorkloadSizes sizes = workload_traits(config.kind).sizes;
   const bool gemm = sizes == WorkloadSizes::gemm_shape;
-  if (sizes == WorkloadSizes::model_and_input) {
+  if (sizes == WorkloadSizes::model_and_input || sizes == WorkloadSizes::decode) {
     top.reject("shape", std::string("does not apply to workload ") + workload_kind_name(config.kind) +
-                            " (its sizes come from model and input)");
+                            (sizes == WorkloadSizes::decode ? " (its sizes come from model and decode)"
+                                                            : " (its sizes come from model and input)"));
     return;
   }
   top.require("shape", gemm ? "m, n, k" : "m rows of n");
@@ -128,6 +135,70 @@ void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config
   } else {
     s.reject("k", std::string(workload_kind_name(config.kind)) + " takes shape: {m, n} (m rows of n)");
   }
+}
+
+void read_decode(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  if (workload_traits(config.kind).sizes != WorkloadSizes::decode) {
+    top.reject("decode", std::string("applies only to workload: decode, not ") + workload_kind_name(config.kind));
+    return;
+  }
+  top.require("decode", "batch, prompt_len (or prompt_lens) and new_tokens");
+  Section s(reader, top.value("decode"), "decode", {"batch", "prompt_len", "prompt_lens", "new_tokens", "kv_cache"});
+  DecodeConfig& decode = config.decode;
+  if (s.has("prompt_lens")) {
+    s.reject("prompt_len", "give prompt_len (every sequence) or prompt_lens (one per sequence), not both");
+    const YAML::Node list = s.value("prompt_lens");
+    if (!list.IsSequence() || list.size() == 0) {
+      s.fail("prompt_lens", "expected a non-empty list of prompt lengths, e.g. [512, 77, 1024], got " + describe_node(list));
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string path = s.key_path("prompt_lens") + "[" + std::to_string(i) + "]";
+      const YAML::Node item = list[i];
+      char* end = nullptr;
+      const std::string text = item.IsScalar() ? item.Scalar() : "";
+      const long long value = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || end != text.c_str() + text.size() || value < 1 || value > (1 << 24)) {
+        reader.fail(item, path, "expected a prompt length from 1 to 16777216, got " +
+                                    (item.IsScalar() ? "'" + text + "'" : describe_node(item)));
+      }
+      decode.prompt_lens.push_back(value);
+    }
+    if (s.has("batch") && s.get_int("batch", 0, 1) != decode.batch()) {
+      s.fail("batch", "is " + std::to_string(s.get_int("batch", 0, 1)) + " but prompt_lens lists " +
+                          std::to_string(decode.batch()) + " prompts (one per sequence); drop batch or make them agree");
+    }
+  } else {
+    s.require("prompt_len", "the prompt's tokens, prefilled into the cache; or prompt_lens: [...] for a ragged batch");
+    const int64_t batch = s.get_int("batch", 1, 1, 4096);
+    const int64_t prompt = s.get_int("prompt_len", 0, 1, 1 << 24);
+    decode.prompt_lens.assign(static_cast<size_t>(batch), prompt);
+  }
+  s.require("new_tokens", "decode steps, one token per sequence each");
+  decode.new_tokens = s.get_int("new_tokens", 0, 1, 1 << 20);
+  const int64_t needed = decode.longest_prompt() + decode.new_tokens;
+
+  Section cache(reader, s.value("kv_cache"), "decode.kv_cache", {"layout", "page_size", "max_len"});
+  KvCacheConfig& kv = decode.kv_cache;
+  ops::parse_kv_layout(cache.get_choice("layout", "contiguous", {"contiguous", "paged"}, "KV cache layout"), &kv.layout);
+  // Read for both layouts (so --set decode.kv_cache.layout=contiguous needs no other edit);
+  // a contiguous cache does not use it.
+  kv.page_size = cache.get_int("page_size", 16, 1, 1 << 16);
+  if ((kv.page_size & (kv.page_size - 1)) != 0) {
+    cache.fail("page_size", "must be a power of two (positions per page), got " + std::to_string(kv.page_size));
+  }
+  kv.max_len = cache.get_int("max_len", 0, 1, 1 << 25);
+  if (kv.max_len == 0) kv.max_len = needed;
+  if (kv.max_len < needed) {
+    cache.fail("max_len", "is " + std::to_string(kv.max_len) + " positions but the longest prompt (" +
+                              std::to_string(decode.longest_prompt()) + ") and new_tokens (" +
+                              std::to_string(decode.new_tokens) + ") need " + std::to_string(needed));
+  }
+  if (!config.model.causal) {
+    reader.fail(top.node_for("model"), "model.causal",
+                "decode attends over a KV cache of earlier positions, which is causal: set causal: true");
+  }
+  config.input.batch = decode.batch();
+  config.input.seq_len = decode.longest_prompt();
 }
 
 void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) {
@@ -192,6 +263,12 @@ void check_mlp_path(const Section& section, const ModelConfig& model, const Path
   }
 }
 
+void check_decode_path(const Section& section, WorkloadKind kind, const PathConfig& paths) {
+  if (kind != WorkloadKind::decode || ops::has_decode_form(paths.attention)) return;
+  section.fail("attention", std::string("the ") + ops::path_name(paths.attention) +
+                                " attention path has no decode form; decode runs naive or flash");
+}
+
 void read_compare(const Reader& reader, const Section& top, WorkloadConfig& config) {
   const YAML::Node list = top.value("compare");
   if (!list.IsDefined() || list.IsNull()) return;
@@ -209,6 +286,7 @@ void read_compare(const Reader& reader, const Section& top, WorkloadConfig& conf
     std::vector<ops::PathOp> named;
     variant.paths = read_paths(s, config.kind, config.paths, &named);
     if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(s, config.model, variant.paths);
+    check_decode_path(s, config.kind, variant.paths);
     variant.label = paths_str(variant.paths, named);
     // The same paths twice would be profiled twice and write one another's outputs.
     for (size_t j = 0; j < config.compare.size(); ++j) {
@@ -249,6 +327,14 @@ void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadCon
       case WorkloadKind::linear:
         return {{"shape.m x shape.k", M * K}, {"shape.k x shape.n", K * N}, {"shape.m x shape.n", M * N}};
       case WorkloadKind::softmax: return {{"shape.m x shape.n", M * N}};
+      case WorkloadKind::decode: {
+        const L max_len = L(config.decode.kv_cache.max_len);
+        return {{"decode.batch x decode.prompt_len x model.d_model x 3 (the prefill)", B * S * d * 3},
+                {"decode.batch x model.n_heads x decode.prompt_len^2 (the prefill's attention scores)", B * H * S * S},
+                {"decode.batch x model.n_kv_heads x decode.kv_cache.max_len x model.head_dim (a layer's cache)",
+                 B * Hkv * max_len * D},
+                {"model.d_model x model.d_ff (x 2 for a fused gated MLP)", d * f * 2}};
+      }
     }
     return {};
   };

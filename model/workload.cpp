@@ -54,9 +54,14 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
                      (memory_.packed_weights > 0
                           ? ", packed weight copies up to " + profiler::format_bytes(static_cast<double>(memory_.packed_weights))
                           : std::string()) +
+                     (memory_.kv_cache > 0 ? ", KV cache " + profiler::format_bytes(static_cast<double>(memory_.kv_cache))
+                                           : std::string()) +
                      ") but " + ctx.device().str() + " has only " +
                      profiler::format_bytes(static_cast<double>(available)) + " available" + advice +
-                     (materialises ? " " : "; ") + "reduce input.batch / input.seq_len (or the model size)");
+                     (materialises ? " " : "; ") +
+                     (config.kind == WorkloadKind::decode
+                          ? "reduce decode.batch, the prompts, new_tokens or decode.kv_cache.max_len (or the model size)"
+                          : "reduce input.batch / input.seq_len (or the model size)"));
   }
 
   runner_->allocate(ctx, all);
@@ -85,7 +90,7 @@ std::map<std::string, std::string> Workload::dump_metadata() const {
   meta["head_dim"] = m.head_dim;
   meta["d_ff"] = m.d_ff;
   // Layers actually run (a block runs one, whatever the model's depth).
-  meta["n_layers"] = config_.kind == WorkloadKind::stack ? m.n_layers : 1;
+  meta["n_layers"] = layers_run(config_);
   meta["norm_eps"] = m.norm_eps;
   meta["rope_theta"] = m.rope_theta;
   meta["norm"] = norm_name(m.norm);
@@ -98,6 +103,13 @@ std::map<std::string, std::string> Workload::dump_metadata() const {
   meta["batch"] = config_.input.batch;
   meta["seq_len"] = config_.input.seq_len;
   meta["paths"] = paths_str(paths_);
+  if (config_.kind == WorkloadKind::decode) {
+    meta["prompt_lens"] = config_.decode.prompt_lens;
+    meta["new_tokens"] = config_.decode.new_tokens;
+    meta["kv_cache"] = {{"layout", ops::kv_layout_name(config_.decode.kv_cache.layout)},
+                        {"page_size", config_.decode.kv_cache.page_size},
+                        {"max_len", config_.decode.kv_cache.max_len}};
+  }
   if (!is_block_workload(config_.kind)) {
     meta["m"] = config_.shape.m;
     meta["n"] = config_.shape.n;

@@ -17,6 +17,12 @@
 
 namespace blockscope {
 
+// The regions a decode workload records (model/workload_kinds.cpp): the prefill, and the
+// decode phase holding one step region per new token.
+inline constexpr char kPrefillRegion[] = "prefill";
+inline constexpr char kDecodeRegion[] = "decode";
+inline constexpr char kDecodeStepRegion[] = "decode_step";
+
 struct MemoryEstimate {
   size_t weights = 0;      // parameters (plus the packed gate|up copy for fused MLPs)
   size_t activations = 0;  // inputs, outputs and intermediate buffers
@@ -24,7 +30,8 @@ struct MemoryEstimate {
   // CPU with oneDNN: at most one copy of each GEMM weight in oneDNN's blocked layout (each
   // dimension padded to 64), for the shapes whose plan packs them (cpu::MatmulPlan).
   size_t packed_weights = 0;
-  size_t total() const { return weights + activations + scores + packed_weights; }
+  size_t kv_cache = 0;  // decode: every layer's keys and values (ops/kv_cache)
+  size_t total() const { return weights + activations + scores + packed_weights + kv_cache; }
 };
 
 // Bytes a workload needs when run with each of `paths` (the largest counts).

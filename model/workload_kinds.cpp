@@ -6,11 +6,14 @@
 #include "model/init.h"
 #include "model/workload.h"
 #include "ops/attention/attention.h"
+#include "ops/decode_attention/decode_attention.h"
+#include "ops/kv_cache/kv_cache.h"
 #include "ops/common/flops.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/linear.h"
 #include "ops/mlp/mlp.h"
 #include "ops/softmax/softmax.h"
+#include "profiler/scope.h"
 #include "runtime/error.h"
 
 namespace blockscope {
@@ -284,6 +287,161 @@ class SoftmaxRunner final : public WorkloadKindRunner {
   void forward(Context& ctx, const PathConfig&) override { ops::softmax(ctx, input_, output_); }
 };
 
+// decode: the prompts prefilled into a KV cache per layer, then new_tokens steps of one token
+// per sequence. The generated tokens' inputs are seeded hidden states ("decode_input"): there
+// is no embedding or LM head to choose tokens, and the blocks' cost does not depend on them.
+// A ragged batch is prefilled padded to the longest prompt (each sequence's padding rows are
+// computed but neither written to the cache nor attended to: causal masking keeps them out of
+// the real rows); each decode step then runs every sequence at its own position.
+class DecodeRunner final : public WorkloadKindRunner {
+ public:
+  using WorkloadKindRunner::WorkloadKindRunner;
+
+  const DecodeConfig& decode() const { return config_.decode; }
+  int64_t layers() const { return config_.model.n_layers; }
+  int64_t batch() const { return decode().batch(); }
+  int64_t prompt() const { return decode().longest_prompt(); }
+  int64_t steps() const { return decode().new_tokens; }
+
+  ops::KvCacheShape cache_shape() const {
+    const ModelConfig& m = config_.model;
+    ops::KvCacheShape shape;
+    shape.layout = decode().kv_cache.layout;
+    shape.kv_heads = m.n_kv_heads;
+    shape.head_dim = m.head_dim;
+    const bool paged = shape.layout == ops::KvLayout::paged;
+    shape.page_size = paged ? decode().kv_cache.page_size : decode().kv_cache.max_len;
+    // A paged sequence gets the pages its prompt and new tokens need; a contiguous one max_len.
+    for (int64_t b = 0; b < batch(); ++b) shape.positions.push_back(paged ? decode().positions(b) : shape.page_size);
+    return shape;
+  }
+
+  MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
+    const ModelConfig& m = config_.model;
+    const double B = double(batch()), P = double(prompt()), T = double(steps()), d = double(m.d_model);
+    double per_layer = 0;
+    for (const WeightSpec& spec : block_weight_specs(m, 0)) per_layer += static_cast<double>(shape_numel(spec.shape));
+    const double packed = any_fused_gated(m, paths) ? 2.0 * double(m.d_ff) * d : 0.0;
+    // Prompts and their prefill output, the step inputs and outputs, both stacks' buffers.
+    const double io = 2.0 * B * P * d + 2.0 * T * B * d;
+    const double buffers = shape_elements(stack_buffer_specs(m, layers(), batch(), prompt())) +
+                           shape_elements(stack_buffer_specs(m, layers(), batch(), 1));
+    const double scratch = worst_mlp_scratch(m, batch() * prompt(), paths);
+    // The prefill's score buffers, and the naive decode path's [B, H, max_len] scores.
+    double decode_scores = 0;
+    for (const PathConfig& p : paths)
+      if (p.attention == ops::AttentionPath::naive) decode_scores = B * double(m.n_heads) * double(decode().kv_cache.max_len);
+    MemoryEstimate estimate = in_bytes(config_, double(layers()) * (per_layer + packed), io + buffers + scratch,
+                                       worst_score_elements(config_, paths) + decode_scores);
+    estimate.kv_cache = static_cast<size_t>(double(layers()) * cache_shape().bytes(config_.dtype));
+    return estimate;
+  }
+
+  double flops() const override {
+    const ModelConfig& m = config_.model;
+    const int64_t d = m.d_model, HD = m.n_heads * m.head_dim, KVD = m.n_kv_heads * m.head_dim;
+    const auto dense = [&](int64_t tokens) {
+      return ops::gemm_flops(tokens, HD + 2 * KVD, d) + ops::gemm_flops(tokens, d, HD) +
+             ops::mlp_flops(tokens, d, m.d_ff, m.gated);
+    };
+    // The prefill as run (padded to the longest prompt), then every step.
+    double total = dense(batch() * prompt()) +
+                   ops::attention_flops(batch(), m.n_heads, prompt(), prompt(), m.head_dim, /*causal=*/true);
+    for (int64_t t = 0; t < steps(); ++t) {
+      int64_t attended = 0;
+      for (int64_t b = 0; b < batch(); ++b) attended += decode().prompt_lens[static_cast<size_t>(b)] + t + 1;
+      total += dense(batch()) + ops::decode_attention_flops(m.n_heads, m.head_dim, attended);
+    }
+    return double(layers()) * total;
+  }
+
+  size_t packable_weight_bytes(const std::vector<PathConfig>& paths) const override {
+    WorkloadConfig as_stack = config_;
+    as_stack.kind = WorkloadKind::stack;
+    return make_workload_runner(as_stack)->packable_weight_bytes(paths);
+  }
+
+  void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
+    const ModelConfig& m = config_.model;
+    std::vector<WeightSpec> specs;
+    for (int64_t i = 0; i < layers(); ++i) {
+      std::vector<WeightSpec> layer = block_weight_specs(m, i);
+      specs.insert(specs.end(), layer.begin(), layer.end());
+    }
+    if (config_.weights.init == WeightInit::file) {
+      load_weights(ctx, specs, m, config_.dtype, config_.weights.file, config_.weights.layer, weights_);
+    } else {
+      init_weights(ctx, specs, config_.dtype, config_.seed, config_.weights.init, weights_);
+    }
+    for (const auto& [name, weight] : weights_.items()) weight.storage()->set_read_only();
+    const int64_t B = batch(), P = prompt(), T = steps(), d = m.d_model;
+    input_ = init::normal_tensor(ctx, "input", {B, P, d}, config_.dtype, config_.seed, 0.0f, 1.0f);
+    step_input_ = init::normal_tensor(ctx, "decode_input", {T, B, 1, d}, config_.dtype, config_.seed, 0.0f, 1.0f);
+    prefill_output_ = ctx.empty({B, P, d}, config_.dtype);
+    output_ = ctx.empty({T, B, 1, d}, config_.dtype);
+    prefill_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), B, P);
+    step_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), B, 1);
+    for (const PathConfig& p : paths) prepare(ctx, p);
+    // Paged caches hand their pages out in a seeded random order, as an allocator leaves them
+    // after sequences come and go: the kernels must follow the block table.
+    const ops::KvCacheShape shape = cache_shape();
+    const bool paged = shape.layout == ops::KvLayout::paged;
+    for (int64_t i = 0; i < layers(); ++i)
+      caches_.push_back(ops::make_kv_cache(ctx, shape, config_.dtype, paged ? config_.seed * 1000003 + uint64_t(i) + 1 : 0));
+    // Per-sequence indices, uploaded once: prefill starts and counts, then per step t the
+    // positions (prompt + t) and lengths attended (prompt + t + 1).
+    std::vector<int32_t> prompts, positions, lengths;
+    for (int64_t b = 0; b < B; ++b) prompts.push_back(static_cast<int32_t>(decode().prompt_lens[static_cast<size_t>(b)]));
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t b = 0; b < B; ++b) {
+        positions.push_back(prompts[static_cast<size_t>(b)] + static_cast<int32_t>(t));
+        lengths.push_back(prompts[static_cast<size_t>(b)] + static_cast<int32_t>(t) + 1);
+      }
+    }
+    zeros_ = IndexTable(ctx, std::vector<int32_t>(static_cast<size_t>(B), 0), 1, B);
+    ones_ = IndexTable(ctx, std::vector<int32_t>(static_cast<size_t>(B), 1), 1, B);
+    prompt_lens_ = IndexTable(ctx, prompts, 1, B);
+    positions_ = IndexTable(ctx, positions, T, B);
+    lengths_ = IndexTable(ctx, lengths, T, B);
+    named_.emplace_back("input", input_);
+    named_.emplace_back("decode_input", step_input_);
+    for (const auto& item : weights_.items()) named_.push_back(item);
+  }
+
+  void prepare(Context& ctx, const PathConfig& paths) override {
+    prefill_->prepare(ctx, paths);
+    step_->prepare(ctx, paths);
+  }
+
+  // Regions: "prefill" (time to first token), then "decode" holding one "decode_step" per new
+  // token, so the op table's decode_step row is the per-token time.
+  void forward(Context& ctx, const PathConfig& paths) override {
+    {
+      profiler::RegionScope phase(ctx, kPrefillRegion);
+      prefill_->forward(ctx, input_, prefill_output_, paths, &caches_, zeros_.row(0), prompt_lens_.row(0));
+    }
+    profiler::RegionScope phase(ctx, kDecodeRegion);
+    for (int64_t t = 0; t < steps(); ++t) {
+      profiler::RegionScope step(ctx, kDecodeStepRegion);
+      Tensor out = output_.select(0, t);
+      step_->decode(ctx, step_input_.select(0, t), out, paths, caches_,
+                    DecodeStep{positions_.row(t), lengths_.row(t), ones_.row(0)});
+    }
+  }
+
+  std::vector<std::pair<std::string, Tensor>> intermediates() const override {
+    return {{"prefill_output", prefill_output_}};
+  }
+
+ private:
+  WeightSet weights_;
+  Tensor step_input_;      // [T, B, 1, d]: the new tokens' hidden states, step-major
+  Tensor prefill_output_;  // [B, P, d] (rows past a sequence's prompt are padding)
+  std::unique_ptr<BlockStack> prefill_, step_;
+  std::vector<ops::KvCache> caches_;  // one per layer
+  IndexTable zeros_, ones_, prompt_lens_, positions_, lengths_;
+};
+
 }  // namespace
 
 std::unique_ptr<WorkloadKindRunner> make_workload_runner(const WorkloadConfig& config) {
@@ -295,6 +453,7 @@ std::unique_ptr<WorkloadKindRunner> make_workload_runner(const WorkloadConfig& c
     case WorkloadKind::mlp: return std::make_unique<MlpRunner>(config);
     case WorkloadKind::attention: return std::make_unique<AttentionRunner>(config);
     case WorkloadKind::softmax: return std::make_unique<SoftmaxRunner>(config);
+    case WorkloadKind::decode: return std::make_unique<DecodeRunner>(config);
   }
   throw Error(ErrorKind::runtime, "make_workload_runner: unknown workload kind");
 }

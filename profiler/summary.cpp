@@ -79,6 +79,60 @@ std::vector<double> step_times_us(const Profile& profile) {
   return out;
 }
 
+std::vector<double> region_times_us(const Profile& profile, const std::string& region) {
+  const EventTimes times = event_times(profile);
+  std::vector<double> out;
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    if (!event.is_region || event.name != region) continue;
+    out.push_back(times.device_total_us[i] > 0 ? times.device_total_us[i] : event.cpu_end_us - event.cpu_start_us);
+  }
+  return out;
+}
+
+Profile phase_profile(const Profile& profile, const std::string& region) {
+  Profile out = profile;
+  out.ops.clear();
+  out.kernels.clear();
+  out.label = profile.label + " / " + region;
+  // Parents come before their children, so one pass decides: kept[i] is the new index.
+  std::vector<int> kept(profile.ops.size(), -1);
+  std::vector<bool> inside(profile.ops.size(), false);
+  std::vector<bool> spanned;  // per kept event: a step whose span is already its phase's
+  for (size_t i = 0; i < profile.ops.size(); ++i) {
+    const OpEvent& event = profile.ops[i];
+    const bool is_phase = event.is_region && event.name == region;
+    inside[i] = is_phase || (event.parent >= 0 && inside[static_cast<size_t>(event.parent)]);
+    if (!inside[i] && !is_step_region(event)) continue;
+    OpEvent copy = event;
+    copy.parent = event.parent >= 0 ? kept[static_cast<size_t>(event.parent)] : -1;
+    if (is_phase && copy.parent >= 0) {
+      // The step now spans its phase: from the first phase region's start to the last's end.
+      OpEvent& step = out.ops[static_cast<size_t>(copy.parent)];
+      if (!spanned[static_cast<size_t>(copy.parent)]) {
+        step.cpu_start_us = event.cpu_start_us;
+        step.device_start_us = event.device_start_us;
+        step.start_bytes = event.start_bytes;
+        step.peak_bytes = event.peak_bytes;
+        spanned[static_cast<size_t>(copy.parent)] = true;
+      }
+      step.cpu_end_us = event.cpu_end_us;
+      step.device_end_us = event.device_end_us;
+      step.peak_bytes = std::max(step.peak_bytes, event.peak_bytes);
+    }
+    kept[i] = static_cast<int>(out.ops.size());
+    out.ops.push_back(copy);
+    spanned.push_back(false);
+  }
+  for (const KernelEvent& kernel : profile.kernels) {
+    if (kernel.op < 0 || !inside[static_cast<size_t>(kernel.op)]) continue;
+    KernelEvent copy = kernel;
+    copy.op = kept[static_cast<size_t>(kernel.op)];
+    out.kernels.push_back(copy);
+  }
+  return out;
+}
+
 std::string row_name(const OpEvent& event) {
   const std::string& name = event.name;
   if (event.is_region && name.size() > 5 && name.compare(0, 5, "step ") == 0 &&

@@ -88,4 +88,13 @@ std::vector<int> kept_steps(const Profile& profile);
 // launched no device work. In kept_steps order.
 std::vector<double> step_times_us(const Profile& profile);
 
+// The time of every event named `region` (a RegionScope), in recording order: its device time
+// (its kernels' and its descendants'), or its CPU time where it launched none.
+std::vector<double> region_times_us(const Profile& profile, const std::string& region);
+
+// The part of a profile inside the regions named `region` (a decode run's "prefill" or
+// "decode"): those regions, their descendants and their kernels, under the step regions, whose
+// CPU span becomes the phase's. Its tables, step times and verdicts are the phase's own.
+Profile phase_profile(const Profile& profile, const std::string& region);
+
 }  // namespace blockscope::profiler

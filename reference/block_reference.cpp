@@ -133,6 +133,35 @@ RefTensor block_forward(const ModelConfig& config, const Named& w, const RefTens
   return out;
 }
 
+RefTensor decode_forward(const WorkloadConfig& config, const Named& named, RefTensor* prefill) {
+  const ModelConfig& m = config.model;
+  const RefTensor& prompts = need(named, "input");        // [B, P, d], rows past a prompt are padding
+  const RefTensor& tokens = need(named, "decode_input");  // [T, B, 1, d]
+  const int64_t B = config.decode.batch(), P = config.decode.longest_prompt(), T = config.decode.new_tokens,
+                d = m.d_model;
+  RefTensor out({T, B, 1, d});
+  if (prefill != nullptr) *prefill = RefTensor({B, P, d});
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t prompt = config.decode.prompt_lens[static_cast<size_t>(b)], S = prompt + T;
+    // The whole sequence at once: prompt rows, then the tokens' rows.
+    RefTensor x({1, S, d});
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t i = 0; i < d; ++i)
+        x.data[static_cast<size_t>(s * d + i)] =
+            s < prompt ? prompts.data[static_cast<size_t>((b * P + s) * d + i)]
+                       : tokens.data[static_cast<size_t>(((s - prompt) * B + b) * d + i)];
+    for (int64_t layer = 0; layer < m.n_layers; ++layer) x = block_forward(m, named, x, layer);
+    for (int64_t s = 0; s < S; ++s) {
+      for (int64_t i = 0; i < d; ++i) {
+        const double v = x.data[static_cast<size_t>(s * d + i)];
+        if (s >= prompt) out.data[static_cast<size_t>(((s - prompt) * B + b) * d + i)] = v;
+        else if (prefill != nullptr) prefill->data[static_cast<size_t>((b * P + s) * d + i)] = v;
+      }
+    }
+  }
+  return out;
+}
+
 RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
   const ModelConfig& m = config.model;
   switch (config.kind) {
@@ -155,12 +184,13 @@ RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
       return reference::attention(need(named, "q"), need(named, "k"), need(named, "v"), m.causal,
                                   1.0 / std::sqrt(static_cast<double>(m.head_dim)));
     case WorkloadKind::softmax: return reference::softmax_rows(need(named, "input"));
+    case WorkloadKind::decode: return decode_forward(config, named, nullptr);
   }
   throw std::runtime_error("block reference: unknown workload");
 }
 
 Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs) {
-  if (!is_block_workload(config.kind)) {
+  if (config.kind != WorkloadKind::block && config.kind != WorkloadKind::stack) {
     throw std::runtime_error("block reference: last_layer_ops is for block and stack workloads");
   }
   const ModelConfig m = with_family_semantics(config.model);

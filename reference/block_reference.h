@@ -21,6 +21,12 @@ using Named = std::map<std::string, RefTensor>;
 RefTensor block_forward(const ModelConfig& model, const Named& weights, const RefTensor& x, int64_t layer,
                         RefTensor* residual = nullptr);
 
+// decode: each sequence as one causal forward of its prompt (rows < prompt_lens[b] of "input"
+// [B, P, d]) followed by its new tokens ("decode_input" [T, B, 1, d]) through every layer —
+// no cache, no steps: decode step t must equal row prompt + t. Returns [T, B, 1, d]; `prefill`,
+// when given, receives the prompts' rows [B, P, d] (padding rows 0).
+RefTensor decode_forward(const WorkloadConfig& config, const Named& named, RefTensor* prefill = nullptr);
+
 // The output of a workload from its named inputs and weights (Workload::inputs_and_weights()).
 RefTensor workload_output(const WorkloadConfig& config, const Named& named);
 

@@ -63,6 +63,12 @@ RoundingCount workload_roundings(const WorkloadConfig& config) {
     case WorkloadKind::mlp: return mlp_roundings(m);
     case WorkloadKind::attention: return attention_roundings(m.head_dim, config.input.seq_len);
     case WorkloadKind::softmax: return softmax_roundings(config.shape.n);
+    case WorkloadKind::decode: {
+      // The last step's keys: the longest prompt and every new token.
+      const RoundingCount layer =
+          block_layer_roundings(m, config.decode.longest_prompt() + config.decode.new_tokens);
+      return {layer.f32_terms * m.n_layers, layer.stored * m.n_layers};
+    }
   }
   return {};
 }

@@ -6,11 +6,13 @@
 #include "ops/rope/rope.h"
 
 namespace blockscope::ops::cpu {
-void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset);
+// positions: per-sequence starting positions (defined), or none and position_offset for all.
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset, IndexView positions);
 }  // namespace blockscope::ops::cpu
 
 namespace blockscope::ops::cuda {
-void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset);
+// positions: per-sequence starting positions (defined), or none and position_offset for all.
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset, IndexView positions);
 }  // namespace blockscope::ops::cuda
 
 // The names this op's kernels are recorded under (the profiler's kernel table, the tests'

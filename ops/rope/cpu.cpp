@@ -14,17 +14,22 @@
 
 namespace blockscope::ops::cpu {
 
-void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset, IndexView positions) {
   profiler::KernelScope kernel(ctx, kernel_names::kRope);
   const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
   if (x.numel() == 0) return;
 
-  // The table both backends use (ops/rope/rope_table.h): [S][cos | sin][D/2].
+  // The table both backends use (ops/rope/rope_table.h): [S][cos | sin][D/2], or with
+  // per-sequence positions [B · S][cos | sin][D/2].
   const std::vector<float> inv_freq = rope_inv_freq(theta, dim);
-  Tensor table = ctx.empty({seq, 2, half}, DType::f32);
+  const int64_t table_rows = positions.defined() ? batch * seq : seq;
+  Tensor table = ctx.empty({table_rows, 2, half}, DType::f32);
   float* rows = table.data_as<float>();
-#pragma omp parallel for if (seq * half >= kParallelMinElements) schedule(static)
-  for (int64_t s = 0; s < seq; ++s) rope_table_row(inv_freq, position_offset + s, rows + s * 2 * half);
+#pragma omp parallel for if (table_rows * half >= kParallelMinElements) schedule(static)
+  for (int64_t r = 0; r < table_rows; ++r) {
+    const int64_t position = positions.defined() ? positions[r / seq] + r % seq : position_offset + r;
+    rope_table_row(inv_freq, position, rows + r * 2 * half);
+  }
 
   const DType dtype = x.dtype();
   const size_t esize = dtype_size(dtype);
@@ -44,7 +49,7 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
       } else {
         for (int64_t d = 0; d < dim; ++d) in[d] = load_as_float(dtype, src + d * xs3 * static_cast<int64_t>(esize));
       }
-      const float* c = rows + s * 2 * half;
+      const float* c = rows + (positions.defined() ? b * seq + s : s) * 2 * half;
       const float* sn = c + half;
       for (int64_t d = 0; d < half; ++d) {
         out[d] = in[d] * c[d] - in[d + half] * sn[d];

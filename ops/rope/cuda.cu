@@ -5,6 +5,10 @@
 // head_dim, position window); the kernel only loads it. Products are rounded before the sum
 // (__fmul_rn, no FMA), as on the CPU: both backends give the same bits.
 //
+// Per-sequence positions (a decode step of a ragged batch): row s of sequence b is at
+// positions[b] + s; the kernel reads positions[b] from device memory, and the table window is
+// chosen on the host from the host copy to cover every sequence's rows.
+//
 // Graph capture: an upload is a synchronous copy, which a capture forbids. A table that is not
 // on the device yet during a capture is a named error (run rope once before capturing, as the
 // warm-up of `run.cuda_graph` does); a table is never freed while its backend lives, so a
@@ -37,13 +41,15 @@ struct Strides4 {
 // 2-D grid: blockIdx.x·blockDim.y + threadIdx.y walks rows (b·H + h)·S + s (grid-stride),
 // blockIdx.y·blockDim.x + threadIdx.x is the chunk of VEC ? Pack<T>::size : 1 consecutive
 // pairs. 32-bit index math: row → (b, h, s) by two FastDivmods. table: [positions][cos | sin]
-// [half] floats, row pos0 + s. VEC: x and y are 16-byte aligned with unit D stride and every
+// [half] floats, row pos0 + s — or, with per-sequence `positions` (device memory, B entries),
+// row positions[b] - base + s. VEC: x and y are 16-byte aligned with unit D stride and every
 // other stride a whole number of packs, half a whole number of packs. x and y may be the same
 // view (in place): each thread reads both halves of its pairs before writing them.
 template <typename T, bool VEC>
 __global__ void rope_kernel(const T* __restrict__ x, Strides4 xs, T* __restrict__ y, Strides4 ys,
                             const float* __restrict__ table, FastDivmod seq_div, FastDivmod heads_div, uint32_t rows,
-                            uint32_t half, uint32_t chunks, uint32_t pos0) {
+                            uint32_t half, uint32_t chunks, uint32_t pos0, const int32_t* __restrict__ positions,
+                            uint32_t base) {
   constexpr int V = VEC ? Pack<T>::size : 1;
   const uint32_t chunk = blockIdx.y * blockDim.x + threadIdx.x;
   if (chunk >= chunks) return;
@@ -54,7 +60,8 @@ __global__ void rope_kernel(const T* __restrict__ x, Strides4 xs, T* __restrict_
     heads_div.divmod(bh, b, h);
     const T* in = x + (static_cast<int64_t>(b) * xs.b + static_cast<int64_t>(h) * xs.h + static_cast<int64_t>(s) * xs.s);
     T* out = y + (static_cast<int64_t>(b) * ys.b + static_cast<int64_t>(h) * ys.h + static_cast<int64_t>(s) * ys.s);
-    const float* cs = table + (pos0 + s) * (2 * half) + d;
+    const uint32_t first = positions != nullptr ? static_cast<uint32_t>(positions[b]) - base : pos0;
+    const float* cs = table + (first + s) * (2 * half) + d;
     if constexpr (VEC) {
       const Pack<T> lo = load_pack(in + d), hi = load_pack(in + d + half);
       float c[V], sn[V];
@@ -187,16 +194,27 @@ bool pack_aligned(const Tensor& t, int64_t pack) {
 
 }  // namespace
 
-void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset, IndexView positions) {
   BS_CHECK(x.dim() == 4 && y.dim() == 4 && x.size(-1) % 2 == 0, "rope: x ", x.str(), " and y ", y.str(),
            " must be [B, H, S, D] with D even");
   const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
   const int64_t rows = batch * heads * seq;
   if (rows == 0 || half == 0) return;
+  // The positions the rows need: [first, last + seq), from the host copy of `positions`.
+  int64_t first = position_offset, last = position_offset;
+  if (positions.defined()) {
+    BS_CHECK(positions.count == batch && positions.device != nullptr, "rope: ", positions.count,
+             " positions for B = ", batch);
+    first = last = positions[0];
+    for (int64_t b = 1; b < batch; ++b) {
+      first = std::min<int64_t>(first, positions[b]);
+      last = std::max<int64_t>(last, positions[b]);
+    }
+  }
   int64_t base = 0;
-  const float* table = device_table(ctx, theta, dim, position_offset, seq, base);
-  const int64_t pos0 = position_offset - base;
-  BS_CHECK(rows < (int64_t{1} << 31) && heads < (int64_t{1} << 31) && (pos0 + seq) * dim < (int64_t{1} << 31),
+  const float* table = device_table(ctx, theta, dim, first, last - first + seq, base);
+  const int64_t pos0 = position_offset - base;  // used without per-sequence positions only
+  BS_CHECK(rows < (int64_t{1} << 31) && heads < (int64_t{1} << 31) && (last - base + seq) * dim < (int64_t{1} << 31),
            "rope: x ", x.str(), " is too large for the kernel's 32-bit index math");
   const kernels::Strides4 xs{x.stride(0), x.stride(1), x.stride(2), x.stride(3)};
   const kernels::Strides4 ys{y.stride(0), y.stride(1), y.stride(2), y.stride(3)};
@@ -216,7 +234,9 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
                                       kernels::FastDivmod(static_cast<uint32_t>(seq)),
                                       kernels::FastDivmod(static_cast<uint32_t>(heads)),
                                       static_cast<uint32_t>(rows), static_cast<uint32_t>(half),
-                                      static_cast<uint32_t>(chunks), static_cast<uint32_t>(pos0));
+                                      static_cast<uint32_t>(chunks),
+                                      static_cast<uint32_t>(positions.defined() ? 0 : pos0),
+                                      positions.defined() ? positions.device : nullptr, static_cast<uint32_t>(base));
     std::apply(
         [&](auto... a) {
           if (vec) {

@@ -18,7 +18,9 @@
 
 namespace blockscope::ops {
 
-void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+namespace {
+
+void rope_checked(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset, IndexView positions) {
   BS_CHECK_INPUT(x.defined(), "rope: input x is undefined");
   BS_CHECK_INPUT(y.defined(), "rope: output y is undefined");
   for (const Tensor* t : {&x, static_cast<const Tensor*>(&y)}) {
@@ -34,10 +36,27 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
                  " must be contiguous or the very same view as x (in place)");
   BS_CHECK_INPUT(theta > 0.0f, "rope: theta must be > 0, got ", theta);
   BS_CHECK_INPUT(position_offset >= 0, "rope: position_offset must be >= 0, got ", position_offset);
+  if (positions.defined()) {
+    BS_CHECK_INPUT(positions.count == x.size(0), "rope: ", positions.count, " positions for B = ", x.size(0),
+                   " sequences of x ", x.str());
+    for (int64_t b = 0; b < positions.count; ++b)
+      BS_CHECK_INPUT(positions[b] >= 0, "rope: sequence ", b, " has position ", positions[b], "; it must be >= 0");
+  }
   // Per element: two multiplies and one add (cos/sin tables not counted).
   run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, {&y}, kRopeFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
-         [&] { cpu::rope(ctx, x, y, theta, position_offset); },
-         [&] { cuda::rope(ctx, x, y, theta, position_offset); });
+         [&] { cpu::rope(ctx, x, y, theta, position_offset, positions); },
+         [&] { cuda::rope(ctx, x, y, theta, position_offset, positions); });
+}
+
+}  // namespace
+
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t position_offset) {
+  rope_checked(ctx, x, y, theta, position_offset, IndexView{});
+}
+
+void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, IndexView positions) {
+  BS_CHECK_INPUT(positions.defined(), "rope: per-sequence positions are undefined");
+  rope_checked(ctx, x, y, theta, 0, positions);
 }
 
 }  // namespace blockscope::ops

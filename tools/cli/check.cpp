@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "ops/decode_attention/decode_attention.h"
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
 #include "reference/error_model.h"
@@ -27,6 +28,11 @@ std::vector<PathConfig> path_mixes(const WorkloadConfig& config) {
     std::vector<PathConfig> grown;
     for (const ops::PathInfo& row : ops::paths_of(op)) {
       if (op == ops::PathOp::mlp && !(config.model.gated ? row.gated_mlp : row.plain_mlp)) continue;
+      PathConfig probe;
+      probe.set(op, row.name);
+      // decode runs only the attention paths with a decode form (ops/decode_attention).
+      if (op == ops::PathOp::attention && config.kind == WorkloadKind::decode && !ops::has_decode_form(probe.attention))
+        continue;
       for (PathConfig mix : mixes) {
         mix.set(op, row.name);
         grown.push_back(mix);
@@ -58,7 +64,7 @@ int check_command(Session& session) {
   // Blocks and stacks are also measured at each path op of the last layer, on the inputs the
   // run gave it: at the output the rounding of every op before hides a path's own error, at
   // the op where the path differs nothing does. Each measure's name is the path op's.
-  const bool per_op = is_block_workload(config.kind);
+  const bool per_op = config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack;
   const std::vector<std::pair<std::string, std::string>> op_outputs = {
       {"attention", "attention.out"}, {"linear", "out_proj.out"}, {"mlp", "mlp.out"}};
   std::vector<std::string> measures{"output"};

@@ -16,6 +16,7 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "tools/cli/decode_summary.h"
 #include "tools/cli/progress.h"
 
 namespace blockscope::cli {
@@ -102,6 +103,18 @@ int profile_command(Session& session) {
   const char* close = format == profiler::Format::csv ? "" : " ==";
   const auto print_variant = [&](const profiler::Profile& p) {
     if (format != profiler::Format::table) return;  // CSV: one tidy table at the end
+    if (config.kind == WorkloadKind::decode) {
+      // Prefill and decode are two workloads in one: each phase has its own tables.
+      for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
+        const profiler::Profile part = profiler::phase_profile(p, phase);
+        std::cout << open << part.label << close << "\n";
+        std::cout << profiler::op_table(part, table, format) << "\n";
+        std::cout << profiler::kernel_table(part, format, fitted) << "\n";
+      }
+      std::cout << profiler::wrap_text(decode_summary_text(config, p), profiler::terminal_width());
+      std::cout.flush();
+      return;
+    }
     std::cout << open << p.label << close << "\n";
     std::cout << profiler::op_table(p, table, format) << "\n";
     std::cout << profiler::kernel_table(p, format, fitted) << "\n";
@@ -159,9 +172,18 @@ int profile_command(Session& session) {
     out["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
                        {"cold_step", schedule.keep_cold_step}};
     for (const profiler::Profile& p : profiles) {
-      out["variants"].push_back({{"label", p.label},
-                                 {"ops", parsed(profiler::op_table(p, table, format))},
-                                 {"kernels", parsed(profiler::kernel_table(p, format))}});
+      json variant = {{"label", p.label},
+                      {"ops", parsed(profiler::op_table(p, table, format))},
+                      {"kernels", parsed(profiler::kernel_table(p, format))}};
+      if (config.kind == WorkloadKind::decode) {
+        for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
+          const profiler::Profile part = profiler::phase_profile(p, phase);
+          variant["phases"][phase] = {{"ops", parsed(profiler::op_table(part, table, format))},
+                                      {"kernels", parsed(profiler::kernel_table(part, format))}};
+        }
+        variant["decode"] = decode_summary_json(config, p);
+      }
+      out["variants"].push_back(variant);
     }
     for (size_t i = 1; i < profiles.size(); ++i) {
       out["diffs"].push_back({{"before", profiles[0].label},

@@ -130,10 +130,23 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
     const ModelConfig& m = config.model;
     out << " " << family_name(m.family) << " d_model=" << m.d_model << " heads=" << m.n_heads << "/"
         << m.n_kv_heads << " head_dim=" << m.head_dim << " d_ff=" << m.d_ff;
-    if (config.kind == WorkloadKind::stack) out << " layers=" << m.n_layers;
+    if (config.kind != WorkloadKind::block) out << " layers=" << m.n_layers;
   }
   const WorkloadSizes sizes = workload_traits(config.kind).sizes;
-  if (sizes != WorkloadSizes::model_and_input) {
+  if (sizes == WorkloadSizes::decode) {
+    const DecodeConfig& d = config.decode;
+    out << " batch=" << d.batch();
+    if (d.ragged()) {
+      out << " prompt_lens=[";
+      for (size_t i = 0; i < d.prompt_lens.size(); ++i) out << (i ? "," : "") << d.prompt_lens[i];
+      out << "]";
+    } else {
+      out << " prompt_len=" << d.prompt_lens.front();
+    }
+    out << " new_tokens=" << d.new_tokens << " kv_cache=" << ops::kv_layout_name(d.kv_cache.layout);
+    if (d.kv_cache.layout == ops::KvLayout::paged) out << "/" << d.kv_cache.page_size;
+    out << " max_len=" << d.kv_cache.max_len;
+  } else if (sizes != WorkloadSizes::model_and_input) {
     out << " m=" << config.shape.m << " n=" << config.shape.n;
     if (sizes == WorkloadSizes::gemm_shape) out << " k=" << config.shape.k;
   } else {
