@@ -53,6 +53,22 @@ MemoryEstimate in_bytes(const WorkloadConfig& config, double weights, double act
                         static_cast<size_t>(scores * es)};
 }
 
+// The weights of `layers` transformer layers, seeded or from the config's file.
+void load_layer_weights(Context& ctx, const WorkloadConfig& config, int64_t layers, WeightSet& weights) {
+  std::vector<WeightSpec> specs;
+  for (int64_t i = 0; i < layers; ++i) {
+    std::vector<WeightSpec> layer = block_weight_specs(config.model, i);
+    specs.insert(specs.end(), layer.begin(), layer.end());
+  }
+  if (config.weights.init == WeightInit::file) {
+    load_weights(ctx, specs, config.model, config.dtype, config.weights.file, config.weights.layer, weights);
+  } else {
+    init_weights(ctx, specs, config.dtype, config.seed, config.weights.init, weights);
+  }
+  // Loaded: read-only from here, so a GEMM library may keep a packed copy of each.
+  for (const auto& [name, weight] : weights.items()) weight.storage()->set_read_only();
+}
+
 // block and stack: n_layers transformer blocks (model/block.h).
 class BlockRunner final : public WorkloadKindRunner {
  public:
@@ -94,18 +110,7 @@ class BlockRunner final : public WorkloadKindRunner {
 
   void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
     const ModelConfig& m = config_.model;
-    std::vector<WeightSpec> specs;
-    for (int64_t i = 0; i < layers(); ++i) {
-      std::vector<WeightSpec> layer = block_weight_specs(m, i);
-      specs.insert(specs.end(), layer.begin(), layer.end());
-    }
-    if (config_.weights.init == WeightInit::file) {
-      load_weights(ctx, specs, m, config_.dtype, config_.weights.file, config_.weights.layer, weights_);
-    } else {
-      init_weights(ctx, specs, config_.dtype, config_.seed, config_.weights.init, weights_);
-    }
-    // Loaded: read-only from here, so a GEMM library may keep a packed copy of each.
-    for (const auto& [name, weight] : weights_.items()) weight.storage()->set_read_only();
+    load_layer_weights(ctx, config_, layers(), weights_);
     const Shape shape{config_.input.batch, config_.input.seq_len, m.d_model};
     input_ = init::normal_tensor(ctx, "input", shape, config_.dtype, config_.seed, 0.0f, 1.0f);
     output_ = ctx.empty(shape, config_.dtype);
@@ -363,17 +368,7 @@ class DecodeRunner final : public WorkloadKindRunner {
 
   void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
     const ModelConfig& m = config_.model;
-    std::vector<WeightSpec> specs;
-    for (int64_t i = 0; i < layers(); ++i) {
-      std::vector<WeightSpec> layer = block_weight_specs(m, i);
-      specs.insert(specs.end(), layer.begin(), layer.end());
-    }
-    if (config_.weights.init == WeightInit::file) {
-      load_weights(ctx, specs, m, config_.dtype, config_.weights.file, config_.weights.layer, weights_);
-    } else {
-      init_weights(ctx, specs, config_.dtype, config_.seed, config_.weights.init, weights_);
-    }
-    for (const auto& [name, weight] : weights_.items()) weight.storage()->set_read_only();
+    load_layer_weights(ctx, config_, layers(), weights_);
     const int64_t B = batch(), P = prompt(), T = steps(), d = m.d_model;
     input_ = init::normal_tensor(ctx, "input", {B, P, d}, config_.dtype, config_.seed, 0.0f, 1.0f);
     step_input_ = init::normal_tensor(ctx, "decode_input", {T, B, 1, d}, config_.dtype, config_.seed, 0.0f, 1.0f);

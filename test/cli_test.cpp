@@ -85,6 +85,15 @@ std::vector<std::string> small_overrides(const std::string& name) {
       {"llama-3-8b.yaml",
        {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=4", "model.n_kv_heads=2", "model.head_dim=16",
         "model.d_ff=96"}},
+      {"llama-decode.yaml",
+       {"decode={prompt_len: 9, new_tokens: 3}", "model.d_model=64", "model.n_heads=4", "model.n_kv_heads=2",
+        "model.head_dim=16", "model.d_ff=96"}},
+      {"llama-decode-paged-ragged.yaml",
+       {"decode={prompt_lens: [5, 1, 9], new_tokens: 3, kv_cache: {layout: paged, page_size: 4}}", "model.d_model=64",
+        "model.n_heads=4", "model.n_kv_heads=2", "model.head_dim=16", "model.d_ff=96"}},
+      {"gpt2-decode.yaml",
+       {"decode={batch: 2, prompt_len: 7, new_tokens: 3, kv_cache: {layout: paged, page_size: 4}}", "model.d_model=64",
+        "model.n_heads=2", "model.d_ff=128"}},
   };
   auto it = overrides.find(name);
   return it == overrides.end() ? std::vector<std::string>{} : it->second;
@@ -92,7 +101,7 @@ std::vector<std::string> small_overrides(const std::string& name) {
 
 std::vector<fs::path> shipped_configs() {
   std::vector<fs::path> paths;
-  for (const char* dir : {"configs/series", "configs/blocks"})
+  for (const char* dir : {"configs/series", "configs/blocks", "configs/decode"})
     for (const auto& entry : fs::directory_iterator(source(dir)))
       if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
   std::sort(paths.begin(), paths.end());
@@ -258,7 +267,7 @@ TEST(Cli, RunCheckAndInfoFitTheWidthAndRunReportsProgress) {
 
 TEST(Cli, EveryShippedConfigRunsOnTheCpu) {
   const std::vector<fs::path> configs = shipped_configs();
-  ASSERT_GE(configs.size(), 11u);
+  ASSERT_GE(configs.size(), 15u);
   for (const fs::path& config : configs) {
     SCOPED_TRACE(config.string());
     std::vector<std::string> args = {"run", config.string(), "--device", "cpu", "--set", "run={warmup: 0, iters: 1}"};
