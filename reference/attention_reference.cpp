@@ -157,4 +157,34 @@ RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, 
   return out;
 }
 
+RefTensor decode_attention(const RefTensor& q, const RefTensor& k, const RefTensor& v,
+                           const std::vector<int64_t>& lengths, double scale) {
+  const int64_t B = q.shape[0], H = q.shape[1], D = q.shape[2], Hkv = k.shape[1], S = k.shape[2], group = H / Hkv;
+  RefTensor out({B, H, D});
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t length = lengths[static_cast<size_t>(b)];
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / group;
+      const double* qv = q.data.data() + (b * H + h) * D;
+      std::vector<double> scores(static_cast<size_t>(length));
+      double top = -std::numeric_limits<double>::infinity();
+      for (int64_t p = 0; p < length; ++p) {
+        const double* kv = k.data.data() + ((b * Hkv + g) * S + p) * D;
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += qv[d] * kv[d];
+        scores[static_cast<size_t>(p)] = dot * scale;
+        top = std::max(top, dot * scale);
+      }
+      double sum = 0;
+      for (double& s : scores) sum += (s = std::exp(s - top));
+      double* o = out.data.data() + (b * H + h) * D;
+      for (int64_t p = 0; p < length; ++p) {
+        const double* vv = v.data.data() + ((b * Hkv + g) * S + p) * D;
+        for (int64_t d = 0; d < D; ++d) o[d] += scores[static_cast<size_t>(p)] / sum * vv[d];
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace blockscope::reference

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "reference/reference_tensor.h"
 
@@ -32,5 +33,10 @@ RefTensor batched_matmul(const RefTensor& a, const RefTensor& b, bool trans_b, d
 // softmax(scale · q kᵀ + mask) v per head; q [B, H, Sq, D], k and v [B, Hkv, Sk, D],
 // query head h reads kv head h / (H / Hkv). Result [B, H, Sq, D].
 RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, bool causal, double scale);
+
+// Decode attention: one query per sequence over its first lengths[b] keys; q [B, H, D], k and v
+// [B, Hkv, S, D] (the cache's rows in position order), result [B, H, D].
+RefTensor decode_attention(const RefTensor& q, const RefTensor& k, const RefTensor& v,
+                           const std::vector<int64_t>& lengths, double scale);
 
 }  // namespace blockscope::reference

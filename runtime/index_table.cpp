@@ -15,7 +15,7 @@ IndexTable::IndexTable(Context& ctx, std::vector<int32_t> values, int64_t rows, 
 IndexView IndexTable::row(int64_t r) const {
   BS_CHECK(r >= 0 && r < rows_, "IndexTable: row ", r, " of ", rows_);
   const int64_t at = r * cols_;
-  return IndexView{static_cast<const int32_t*>(storage_->data()) + at, host_.data() + at, cols_};
+  return IndexView{static_cast<const int32_t*>(storage_->data()) + at, host_.data() + at, cols_, storage_->device()};
 }
 
 }  // namespace blockscope

@@ -18,6 +18,7 @@ struct IndexView {
   const int32_t* device = nullptr;
   const int32_t* host = nullptr;
   int64_t count = 0;
+  Device on = Device::cpu();  // where `device` points: ops refuse a table of another device
   bool defined() const { return host != nullptr; }
   int32_t operator[](int64_t i) const { return host[i]; }
 };

@@ -18,6 +18,7 @@
 #include "profiler/session.h"
 #include "profiler/summary.h"
 #include "reference/accuracy.h"
+#include "reference/attention_reference.h"
 #include "reference/block_reference.h"
 #include "reference/error_model.h"
 #include "runtime/error.h"
@@ -130,6 +131,48 @@ TEST_P(DecodeAttention, MatchesFloat64OnEveryLayoutGroupAndPath) {
         const double bound = bt::attention_bound(dtype, D, 37);
         bt::report_error(std::string("decode_attention.") + ops::path_name(path) + "." + dtype_name(dtype), error, bound);
         EXPECT_LE(error, bound) << ops::path_name(path);
+      }
+    }
+  }
+}
+
+// Long caches on few (sequence, kv head) pairs: CUDA's flash path splits each sequence's keys
+// over blocks and combines the splits (a 1-position sequence beside long ones leaves splits
+// empty); both paths still match float64, and the combine kernel is recorded.
+TEST_P(DecodeAttention, LongCachesSplitTheKeys) {
+  const auto [device, dtype] = GetParam();
+  Context ctx(device);
+  const int64_t B = 3, Hkv = 1, H = 4, D = 64;
+  const std::vector<int64_t> lengths = {1, 700, 301};
+  const int64_t S = 700;
+  const uint64_t seed = bt::fresh_seed();
+  const Tensor k = random_tensor(ctx, {B, Hkv, S, D}, dtype, seed + 1), v = random_tensor(ctx, {B, Hkv, S, D}, dtype, seed + 2);
+  const Tensor q = random_tensor(ctx, {B, H, D}, dtype, seed + 3);
+  const std::vector<int32_t> lens32(lengths.begin(), lengths.end());
+  const IndexTable zeros(ctx, std::vector<int32_t>(B, 0), 1, B), lens(ctx, lens32, 1, B);
+  const double scale = 0.125;
+  const reference::RefTensor want = reference::decode_attention(reference::from_tensor(q), reference::from_tensor(k),
+                                                                reference::from_tensor(v), lengths, scale);
+  for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+    ops::KvCacheShape shape{layout, Hkv, D, layout == KvLayout::paged ? 16 : S, {}};
+    for (int64_t length : lengths) shape.positions.push_back(layout == KvLayout::paged ? length : S);
+    ops::KvCache cache = ops::make_kv_cache(ctx, shape, dtype, layout == KvLayout::paged ? seed | 1 : 0);
+    fill_nan(cache.k);
+    fill_nan(cache.v);
+    ops::kv_cache_write(ctx, k, v, cache, zeros.row(0), lens.row(0));
+    for (AttentionPath path : {AttentionPath::naive, AttentionPath::flash}) {
+      SCOPED_TRACE(std::string(ops::kv_layout_name(layout)) + " " + ops::path_name(path));
+      Tensor out = ctx.empty({B, H, D}, dtype);
+      fill_nan(out);
+      profiler::Recorder recorder(ctx);
+      ctx.set_recorder(&recorder);
+      ops::decode_attention(ctx, q, cache, lens.row(0), out, path, static_cast<float>(scale));
+      ctx.set_recorder(nullptr);
+      const double error = bt::max_row_relative_error(to_floats(out), want.data, static_cast<size_t>(D));
+      EXPECT_LE(error, bt::attention_bound(dtype, D, S));
+      if (device.is_cuda() && path == AttentionPath::flash) {
+        EXPECT_EQ(bt::kernel_names(recorder),
+                  (std::vector<std::string>{"flash_decode_kernel", "flash_decode_combine_kernel"}));
       }
     }
   }

@@ -11,6 +11,8 @@
 
 #include "ops/activation/activation.h"
 #include "ops/attention/attention.h"
+#include "ops/decode_attention/decode_attention.h"
+#include "ops/kv_cache/kv_cache.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/batched_matmul.h"
 #include "ops/linear/linear.h"
@@ -18,6 +20,7 @@
 #include "ops/norm/norm.h"
 #include "ops/rope/rope.h"
 #include "ops/softmax/softmax.h"
+#include "profiler/recorder.h"
 #include "reference/attention_reference.h"
 #include "reference/ops_reference.h"
 #include "test/accuracy_bounds.h"
@@ -824,13 +827,212 @@ OpCases mlp_cases() {
 
 }  // namespace
 
+
+// ---- KV cache and decode attention ---------------------------------------------------------
+
+// Runs `setup` with the profiler detached: a case's cache is made and filled before the call
+// under test, which alone must record what the catalogue says.
+template <typename Setup>
+void unrecorded(Context& ctx, Setup setup) {
+  profiler::Recorder* recorder = ctx.recorder();
+  ctx.set_recorder(nullptr);
+  setup();
+  ctx.set_recorder(recorder);
+}
+
+// A cache for sequences of `lengths` positions: paged (pages of 8, shuffled) or contiguous
+// (max_len = the longest).
+ops::KvCache case_cache(Context& ctx, ops::KvLayout layout, int64_t kv_heads, int64_t head_dim,
+                        const std::vector<int64_t>& lengths, DType dtype) {
+  ops::KvCacheShape shape{layout, kv_heads, head_dim, 8, {}};
+  int64_t longest = 1;
+  for (int64_t length : lengths) longest = std::max(longest, length);
+  if (layout == ops::KvLayout::contiguous) shape.page_size = longest;
+  for (int64_t length : lengths) shape.positions.push_back(layout == ops::KvLayout::paged ? std::max<int64_t>(length, 1) : longest);
+  return ops::make_kv_cache(ctx, shape, dtype, layout == ops::KvLayout::paged ? 12345 : 0);
+}
+
+std::vector<int32_t> int32s(const std::vector<int64_t>& values) { return {values.begin(), values.end()}; }
+
+OpCases kv_cache_write_cases() {
+  OpCases entry{"kv_cache_write", {}, {}};
+  struct Size {
+    int64_t b, hkv, s, d;
+    std::vector<int64_t> starts, counts;
+  };
+  // Prefill (starts 0, ragged counts, a sequence with none), decode appends past page
+  // boundaries, a strided source (a fused projection's k half).
+  const std::vector<Size> shapes = {{3, 2, 13, 16, {0, 0, 0}, {13, 1, 0}},
+                                    {2, 4, 1, 64, {7, 16}, {1, 1}},
+                                    {1, 1, 5, 8, {3}, {5}}};
+  for (const Size& z : shapes) {
+    for (ops::KvLayout layout : {ops::KvLayout::contiguous, ops::KvLayout::paged}) {
+      for (bool strided : {false, true}) {
+        int64_t written = 0;
+        std::vector<int64_t> capacity;
+        for (size_t i = 0; i < z.counts.size(); ++i) {
+          written += z.counts[i];
+          capacity.push_back(z.starts[i] + z.s);
+        }
+        OpCase c;
+        c.label = "B=" + std::to_string(z.b) + " Hkv=" + std::to_string(z.hkv) + " S=" + std::to_string(z.s) +
+                  " D=" + std::to_string(z.d) + " " + ops::kv_layout_name(layout) + (strided ? " strided" : "");
+        c.call = sizes({{"B", z.b}, {"Hkv", z.hkv}, {"S", z.s}, {"D", z.d}, {"W", written}});
+        const Shape source{z.b, z.hkv, z.s, z.d};
+        // Strided: [B, S, 2, Hkv, D] made, its k half viewed as [B, Hkv, S, D].
+        const auto view = [](const Tensor& t) { return t.select(2, 0).permute({0, 2, 1, 3}); };
+        c.inputs = strided ? std::vector<InputSpec>{{{z.b, z.s, 2, z.hkv, z.d}, -1.0f, 1.0f, view},
+                                                    {{z.b, z.s, 2, z.hkv, z.d}, -1.0f, 1.0f, view}}
+                           : std::vector<InputSpec>{input(source), input(source)};
+        // The output: what the cache holds at positions [starts[b], starts[b] + S) of each
+        // sequence, as [2 (k | v), B, Hkv, S, D]; rows not written read back as zeros.
+        c.output = {2, z.b, z.hkv, z.s, z.d};
+        c.run = [z, layout, capacity](Context& ctx, const Tensors& in, Tensor& out) {
+          ops::KvCache cache;
+          IndexTable starts, counts;
+          unrecorded(ctx, [&] {
+            cache = case_cache(ctx, layout, z.hkv, z.d, capacity, in[0].dtype());
+            starts = IndexTable(ctx, int32s(z.starts), 1, z.b);
+            counts = IndexTable(ctx, int32s(z.counts), 1, z.b);
+          });
+          ops::kv_cache_write(ctx, in[0], in[1], cache, starts.row(0), counts.row(0));
+          unrecorded(ctx, [&] {
+            const std::vector<float> k = to_floats(cache.k), v = to_floats(cache.v);
+            const int64_t page = cache.shape.page_size, width = cache.block_table.cols();
+            std::vector<float> held(static_cast<size_t>(shape_numel(out.shape())), 0.0f);
+            for (int which = 0; which < 2; ++which)
+              for (int64_t b = 0; b < z.b; ++b)
+                for (int64_t h = 0; h < z.hkv; ++h)
+                  for (int64_t s = 0; s < z.counts[static_cast<size_t>(b)]; ++s) {
+                    const int64_t pos = z.starts[static_cast<size_t>(b)] + s;
+                    const int64_t id = cache.block_table.host()[static_cast<size_t>(b * width + pos / page)];
+                    for (int64_t d = 0; d < z.d; ++d)
+                      held[static_cast<size_t>((((which * z.b + b) * z.hkv + h) * z.s + s) * z.d + d)] =
+                          (which == 0 ? k : v)[static_cast<size_t>(((id * z.hkv + h) * page + pos % page) * z.d + d)];
+                  }
+            from_floats(out, held);
+          });
+        };
+        c.reference = [z](const Refs& in) {
+          RefTensor out({2, z.b, z.hkv, z.s, z.d});
+          for (int which = 0; which < 2; ++which)
+            for (int64_t b = 0; b < z.b; ++b)
+              for (int64_t h = 0; h < z.hkv; ++h)
+                for (int64_t s = 0; s < z.counts[static_cast<size_t>(b)]; ++s)
+                  for (int64_t d = 0; d < z.d; ++d)
+                    out.data[static_cast<size_t>((((which * z.b + b) * z.hkv + h) * z.s + s) * z.d + d)] =
+                        in[static_cast<size_t>(which)].data[static_cast<size_t>(((b * z.hkv + h) * z.s + s) * z.d + d)];
+          return out;
+        };
+        c.accuracy = exact();
+        c.bit_identical_across_devices = true;
+        entry.cases.push_back(std::move(c));
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"a row past the sequence's capacity",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::KvCache cache = case_cache(ctx, ops::KvLayout::paged, 2, 8, {8, 8}, dt);
+         Tensor k = ctx.empty({2, 2, 2, 8}, dt);
+         const IndexTable starts(ctx, {7, 0}, 1, 2), counts(ctx, {2, 2}, 1, 2);
+         *needles = {"kv_cache_write", "sequence 0 would write positions [7, 9)", "holds 8"};
+         ops::kv_cache_write(ctx, k, k, cache, starts.row(0), counts.row(0));
+       }},
+      {"kv heads that are not the cache's",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::KvCache cache = case_cache(ctx, ops::KvLayout::contiguous, 2, 8, {8, 8}, dt);
+         Tensor k = ctx.empty({2, 3, 2, 8}, dt);
+         const IndexTable starts(ctx, {0, 0}, 1, 2), counts(ctx, {2, 2}, 1, 2);
+         *needles = {"kv_cache_write", k.str(), "Hkv = 2"};
+         ops::kv_cache_write(ctx, k, k, cache, starts.row(0), counts.row(0));
+       }},
+  };
+  return entry;
+}
+
+OpCases decode_attention_cases() {
+  OpCases entry{"decode_attention", {}, {}};
+  struct Size {
+    int64_t h, hkv, d;
+    std::vector<int64_t> lengths;
+  };
+  // One token; lengths off the page (8) and tile sizes; GQA 1, 4 and 8; head dims 16, 64, 128.
+  const std::vector<Size> shapes = {{2, 2, 64, {1}}, {8, 2, 64, {1, 19, 37}}, {8, 1, 16, {64, 9}}, {4, 4, 128, {33, 8}}};
+  for (const Size& z : shapes) {
+    const int64_t b = static_cast<int64_t>(z.lengths.size());
+    int64_t longest = 0, total = 0;
+    for (int64_t length : z.lengths) longest = std::max(longest, length), total += length;
+    for (ops::KvLayout layout : {ops::KvLayout::contiguous, ops::KvLayout::paged}) {
+      for (ops::AttentionPath path : {ops::AttentionPath::naive, ops::AttentionPath::flash}) {
+        OpCase c;
+        c.label = "B=" + std::to_string(b) + " H=" + std::to_string(z.h) + " Hkv=" + std::to_string(z.hkv) +
+                  " D=" + std::to_string(z.d) + " longest=" + std::to_string(longest) + " " +
+                  ops::kv_layout_name(layout) + " " + ops::path_name(path);
+        c.call = sizes({{"B", b}, {"H", z.h}, {"Hkv", z.hkv}, {"D", z.d}, {"L", total}}, {}, ops::path_name(path));
+        c.inputs = {input({b, z.h, z.d}, -2.0f, 2.0f), input({b, z.hkv, longest, z.d}, -2.0f, 2.0f),
+                    input({b, z.hkv, longest, z.d})};
+        c.output = {b, z.h, z.d};
+        const float scale = 1.0f / std::sqrt(static_cast<float>(z.d));
+        c.run = [z, b, layout, path, scale](Context& ctx, const Tensors& in, Tensor& out) {
+          ops::KvCache cache;
+          IndexTable zeros, lengths;
+          unrecorded(ctx, [&] {
+            cache = case_cache(ctx, layout, z.hkv, z.d, z.lengths, in[0].dtype());
+            zeros = IndexTable(ctx, std::vector<int32_t>(static_cast<size_t>(b), 0), 1, b);
+            lengths = IndexTable(ctx, int32s(z.lengths), 1, b);
+            ops::kv_cache_write(ctx, in[1], in[2], cache, zeros.row(0), lengths.row(0));
+          });
+          ops::decode_attention(ctx, in[0], cache, lengths.row(0), out, path, scale);
+        };
+        c.reference = [z, scale](const Refs& in) {
+          return reference::decode_attention(in[0], in[1], in[2], z.lengths, scale);
+        };
+        c.accuracy = {"row relative",
+                      [](const Measured& m) {
+                        return max_row_relative_error(m.got, m.want.data, static_cast<size_t>(m.want.shape.back()));
+                      },
+                      [longest](const Measured& m) { return attention_bound(m.dtype, m.want.shape.back(), longest); }};
+        entry.cases.push_back(std::move(c));
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"a length past the cache",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::KvCache cache = case_cache(ctx, ops::KvLayout::paged, 2, 8, {8, 3}, dt);
+         Tensor q = ctx.empty({2, 4, 8}, dt), out = ctx.empty({2, 4, 8}, dt);
+         const IndexTable lengths(ctx, {8, 9}, 1, 2);
+         *needles = {"decode_attention", "sequence 1 has length 9", "[1, 8]"};
+         ops::decode_attention(ctx, q, cache, lengths.row(0), out, ops::AttentionPath::flash, 1.0f);
+       }},
+      {"an attention path with no decode form",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::KvCache cache = case_cache(ctx, ops::KvLayout::contiguous, 2, 8, {8, 3}, dt);
+         Tensor q = ctx.empty({2, 4, 8}, dt), out = ctx.empty({2, 4, 8}, dt);
+         const IndexTable lengths(ctx, {8, 3}, 1, 2);
+         *needles = {"decode_attention", "inplace", "no decode form"};
+         ops::decode_attention(ctx, q, cache, lengths.row(0), out, ops::AttentionPath::inplace, 1.0f);
+       }},
+      {"q with a strided head dim",
+       [](Context& ctx, DType dt, Needles* needles) {
+         ops::KvCache cache = case_cache(ctx, ops::KvLayout::contiguous, 2, 8, {8, 3}, dt);
+         Tensor q = ctx.empty({2, 8, 4}, dt).transpose(1, 2), out = ctx.empty({2, 4, 8}, dt);
+         const IndexTable lengths(ctx, {8, 3}, 1, 2);
+         *needles = {"decode_attention", q.str(), "contiguous"};
+         ops::decode_attention(ctx, q, cache, lengths.row(0), out, ops::AttentionPath::flash, 1.0f);
+       }},
+  };
+  return entry;
+}
+
 const std::vector<OpCases>& op_cases() {
   static const std::vector<OpCases> cases = {
       add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
       masked_fill_cases(), masked_fill_inplace_cases(), activation_cases(), gated_activation_cases(),
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
       rope_cases(),       linear_cases(),      batched_matmul_cases(), attention_cases(),
-      mlp_cases(),
+      kv_cache_write_cases(), decode_attention_cases(), mlp_cases(),
   };
   return cases;
 }

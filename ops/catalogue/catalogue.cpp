@@ -3,6 +3,8 @@
 #include "ops/activation/backends.h"
 #include "ops/attention/backends.h"
 #include "ops/common/flops.h"
+#include "ops/decode_attention/backends.h"
+#include "ops/kv_cache/backends.h"
 #include "ops/elementwise/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/mlp/mlp.h"
@@ -120,6 +122,17 @@ OpCost attention_cost(const OpCall& c) {
   return {attention_flops(b, h, sq, sk, dh, c.flag("causal")), (q_and_out + k_and_v) * elem(c)};
 }
 
+// W: rows written in all, each [Hkv, D] of k and of v, read once and written once.
+OpCost kv_cache_write_cost(const OpCall& c) {
+  return {0.0, 4.0 * d(c.size("W")) * d(c.size("Hkv")) * d(c.size("D")) * elem(c)};
+}
+
+// L: the sequences' lengths summed (the cached rows read).
+OpCost decode_attention_cost(const OpCall& c) {
+  const int64_t b = c.size("B"), h = c.size("H"), hkv = c.size("Hkv"), dh = c.size("D"), l = c.size("L");
+  return {decode_attention_flops(h, dh, l), decode_attention_bytes(b, h, hkv, dh, l, c.dtype)};
+}
+
 OpCost mlp_cost(const OpCall& c) {
   const int64_t t = c.size("T"), dm = c.size("D"), f = c.size("F");
   const bool gated = c.flag("gated");
@@ -198,6 +211,15 @@ Names attention_kernels(const OpCall& c, DeviceType device) {
   return {kernel_names::kGemmQk, kernel_names::kScale, kernel_names::kSoftmax, kernel_names::kGemmPv};
 }
 
+Names decode_attention_kernels(const OpCall& c, DeviceType device) {
+  if (path_of<AttentionPath>(c) == AttentionPath::naive)
+    return {kernel_names::kDecodeQk, kernel_names::kDecodeSoftmax, kernel_names::kDecodePv};
+  // CUDA splits a sequence's keys over blocks when B · Hkv cannot fill the GPU
+  // (ops/decode_attention/cuda.cu); the call says so with split_keys.
+  if (device == DeviceType::cuda && c.flag("split_keys")) return {kernel_names::kFlashDecode, kernel_names::kFlashDecodeCombine};
+  return {kernel_names::kFlashDecode};
+}
+
 // The MLP is the sum of its public ops (ops/mlp/mlp.cpp).
 Names mlp_kernels(const OpCall& c, DeviceType device) {
   const Activation act = activation_of(c);
@@ -272,6 +294,14 @@ std::vector<OpSpec> make_catalogue() {
       {"attention", Family::attention, PathOp::attention, {"B", "H", "Hkv", "Sq", "Sk", "D"},
        {"causal", "split_keys"}, false, "softmax(q k^T * scale + mask) v; q, out [B, H, Sq, D], k, v [B, Hkv, Sk, D]",
        attention_cost, attention_kernels},
+      {"kv_cache_write", Family::copy, std::nullopt, {"B", "Hkv", "S", "D", "W"}, {}, false,
+       "cache[b, starts[b] + s] = k_new, v_new[b, :, s] for s < counts[b]; k_new, v_new [B, Hkv, S, D], W rows "
+       "written in all; the cache paged or contiguous",
+       kv_cache_write_cost, one_kernel<kernel_names::kKvCacheWrite>},
+      {"decode_attention", Family::attention, std::nullopt, {"B", "H", "Hkv", "D", "L"}, {"split_keys"}, false,
+       "softmax(q k^T * scale) v over each sequence's cached positions; q, out [B, H, D], L = the lengths summed; "
+       "path naive or flash",
+       decode_attention_cost, decode_attention_kernels},
       {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias"}, true,
        "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F", mlp_cost, mlp_kernels},
   };

@@ -27,12 +27,15 @@
 //                          (max, sum) to the scratch buffer.
 //   flash_decode_combine_kernel  grid B·H, one thread per head dim: out = Σ_i e^(m_i − M)·o_i /
 //                          Σ_i e^(m_i − M)·l_i over the splits, rounded once.
+// Head dims 1 to 256 (any, odd included; 16-byte loads where D is a whole number of packs),
+// refused above as flash attention does. The split rule is at decode_splits below.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "ops/common/cuda/fast_divmod.h"
 #include "ops/common/cuda/launch.cuh"
 #include "ops/common/cuda/row_kernels.cuh"
 #include "ops/common/cuda/vector_io.cuh"
@@ -56,10 +59,13 @@ struct DecodeParams {
   float scale;
 };
 
-// Offset (elements) of the cached row of position `position` of sequence b, kv head g.
-__device__ __forceinline__ int64_t cache_row(const DecodeParams& p, int b, int g, int64_t position) {
-  const int64_t page = p.block_table[static_cast<int64_t>(b) * p.table_width + position / p.page_size];
-  return ((page * p.kv_heads + g) * p.page_size + position % p.page_size) * p.dim;
+// Offset (elements) of the cached row of position `position` of sequence b, kv head g. The
+// division is 32-bit (the host checked table_width · page_size < 2^31); the offset 64-bit.
+__device__ __forceinline__ int64_t cache_row(const DecodeParams& p, int b, int g, int position) {
+  const uint32_t pos = static_cast<uint32_t>(position), page_size = static_cast<uint32_t>(p.page_size);
+  const uint32_t slot = pos / page_size, row = pos - slot * page_size;
+  const int64_t page = p.block_table[static_cast<int64_t>(b) * p.table_width + slot];
+  return ((page * p.kv_heads + g) * p.page_size + row) * p.dim;
 }
 
 // ---- naive ----------------------------------------------------------------------------------
@@ -83,7 +89,7 @@ __global__ void __launch_bounds__(kQkThreads)
   const T* q = static_cast<const T*>(p.q) + static_cast<int64_t>(bh) * p.dim;
   for (int d = threadIdx.x; d < p.dim; d += kQkThreads) q_row[d] = to_float(q[d]);
   __syncthreads();
-  const int64_t position = first + threadIdx.x;
+  const int position = static_cast<int>(first) + static_cast<int>(threadIdx.x);
   if (position >= length) return;
   const T* key = static_cast<const T*>(p.k_pages) + cache_row(p, b, g, position);
   float dot[8] = {};  // eight partial sums: shorter rounding chains
@@ -204,6 +210,7 @@ struct FlashDecodeParams {
   int splits;           // key ranges per (b, kv head); 1: the kernel writes `out` itself
   float* partial_out;   // [splits, B, H, D]: unnormalised Σ e^(s − m)·v (splits > 1)
   float* partial_stats; // [splits, B, H, 2]: (m, l) = (running max, Σ e^(s − m))
+  FastDivmod dim_div;   // output index → (head, dim)
 };
 
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
@@ -282,35 +289,38 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
 #pragma unroll
     for (int r = 0; r < kDecodeHeadsPerWarp; ++r) {
       const int i = warp + r * kDecodeWarps;
-      if (i >= heads) break;  // uniform across the warp
-      float s = -INFINITY;
-      if (lane < n) {
-        const float* qi = q_tile + i * dim;
-        const float* kj = k_tile + lane * (dim + 1);
-        float dot[8] = {};
-        for (int d = 0; d < dim; ++d) dot[d & 7] += qi[d] * kj[d];
-        s = (((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]))) * p.scale;
+      if (i < heads) {  // uniform across the warp (the shuffles below need every lane)
+        float s = -INFINITY;
+        if (lane < n) {
+          const float* qi = q_tile + i * dim;
+          const float* kj = k_tile + lane * (dim + 1);
+          float dot[8] = {};
+          for (int d = 0; d < dim; ++d) dot[d & 7] += qi[d] * kj[d];
+          s = (((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]))) * p.scale;
+        }
+        const float m_new = fmaxf(m[r], warp_max(s));
+        const float shift = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: exp(-inf) = 0, not NaN
+        const float e = lane < n ? expf(s - shift) : 0.0f;
+        const float alpha = expf(m[r] - shift);
+        l[r] = l[r] * alpha + warp_sum(e);
+        m[r] = m_new;
+        if (lane < n) p_tile[i * kDecodeKeys + lane] = e;
+        if (lane == 0) rescale[i] = alpha;
       }
-      const float m_new = fmaxf(m[r], warp_max(s));
-      const float shift = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: exp(-inf) = 0, not NaN
-      const float e = lane < n ? expf(s - shift) : 0.0f;
-      const float alpha = expf(m[r] - shift);
-      l[r] = l[r] * alpha + warp_sum(e);
-      m[r] = m_new;
-      if (lane < n) p_tile[i * kDecodeKeys + lane] = e;
-      if (lane == 0) rescale[i] = alpha;
     }
     __syncthreads();
     // O = O · rescale + P · V for this thread's outputs (head i, dim d) = tid + k · threads.
 #pragma unroll
     for (int k = 0; k < kDecodeOwned; ++k) {
-      const int o = threadIdx.x + k * kDecodeThreads;
-      if (o >= heads * dim) break;
-      const int i = o / dim, d = o % dim;
-      const float* pi = p_tile + i * kDecodeKeys;
-      float tile = 0.0f;
-      for (int j = 0; j < n; ++j) tile += pi[j] * v_tile[j * dim + d];
-      acc[k] = acc[k] * rescale[i] + tile;
+      const uint32_t o = threadIdx.x + k * kDecodeThreads;
+      if (o < static_cast<uint32_t>(heads * dim)) {
+        uint32_t i, d;
+        fp.dim_div.divmod(o, i, d);
+        const float* pi = p_tile + i * kDecodeKeys;
+        float tile = 0.0f;
+        for (int j = 0; j < n; ++j) tile += pi[j] * v_tile[j * dim + d];
+        acc[k] = acc[k] * rescale[i] + tile;
+      }
     }
   }
 
@@ -343,10 +353,11 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
   T* out = static_cast<T*>(p.out) + (static_cast<int64_t>(b) * p.heads + head0) * dim;
 #pragma unroll
   for (int k = 0; k < kDecodeOwned; ++k) {
-    const int o = threadIdx.x + k * kDecodeThreads;
-    if (o >= heads * dim) break;
-    const float sum = sums[o / dim];
-    out[o] = from_float<T>(sum > 0.0f ? acc[k] / sum : 0.0f);
+    const uint32_t o = threadIdx.x + k * kDecodeThreads;
+    if (o < static_cast<uint32_t>(heads * dim)) {
+      const float sum = sums[fp.dim_div.div(o)];
+      out[o] = from_float<T>(sum > 0.0f ? acc[k] / sum : 0.0f);
+    }
   }
 }
 
@@ -443,7 +454,11 @@ template <typename T>
 void flash(Context& ctx, DecodeParams p, int64_t max_length, bool vec) {
   FlashDecodeParams fp{};
   fp.base = p;
-  fp.heads_per_block = std::min({p.group, kernels::kDecodeMaxHeads, kernels::kDecodeThreads * kernels::kDecodeOwned / p.dim});
+  fp.dim_div = kernels::FastDivmod(static_cast<uint32_t>(p.dim));
+  // Query heads per block: the whole group, up to 16 and up to 2048 / D (the outputs a block's
+  // threads hold in registers); a larger group is split into head chunks (more blocks).
+  fp.heads_per_block =
+      std::min({p.group, kernels::kDecodeMaxHeads, kernels::kDecodeThreads * kernels::kDecodeOwned / p.dim});
   fp.head_chunks = (p.group + fp.heads_per_block - 1) / fp.heads_per_block;
   const int64_t blocks = static_cast<int64_t>(p.batch) * p.kv_heads * fp.head_chunks;
   fp.splits = decode_splits(blocks, max_length, cuda_backend(ctx).properties().multiProcessorCount);

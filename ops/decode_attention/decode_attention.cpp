@@ -23,6 +23,7 @@ void decode_attention(Context& ctx, const Tensor& q, const KvCache& cache, Index
                       AttentionPath path, float scale) {
   BS_CHECK_INPUT(has_decode_form(path), "decode_attention: the ", path_name(path),
                  " attention path has no decode form (use naive or flash)");
+  check_on_device(ctx, "decode_attention", cache, {lengths});
   const KvCacheShape& shape = cache.shape;
   const Tensor* tensors[] = {&q, &out};
   const char* roles[] = {"q", "out"};

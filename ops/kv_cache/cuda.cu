@@ -35,7 +35,7 @@ template <typename T, bool VEC>
 __global__ void kv_cache_write_kernel(const T* __restrict__ k_new, const T* __restrict__ v_new, KvSourceStrides ks,
                                       KvSourceStrides vs, T* __restrict__ k_pages, T* __restrict__ v_pages,
                                       const int32_t* __restrict__ starts, const int32_t* __restrict__ counts,
-                                      const int32_t* __restrict__ block_table, int64_t table_width, int64_t page_size,
+                                      const int32_t* __restrict__ block_table, int64_t table_width, uint32_t page_size,
                                       int64_t kv_heads, int64_t dim, FastDivmod seq_div, FastDivmod heads_div,
                                       uint32_t rows, uint32_t chunks) {
   constexpr int V = VEC ? Pack<T>::size : 1;
@@ -47,9 +47,11 @@ __global__ void kv_cache_write_kernel(const T* __restrict__ k_new, const T* __re
     seq_div.divmod(row, bh, s);
     heads_div.divmod(bh, b, h);
     if (static_cast<int32_t>(s) >= counts[b]) continue;
-    const int64_t position = static_cast<int64_t>(starts[b]) + s;
-    const int64_t page = block_table[static_cast<int64_t>(b) * table_width + position / page_size];
-    const int64_t to = ((page * kv_heads + h) * page_size + position % page_size) * dim + d;
+    // 32-bit division: positions stay below table_width · page_size < 2^31 (checked on the host).
+    const uint32_t position = static_cast<uint32_t>(starts[b]) + s;
+    const uint32_t slot = position / page_size, within = position - slot * page_size;
+    const int64_t page = block_table[static_cast<int64_t>(b) * table_width + slot];
+    const int64_t to = ((page * kv_heads + h) * static_cast<int64_t>(page_size) + within) * dim + d;
     const T* k_from = k_new + (static_cast<int64_t>(b) * ks.b + static_cast<int64_t>(h) * ks.h +
                                static_cast<int64_t>(s) * ks.s + d);
     const T* v_from = v_new + (static_cast<int64_t>(b) * vs.b + static_cast<int64_t>(h) * vs.h +
@@ -87,8 +89,9 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
   BS_CHECK(k_new.stride(3) == 1 && v_new.stride(3) == 1, "kv_cache_write: k_new ", k_new.str(), " and v_new ",
            v_new.str(), " must have a contiguous head dim");
   BS_CHECK(rows < (int64_t{1} << 31) && kernels::fits_fast_divmod(seq, rows) &&
-               kernels::fits_fast_divmod(kv_heads, rows),
-           "kv_cache_write: k_new ", k_new.str(), " is too large for the kernel's 32-bit row index");
+               kernels::fits_fast_divmod(kv_heads, rows) &&
+               cache.block_table.cols() * shape.page_size < (int64_t{1} << 31),
+           "kv_cache_write: k_new ", k_new.str(), " or the cache is too large for the kernel's 32-bit indices");
   const kernels::KvSourceStrides ks{k_new.stride(0), k_new.stride(1), k_new.stride(2)};
   const kernels::KvSourceStrides vs{v_new.stride(0), v_new.stride(1), v_new.stride(2)};
   const int32_t* table = cache.block_table.row(0).device;
@@ -108,7 +111,7 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
     auto* kernel = vec ? kernels::kv_cache_write_kernel<T, true> : kernels::kv_cache_write_kernel<T, false>;
     cuda::launch(ctx, kernel_names::kKvCacheWrite, kernel, grid, block, 0, k_new.data_as<const T>(),
                  v_new.data_as<const T>(), ks, vs, cache.k.data_as<T>(), cache.v.data_as<T>(), starts.device,
-                 counts.device, table, cache.block_table.cols(), shape.page_size, kv_heads, dim,
+                 counts.device, table, cache.block_table.cols(), static_cast<uint32_t>(shape.page_size), kv_heads, dim,
                  kernels::FastDivmod(static_cast<uint32_t>(seq)), kernels::FastDivmod(static_cast<uint32_t>(kv_heads)),
                  static_cast<uint32_t>(rows), static_cast<uint32_t>(chunks));
   });

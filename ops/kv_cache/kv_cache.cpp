@@ -75,6 +75,22 @@ KvCache make_kv_cache(Context& ctx, const KvCacheShape& shape, DType dtype, uint
   return cache;
 }
 
+void check_on_device(const Context& ctx, const char* op, const KvCache& cache, std::initializer_list<IndexView> views) {
+  BS_CHECK_INPUT(cache.k.defined() && cache.v.defined() && cache.block_table.defined(), op,
+                 ": the KV cache is not allocated (ops::make_kv_cache)");
+  for (const Tensor* t : {&cache.k, &cache.v}) {
+    BS_CHECK_INPUT(t->device() == ctx.device(), op, ": the KV cache ", t->str(), " is on ", t->device().str(),
+                   " but the context runs on ", ctx.device().str());
+  }
+  BS_CHECK_INPUT(cache.block_table.row(0).on == ctx.device(), op, ": the KV cache's block table is on ",
+                 cache.block_table.row(0).on.str(), " but the context runs on ", ctx.device().str());
+  for (const IndexView& view : views) {
+    BS_CHECK_INPUT(view.defined(), op, ": an index view (positions, lengths or counts) is undefined");
+    BS_CHECK_INPUT(view.on == ctx.device(), op, ": an index table is on ", view.on.str(), " but the context runs on ",
+                   ctx.device().str(), " (make IndexTables with the context that runs the op)");
+  }
+}
+
 void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCache& cache, IndexView starts,
                     IndexView counts) {
   const Tensor* tensors[] = {&k_new, &v_new};
@@ -92,6 +108,7 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
     BS_CHECK_INPUT(t.dtype() == cache.k.dtype(), "kv_cache_write: ", roles[i], " ", t.str(),
                    " and the cache (", dtype_name(cache.k.dtype()), ") have different dtypes");
   }
+  check_on_device(ctx, "kv_cache_write", cache, {starts, counts});
   BS_CHECK_INPUT(v_new.shape() == k_new.shape(), "kv_cache_write: v_new ", v_new.str(), " and k_new ", k_new.str(),
                  " differ");
   BS_CHECK_INPUT(starts.count == cache.shape.batch() && counts.count == cache.shape.batch(),

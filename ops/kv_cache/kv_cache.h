@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct KvCacheShape {
   double bytes(DType dtype) const;
 };
 
+// make_kv_cache's block table gives every page to one sequence; kv_cache_write relies on it
+// (two sequences writing one page would race).
 struct KvCache {
   KvCacheShape shape;
   Tensor k, v;              // [pages, Hkv, page_size, D]
@@ -56,6 +59,9 @@ KvCache make_kv_cache(Context& ctx, const KvCacheShape& shape, DType dtype, uint
 // Prefill writes each prompt (starts 0, counts = prompt lengths: the padding rows of a ragged
 // batch are not written); a decode step appends one row (starts = positions, counts 1).
 // Refused before any work when a row would land past its sequence's capacity. 1 kernel.
+// Refuses (invalid_input) a cache, k_new or index view that is not on the context's device.
+void check_on_device(const Context& ctx, const char* op, const KvCache& cache, std::initializer_list<IndexView> views);
+
 void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCache& cache, IndexView starts,
                     IndexView counts);
 

@@ -39,6 +39,8 @@ void rope_checked(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t
   if (positions.defined()) {
     BS_CHECK_INPUT(positions.count == x.size(0), "rope: ", positions.count, " positions for B = ", x.size(0),
                    " sequences of x ", x.str());
+    BS_CHECK_INPUT(positions.on == ctx.device(), "rope: the positions are on ", positions.on.str(),
+                   " but the context runs on ", ctx.device().str());
     for (int64_t b = 0; b < positions.count; ++b)
       BS_CHECK_INPUT(positions[b] >= 0, "rope: sequence ", b, " has position ", positions[b], "; it must be >= 0");
   }
