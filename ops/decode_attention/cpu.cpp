@@ -6,7 +6,8 @@
 //          then PV with f32 sums: three passes, recorded as three kernels.
 //   flash  one pass over key chunks with an online softmax: f32 scores, float64 running sums
 //          and output accumulators (as the prefill flash path: a cache of thousands of rows
-//          rescaled in f32 chunk after chunk would lose accuracy to the naive path's one sum).
+//          rescaled in f32 chunk after chunk would lose accuracy to the naive path's one sum);
+//          each 64-key chunk's P · V is summed in f32 first, then added once.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -33,6 +34,16 @@ struct CacheRows {
     const int64_t page = cache.block_table.host()[static_cast<size_t>(b * cache.block_table.cols() + p / s.page_size)];
     const int64_t index = ((page * s.kv_heads + g) * s.page_size + p % s.page_size) * s.head_dim;
     return element_at(pages.dtype(), pages.data(), index);
+  }
+  // Rows [p0, p0 + n) widened to f32 into out [n, D]: one conversion per run of rows in one
+  // page (a contiguous cache is one run), not one per row.
+  void load(int64_t p0, int64_t n, float* out) const {
+    const int64_t page = cache.shape.page_size, D = cache.shape.head_dim;
+    for (int64_t j = 0; j < n;) {
+      const int64_t run = std::min(n - j, page - (p0 + j) % page);
+      load_row(pages.dtype(), row(p0 + j), out + j * D, run * D);
+      j += run;
+    }
   }
 };
 
@@ -67,16 +78,17 @@ void naive(Context& ctx, const Tensor& q, const KvCache& cache, IndexView length
     profiler::KernelScope kernel(ctx, kernel_names::kDecodeQk);
     for_each_sequence_head(cache, lengths, [&](int64_t b, int64_t g) {
       const CacheRows keys{cache, cache.k, b, g};
-      std::vector<float> qf(static_cast<size_t>(G * D)), k(static_cast<size_t>(D)), s(static_cast<size_t>(lengths[b]));
+      const int64_t L = lengths[b];
+      std::vector<float> qf(static_cast<size_t>(G * D)), k(static_cast<size_t>(D)), s(static_cast<size_t>(G * L));
       load_row(dtype, element_at(dtype, q.data(), (b * H + g * G) * D), qf.data(), G * D);
-      for (int64_t i = 0; i < G; ++i) {
-        for (int64_t p = 0; p < lengths[b]; ++p) {
-          load_row(dtype, keys.row(p), k.data(), D);
+      for (int64_t p = 0; p < L; ++p) {  // each key row read once for the G heads
+        load_row(dtype, keys.row(p), k.data(), D);
+        for (int64_t i = 0; i < G; ++i) {
           // Stored in the dtype, then scaled and stored again (the series' order).
-          s[p] = round_to(dtype, round_to(dtype, dot(qf.data() + i * D, k.data(), D)) * scale);
+          s[static_cast<size_t>(i * L + p)] = round_to(dtype, round_to(dtype, dot(qf.data() + i * D, k.data(), D)) * scale);
         }
-        store_row(dtype, s.data(), score_row(b, g * G + i), lengths[b]);
       }
+      for (int64_t i = 0; i < G; ++i) store_row(dtype, s.data() + i * L, score_row(b, g * G + i), L);
     });
   }
   {
@@ -122,30 +134,34 @@ void flash(Context& ctx, const Tensor& q, const KvCache& cache, IndexView length
     const CacheRows keys{cache, cache.k, b, g}, values{cache, cache.v, b, g};
     const int64_t L = lengths[b];
     std::vector<float> qf(static_cast<size_t>(G * D)), kv(static_cast<size_t>(kKeyChunk * D)),
-        s(static_cast<size_t>(G * kKeyChunk)), result(static_cast<size_t>(G * D));
+        kt(static_cast<size_t>(D * kKeyChunk)), s(static_cast<size_t>(G * kKeyChunk)), result(static_cast<size_t>(G * D));
     std::vector<double> acc(static_cast<size_t>(G * D), 0.0), sum(static_cast<size_t>(G), 0.0);
     std::vector<float> m(static_cast<size_t>(G), -std::numeric_limits<float>::infinity());
     load_row(dtype, element_at(dtype, q.data(), (b * H + g * G) * D), qf.data(), G * D);
+    std::vector<double> rescale(static_cast<size_t>(G));
     for (int64_t p0 = 0; p0 < L; p0 += kKeyChunk) {
       const int64_t n = std::min(kKeyChunk, L - p0);
-      for (int64_t j = 0; j < n; ++j) load_row(dtype, keys.row(p0 + j), kv.data() + j * D, D);
+      // Keys transposed, kt [D, chunk], for cpu_math's tile kernels (AVX-512 / AVX2 clones).
+      keys.load(p0, n, kv.data());
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t d = 0; d < D; ++d) kt[static_cast<size_t>(d * kKeyChunk + j)] = kv[static_cast<size_t>(j * D + d)];
+      tile_scores(qf.data(), kt.data(), kKeyChunk, G, n, D, scale, s.data(), kKeyChunk);
       for (int64_t i = 0; i < G; ++i) {
         float* si = s.data() + i * kKeyChunk;
-        for (int64_t j = 0; j < n; ++j) si[j] = dot(qf.data() + i * D, kv.data() + j * D, D) * scale;
         const float m_new = std::max(m[i], row_max(si, n));
-        const double rescale = std::exp(static_cast<double>(m[i]) - m_new);  // exp(-inf) = 0 at the start
-        sum[i] = sum[i] * rescale + exp_shifted_sum(si, n, m_new);           // si now holds exp(s - m_new)
-        for (int64_t d = 0; d < D; ++d) acc[static_cast<size_t>(i * D + d)] *= rescale;
+        rescale[i] = std::exp(static_cast<double>(m[i]) - m_new);  // exp(-inf) = 0 at the start
+        sum[i] = sum[i] * rescale[i] + exp_shifted_sum(si, n, m_new);  // si now holds exp(s - m_new)
         m[i] = m_new;
       }
-      for (int64_t j = 0; j < n; ++j) load_row(dtype, values.row(p0 + j), kv.data() + j * D, D);
+      values.load(p0, n, kv.data());
+      // The chunk's P · V in f32 (n ≤ 64 terms, as one GEMM tile), added to the float64
+      // accumulator once per chunk.
+      std::fill(result.begin(), result.end(), 0.0f);
+      tile_accumulate(s.data(), kKeyChunk, kv.data(), G, n, D, result.data());
       for (int64_t i = 0; i < G; ++i) {
         double* a = acc.data() + i * D;
-        for (int64_t j = 0; j < n; ++j) {
-          const double w = s[static_cast<size_t>(i * kKeyChunk + j)];
-          const float* v = kv.data() + j * D;
-          for (int64_t d = 0; d < D; ++d) a[d] += w * v[d];
-        }
+        const float* o = result.data() + i * D;
+        for (int64_t d = 0; d < D; ++d) a[d] = a[d] * rescale[i] + o[d];
       }
     }
     for (int64_t i = 0; i < G * D; ++i) result[static_cast<size_t>(i)] = static_cast<float>(acc[static_cast<size_t>(i)] / sum[static_cast<size_t>(i / D)]);
