@@ -213,8 +213,7 @@ TEST(OpCatalogue, CasesGiveTheSizesAndCoverThePaths) {
       }
       paths.insert(c.call.path);
     }
-    if (!spec.path_op) continue;
-    for (const std::string& path : ops::path_names(*spec.path_op)) {
+    for (const std::string& path : ops::op_paths(spec)) {
       EXPECT_TRUE(paths.count(path)) << entry.op << " has no case on path " << path;
     }
   }

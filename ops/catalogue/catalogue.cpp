@@ -301,7 +301,7 @@ std::vector<OpSpec> make_catalogue() {
       {"decode_attention", Family::attention, std::nullopt, {"B", "H", "Hkv", "D", "L"}, {"split_keys"}, false,
        "softmax(q k^T * scale) v over each sequence's cached positions; q, out [B, H, D], L = the lengths summed; "
        "path naive or flash",
-       decode_attention_cost, decode_attention_kernels},
+       decode_attention_cost, decode_attention_kernels, nullptr, nullptr, false, {"naive", "flash"}},
       {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias"}, true,
        "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F", mlp_cost, mlp_kernels},
   };
@@ -318,6 +318,10 @@ std::vector<std::string> op_names() {
   std::vector<std::string> names;
   for (const OpSpec& spec : op_catalogue()) names.push_back(spec.name);
   return names;
+}
+
+std::vector<std::string> op_paths(const OpSpec& spec) {
+  return spec.path_op ? path_names(*spec.path_op) : spec.own_paths;
 }
 
 const OpSpec& op_spec(const std::string& name) {

@@ -60,7 +60,14 @@ struct OpSpec {
   // An op without paths whose call.path is instead the label its kernel is recorded under
   // (batched_matmul: "gemm_qk", "gemm_pv"); any text is valid there.
   bool path_is_kernel_label = false;
+  // An op outside the path table whose calls still name a path of its own, from a fixed list
+  // (decode_attention: the attention paths with a decode form, "naive" and "flash").
+  std::vector<std::string> own_paths = {};
 };
+
+// The paths a call of `spec` may name: the path table's for its path_op, else its own_paths
+// (none for an op with one path).
+std::vector<std::string> op_paths(const OpSpec& spec);
 
 // Every public op, by family.
 const std::vector<OpSpec>& op_catalogue();

@@ -59,6 +59,7 @@ int info_command(Session& session) {
     info["ops"].push_back({{"name", spec.name},
                            {"family", profiler::family_name(spec.family)},
                            {"path_op", spec.path_op ? ops::path_op_name(*spec.path_op) : ""},
+                           {"paths", ops::op_paths(spec)},
                            {"sizes", spec.sizes},
                            {"flags", spec.flags},
                            {"takes_activation", spec.takes_activation},
@@ -220,8 +221,7 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
   const ops::OpSpec& entry = **op;
   ops::OpCall call;
   if (slash != std::string::npos) call.path = head.substr(slash + 1);
-  if (entry.path_op) {
-    const std::vector<std::string> paths = ops::path_names(*entry.path_op);
+  if (const std::vector<std::string> paths = ops::op_paths(entry); !paths.empty()) {
     if (std::find(paths.begin(), paths.end(), call.path) == paths.end())
       fail("op '" + name + "' needs a path, one of " + join(paths, ", "));
   } else if (!call.path.empty() && !entry.path_is_kernel_label) {
