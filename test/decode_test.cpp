@@ -22,6 +22,9 @@
 #include "reference/block_reference.h"
 #include "reference/error_model.h"
 #include "runtime/error.h"
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "runtime/cuda/cuda_graph.h"
+#endif
 #include "test/accuracy_bounds.h"
 #include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
@@ -323,6 +326,30 @@ TEST(DecodeWorkloadCpu, TheOracleSeesAChangedWeight) {
   ctx.synchronize();
   EXPECT_GT(reference::max_relative_error(to_floats(workload.output()), want), 100 * reference::workload_error_bound(config));
 }
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+// run.cuda_graph: the whole generation (prefill and every step: their positions and lengths
+// were uploaded at allocation, so nothing moves from the host) captured once and replayed
+// gives the eager forward's bits.
+TEST(DecodeWorkloadCuda, AGraphOfTheWholeGenerationReplaysTheEagerOutput) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  const WorkloadConfig config = load_config_text(
+      llama_yaml("{prompt_lens: [5, 2], new_tokens: 3, kv_cache: {layout: paged, page_size: 4}}", DType::bf16, 9),
+      "decode-test");
+  Context ctx(Device::cuda(0));
+  Workload workload(ctx, config, {config.paths});
+  workload.forward();
+  ctx.synchronize();
+  const std::vector<float> eager = to_floats(workload.output());
+  CudaGraph graph;
+  graph.capture(ctx, [&] { workload.forward(); });
+  Tensor out = workload.output();
+  fill_nan(out);
+  graph.replay();
+  ctx.synchronize();
+  EXPECT_EQ(to_floats(workload.output()), eager);
+}
+#endif
 
 // The profile of a decode: a "prefill" region, then "decode" holding one "decode_step" per
 // new token; each phase's profile has only its own ops and kernels.

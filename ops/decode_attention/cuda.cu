@@ -28,7 +28,7 @@
 //   flash_decode_combine_kernel  grid B·H, one thread per head dim: out = Σ_i e^(m_i − M)·o_i /
 //                          Σ_i e^(m_i − M)·l_i over the splits, rounded once.
 // Head dims 1 to 256 (any, odd included; 16-byte loads where D is a whole number of packs),
-// refused above as flash attention does. The split rule is at decode_splits below.
+// refused above as flash attention does. The split rule: flash_decode_grid (decode_attention.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -101,7 +101,13 @@ __global__ void __launch_bounds__(kQkThreads)
       for (int e = 0; e < P; ++e) dot[(d + e) & 7] += q_row[d + e] * to_float(pack.v[e]);
     }
   } else {
-    for (int d = 0; d < p.dim; ++d) dot[d & 7] += q_row[d] * to_float(key[d]);
+    // Eight at a time with constant indices (dot[d & 7] in a rolled loop would put dot in
+    // local memory: ptxas reports it as a spill); the same sums in the same order.
+    for (int d = 0; d < p.dim; d += 8) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (d + e < p.dim) dot[e] += q_row[d + e] * to_float(key[d + e]);
+    }
   }
   const float sum = ((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]));
   // Stored in the dtype, then scaled and stored again (the series' order, as the CPU).
@@ -411,26 +417,12 @@ DecodeParams decode_params(const Tensor& q, const KvCache& cache, IndexView leng
   return p;
 }
 
-// Key splits per (sequence, kv head, head chunk) — the flash-decoding rule:
-//   - `blocks` = B · Hkv · head chunks blocks already fill every SM twice over → 1 split (no
-//     combine kernel, no scratch);
-//   - otherwise enough splits for ⌈2 · SMs / blocks⌉ — two blocks per SM, so one block's
-//     barriers and loads overlap another's —
-//   - but each split gets at least kMinSplitKeys (256) keys of the longest sequence, so a
-//     split's fixed costs (q load, partial write, its share of the combine) stay small next to
-//     its keys: splits <= ⌈max length / 256⌉; and at most kMaxSplits (64).
-// Shorter sequences of the batch divide their own tiles over the same number of splits; a split
-// past a sequence's end writes an empty partial (weight 0 in the combine).
-constexpr int64_t kMinSplitKeys = 256;
-constexpr int64_t kMaxSplits = 64;
-
-int decode_splits(int64_t blocks, int64_t max_length, int sm_count) {
-  const int64_t target = 2 * static_cast<int64_t>(sm_count);
-  if (blocks >= target) return 1;
-  const int64_t wanted = (target + blocks - 1) / blocks;
-  const int64_t by_length = (max_length + kMinSplitKeys - 1) / kMinSplitKeys;
-  return static_cast<int>(std::max<int64_t>(1, std::min({wanted, by_length, kMaxSplits})));
-}
+// Key splits per (sequence, kv head, head chunk) and the head chunks: flash_decode_grid in
+// ops/decode_attention/decode_attention.cpp (a host function, so the catalogue's callers know
+// without a GPU whether the combine kernel runs). Its constants are this file's block shape:
+static_assert(kernels::kDecodeMaxHeads == kFlashDecodeMaxHeads, "flash_decode_grid's heads per block");
+static_assert(kernels::kDecodeThreads * kernels::kDecodeOwned == kFlashDecodeMaxOutputs,
+              "flash_decode_grid's outputs per block");
 
 template <typename T>
 void naive(Context& ctx, DecodeParams p, DType dtype, int64_t max_length, bool vec) {
@@ -457,11 +449,12 @@ void flash(Context& ctx, DecodeParams p, int64_t max_length, bool vec) {
   fp.dim_div = kernels::FastDivmod(static_cast<uint32_t>(p.dim));
   // Query heads per block: the whole group, up to 16 and up to 2048 / D (the outputs a block's
   // threads hold in registers); a larger group is split into head chunks (more blocks).
-  fp.heads_per_block =
-      std::min({p.group, kernels::kDecodeMaxHeads, kernels::kDecodeThreads * kernels::kDecodeOwned / p.dim});
-  fp.head_chunks = (p.group + fp.heads_per_block - 1) / fp.heads_per_block;
-  const int64_t blocks = static_cast<int64_t>(p.batch) * p.kv_heads * fp.head_chunks;
-  fp.splits = decode_splits(blocks, max_length, cuda_backend(ctx).properties().multiProcessorCount);
+  const FlashDecodeGrid grid = flash_decode_grid(p.batch, p.heads, p.kv_heads, p.dim, max_length,
+                                                 cuda_backend(ctx).properties().multiProcessorCount);
+  fp.heads_per_block = static_cast<int>(grid.heads_per_block);
+  fp.head_chunks = static_cast<int>(grid.head_chunks);
+  const int64_t blocks = grid.blocks;
+  fp.splits = static_cast<int>(grid.splits);
   Tensor scratch;  // freed (stream-ordered) after the combine kernel is queued
   if (fp.splits > 1) {
     const int64_t rows = static_cast<int64_t>(fp.splits) * p.batch * p.heads;

@@ -1,6 +1,8 @@
 // Public decode attention: validation once for every device, then the device's kernels.
 #include "ops/decode_attention/decode_attention.h"
 
+#include <algorithm>
+
 #include "ops/common/dispatch.h"
 #include "ops/decode_attention/backends.h"
 #include "runtime/error.h"
@@ -17,6 +19,32 @@ double decode_attention_bytes(int64_t batch, int64_t heads, int64_t kv_heads, in
                               DType dtype) {
   const double rows = 2.0 * static_cast<double>(batch * heads) + 2.0 * static_cast<double>(total_length * kv_heads);
   return rows * static_cast<double>(head_dim) * static_cast<double>(dtype_size(dtype));
+}
+
+FlashDecodeGrid flash_decode_grid(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                  int64_t max_length, int sm_count) {
+  BS_CHECK_INPUT(batch >= 1 && heads >= 1 && kv_heads >= 1 && head_dim >= 1 && max_length >= 1 && sm_count >= 1,
+                 "flash_decode_grid: B = ", batch, ", H = ", heads, ", Hkv = ", kv_heads, ", D = ", head_dim,
+                 ", max length = ", max_length, " and ", sm_count, " SMs must all be at least 1");
+  BS_CHECK_INPUT(heads % kv_heads == 0, "flash_decode_grid: H = ", heads, " is not a multiple of Hkv = ", kv_heads);
+  BS_CHECK_INPUT(head_dim <= kFlashDecodeMaxOutputs, "flash_decode_grid: D = ", head_dim, " is over ",
+                 kFlashDecodeMaxOutputs);
+  const int64_t group = heads / kv_heads;
+  FlashDecodeGrid grid;
+  grid.heads_per_block = std::min({group, kFlashDecodeMaxHeads, kFlashDecodeMaxOutputs / head_dim});
+  grid.head_chunks = (group + grid.heads_per_block - 1) / grid.heads_per_block;
+  grid.blocks = batch * kv_heads * grid.head_chunks;
+  const int64_t target = 2 * static_cast<int64_t>(sm_count);
+  if (grid.blocks >= target) return grid;  // splits = 1
+  const int64_t wanted = (target + grid.blocks - 1) / grid.blocks;
+  const int64_t by_length = (max_length + kFlashDecodeMinSplitKeys - 1) / kFlashDecodeMinSplitKeys;
+  grid.splits = std::max<int64_t>(1, std::min({wanted, by_length, kFlashDecodeMaxSplits}));
+  return grid;
+}
+
+int64_t flash_decode_splits(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t max_length,
+                            int sm_count) {
+  return flash_decode_grid(batch, heads, kv_heads, head_dim, max_length, sm_count).splits;
 }
 
 void decode_attention(Context& ctx, const Tensor& q, const KvCache& cache, IndexView lengths, Tensor& out,

@@ -13,6 +13,8 @@
 // position p attends to positions [0, lengths[b]) = [0, p] — causal by construction.
 #pragma once
 
+#include <cstdint>
+
 #include "ops/common/paths.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "runtime/context.h"
@@ -33,5 +35,39 @@ double decode_attention_flops(int64_t heads, int64_t head_dim, int64_t total_len
 // Bytes at the least traffic: q and out once, each cached key and value row read once.
 double decode_attention_bytes(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t total_length,
                               DType dtype);
+
+// The flash path's grid on CUDA (ops/decode_attention/cuda.cu launches what this returns),
+// computed on the host so that callers without a GPU — the op catalogue's users, the benchmark
+// keys that tools/ci/bench_gate.py gates — know whether the keys are split (2 kernels) or not:
+//   - a block owns one sequence, one kv head and a chunk of up to
+//     min(16, 2048 / D) of that kv head's G = H / Hkv query heads (the outputs its threads hold
+//     in registers): head_chunks = ⌈G / heads_per_block⌉, blocks = B · Hkv · head_chunks;
+//   - key splits per block (the flash-decoding rule): `blocks` already fill every SM twice over
+//     → 1 split (no combine kernel, no scratch); otherwise enough splits for ⌈2 · SMs / blocks⌉
+//     (two blocks per SM, so one block's barriers and loads overlap another's), but each split
+//     gets at least kFlashDecodeMinSplitKeys (256) keys of the longest sequence, so a split's
+//     fixed costs (q load, partial write, its share of the combine) stay small next to its
+//     keys: splits <= ⌈max length / 256⌉; and at most kFlashDecodeMaxSplits (64).
+// Shorter sequences of the batch divide their own tiles over the same number of splits; a split
+// past a sequence's end writes an empty partial (weight 0 in the combine).
+inline constexpr int64_t kFlashDecodeMaxHeads = 16;       // query heads per block
+inline constexpr int64_t kFlashDecodeMaxOutputs = 2048;   // (head, dim) outputs per block: 128 threads × 16
+inline constexpr int64_t kFlashDecodeMinSplitKeys = 256;
+inline constexpr int64_t kFlashDecodeMaxSplits = 64;
+
+struct FlashDecodeGrid {
+  int64_t heads_per_block = 1;  // query heads of one kv head per block (the last chunk may own fewer)
+  int64_t head_chunks = 1;      // ⌈G / heads_per_block⌉
+  int64_t blocks = 1;           // B · Hkv · head_chunks
+  int64_t splits = 1;           // key ranges per block; > 1: flash_decode_combine_kernel follows
+};
+
+// All sizes >= 1, heads a multiple of kv_heads, head_dim <= kFlashDecodeMaxOutputs,
+// max_length = the longest sequence's length, sm_count >= 1 (invalid_input otherwise).
+FlashDecodeGrid flash_decode_grid(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                  int64_t max_length, int sm_count);
+// flash_decode_grid(...).splits: > 1 is the catalogue's flag split_keys for decode_attention.
+int64_t flash_decode_splits(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t max_length,
+                            int sm_count);
 
 }  // namespace blockscope::ops

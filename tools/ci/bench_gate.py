@@ -48,6 +48,7 @@ SHAPE_ORDER = {
     "layer_norm": ["R", "N"],
     "rms_norm": ["R", "N"],
     "attention": ["B", "H", "S", "D", "causal"],
+    "decode_attention": ["B", "H", "Hkv", "D", "S", "paged", "split_keys"],
     "onednn_matmul": ["M", "N", "K"],
 }
 
@@ -80,7 +81,10 @@ def cost_spec(workload, variant, dtype, s):
     workloads are ops of the catalogue: matmul_add and linear (bias, no GELU) on their path,
     oneDNN's own matmul as linear's epilogue with a bias, GPT-2's plain MLP and the GeGLU MLP
     (tanh-GELU, bench/mlp_bench.cpp), the row ops (LayerNorm with a bias), the fused scale +
-    causal softmax over [B, H, S, S] scores, self-attention (Sq = Sk = S, Hkv = H)."""
+    causal softmax over [B, H, S, S] scores, self-attention (Sq = Sk = S, Hkv = H), decode
+    attention over B sequences of S cached positions each (L = B * S; the key carries the flag
+    split_keys as bench/decode_bench.cpp computed it with flash_decode_splits, and the layout,
+    which changes no cost)."""
     d = f"dtype={dtype}"
     if workload in ("matmul_add", "linear", "onednn_matmul"):
         path = "epilogue" if workload == "onednn_matmul" else variant
@@ -98,6 +102,9 @@ def cost_spec(workload, variant, dtype, s):
     if workload == "attention":
         return (f"attention/{variant}:B={s['B']},H={s['H']},Hkv={s['H']},Sq={s['S']},Sk={s['S']},D={s['D']},"
                 f"causal={s['causal']},{d}")
+    if workload == "decode_attention":
+        return (f"decode_attention/{variant}:B={s['B']},H={s['H']},Hkv={s['Hkv']},D={s['D']},L={s['B'] * s['S']},"
+                f"split_keys={s['split_keys']},{d}")
     raise ValueError(f"no op for workload {workload!r}")
 
 
