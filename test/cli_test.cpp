@@ -550,6 +550,29 @@ void expect_per_op_errors_follow_their_paths(const nlohmann::json& results, bool
   }
 }
 
+// A decode config is checked on every decode path mix (2 attention x 3 linear x 2 mlp) and on
+// both cache layouts, whichever its config names, against the whole-sequence forward.
+TEST(Cli, CheckRunsEveryDecodePathOnBothCacheLayouts) {
+  const Result r = run_cli({"check", source("configs/decode/tiny-llama-decode.yaml"), "--format", "json"});
+  ASSERT_FALSE(r.crashed);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << r.out;
+  EXPECT_EQ(out["ok"], true);
+  const size_t devices = 1 + (blockscope::cuda_available() ? static_cast<size_t>(blockscope::cuda_device_count()) : 0);
+  ASSERT_EQ(out["results"].size(), 24u * devices);
+  size_t paged = 0, contiguous = 0;
+  for (const nlohmann::json& row : out["results"]) {
+    const std::string paths = row["paths"];
+    EXPECT_EQ(paths.find("inplace"), std::string::npos) << paths << ": no decode form";
+    EXPECT_EQ(paths.find("fused_softmax"), std::string::npos) << paths << ": no decode form";
+    paged += paths.find(",kv_cache=paged") != std::string::npos;
+    contiguous += paths.find(",kv_cache=contiguous") != std::string::npos;
+  }
+  EXPECT_EQ(paged, 12u * devices);
+  EXPECT_EQ(contiguous, 12u * devices);
+}
+
 TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
   const std::pair<const char*, bool> configs[] = {
       {"configs/blocks/tiny-gpt2.yaml", false}, {"configs/blocks/tiny-llama.yaml", true}, {"configs/blocks/tiny-custom.yaml", true}};

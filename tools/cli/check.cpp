@@ -80,50 +80,66 @@ int check_command(Session& session) {
   bool all_ok = true;
   reference::blockref::Named named;  // inputs and weights (identical on every device: seeded init)
   std::vector<double> expected_output;
+  // decode: every path mix on both KV cache layouts (the same seeded inputs and weights, so
+  // one reference serves both).
+  std::vector<WorkloadConfig> runs{config};
+  if (config.kind == WorkloadKind::decode) {
+    runs.clear();
+    for (ops::KvLayout layout : {ops::KvLayout::contiguous, ops::KvLayout::paged}) {
+      WorkloadConfig run = config;
+      run.decode.kv_cache.layout = layout;
+      runs.push_back(run);
+    }
+  }
   for (const Device& device : devices) {
-    Context ctx(device);
-    session.apply_run_settings(ctx, config);
-    if (&device == &devices.front()) announce_large_workload("check", config);
-    Workload workload(ctx, config, mixes);
-    if (expected_output.empty()) {
-      for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = reference::from_tensor(tensor);
-      expected_output = reference::blockref::workload_output(config, named).data;
-    }
-    std::vector<double> naive_errors;
-    for (size_t i = 0; i < mixes.size(); ++i) {
-      session.set_activity("checking " + paths_str(mixes[i], config.kind) + " on " + device.str());
-      check_interrupted("between path mixes");
-      workload.set_paths(mixes[i]);
-      Tensor out = workload.output();
-      fill_nan(out);  // an element the path forgets to write shows up as NaN
-      workload.forward();
-      ctx.synchronize();
-      const std::vector<float> output = to_floats(workload.output());
-      Row row{device.str(), paths_str(mixes[i], config.kind), {}, {}, true};
-      row.errors.push_back(reference::max_relative_error(output, expected_output));
-      if (per_op) {
-        std::map<std::string, Tensor> ran;  // the last layer's op inputs and outputs, as run
-        reference::blockref::Named op_inputs;
-        for (const auto& [name, tensor] : workload.intermediates()) {
-          ran[name] = tensor;
-          op_inputs[name] = reference::from_tensor(tensor);
-        }
-        const reference::blockref::Named expected_ops = reference::blockref::last_layer_ops(config, named, op_inputs);
-        for (const auto& [measure, tensor] : op_outputs) {
-          row.errors.push_back(reference::max_relative_error(to_floats(ran.at(tensor)), expected_ops.at(tensor).data));
-        }
+    for (const WorkloadConfig& run : runs) {
+      Context ctx(device);
+      session.apply_run_settings(ctx, run);
+      if (&device == &devices.front() && &run == &runs.front()) announce_large_workload("check", run);
+      Workload workload(ctx, run, mixes);
+      const std::string layout =
+          run.kind == WorkloadKind::decode ? std::string(",kv_cache=") + ops::kv_layout_name(run.decode.kv_cache.layout) : "";
+      if (expected_output.empty()) {
+        for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = reference::from_tensor(tensor);
+        expected_output = reference::blockref::workload_output(config, named).data;
       }
-      if (i == 0) naive_errors = row.errors;
-      for (size_t m = 0; m < measures.size(); ++m) {
-        const double bound = i == 0 ? naive_bound
-                                    : reference::accuracy_bound(naive_errors[m], config.dtype);
-        row.bounds.push_back(bound);
-        row.ok = row.ok && std::isfinite(row.errors[m]) && row.errors[m] <= bound;
+      std::vector<double> naive_errors;
+      for (size_t i = 0; i < mixes.size(); ++i) {
+        session.set_activity("checking " + paths_str(mixes[i], config.kind) + " on " + device.str());
+        check_interrupted("between path mixes");
+        workload.set_paths(mixes[i]);
+        Tensor out = workload.output();
+        fill_nan(out);  // an element the path forgets to write shows up as NaN
+        workload.forward();
+        ctx.synchronize();
+        const std::vector<float> output = to_floats(workload.output());
+        Row row{device.str(), paths_str(mixes[i], config.kind) + layout, {}, {}, true};
+        row.errors.push_back(reference::max_relative_error(output, expected_output));
+        if (per_op) {
+          std::map<std::string, Tensor> ran;  // the last layer's op inputs and outputs, as run
+          reference::blockref::Named op_inputs;
+          for (const auto& [name, tensor] : workload.intermediates()) {
+            ran[name] = tensor;
+            op_inputs[name] = reference::from_tensor(tensor);
+          }
+          const reference::blockref::Named expected_ops = reference::blockref::last_layer_ops(config, named, op_inputs);
+          for (const auto& [measure, tensor] : op_outputs) {
+            row.errors.push_back(reference::max_relative_error(to_floats(ran.at(tensor)), expected_ops.at(tensor).data));
+          }
+        }
+        if (i == 0) naive_errors = row.errors;
+        for (size_t m = 0; m < measures.size(); ++m) {
+          const double bound = i == 0 ? naive_bound
+                                      : reference::accuracy_bound(naive_errors[m], config.dtype);
+          row.bounds.push_back(bound);
+          row.ok = row.ok && std::isfinite(row.errors[m]) && row.errors[m] <= bound;
+        }
+        all_ok = all_ok && row.ok;
+        rows.push_back(row);
       }
-      all_ok = all_ok && row.ok;
-      rows.push_back(row);
+      if (!options.dump.empty() && device == devices.front() && &run == &runs.front())
+        session.write_dump(ctx, workload, options.dump);
     }
-    if (!options.dump.empty() && device == devices.front()) session.write_dump(ctx, workload, options.dump);
   }
 
   profiler::Rows table;
