@@ -1,13 +1,15 @@
 // CPU decode attention. Work item: one (sequence b, kv head g) — its G = H / Hkv query heads
-// read each cached key and value row once (the step is memory-bound: the rows are the
-// traffic). Rows are widened to f32 one at a time, straight from their page.
+// read each cached key and value row once. Rows are widened to f32 straight from their pages
+// (naive: one row at a time; flash: a page's run of a chunk at a time).
 //   naive  scores [B, H, max length] in the tensor dtype (QKᵀ, then · scale, each rounded to
 //          the dtype as PyTorch eager stores them), softmax rows of each sequence's length,
 //          then PV with f32 sums: three passes, recorded as three kernels.
 //   flash  one pass over key chunks with an online softmax: f32 scores, float64 running sums
 //          and output accumulators (as the prefill flash path: a cache of thousands of rows
 //          rescaled in f32 chunk after chunk would lose accuracy to the naive path's one sum);
-//          each 64-key chunk's P · V is summed in f32 first, then added once.
+//          each 64-key chunk's scores and P · V are cpu_math's tile kernels (AVX-512 / AVX2
+//          clones), summed in f32 within the chunk, then added once. At ~2 GB/s of cache on
+//          one thread this is compute-bound, not at the memory's rate (bench/NOTES.md).
 #include <algorithm>
 #include <cmath>
 #include <limits>
