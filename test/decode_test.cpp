@@ -69,6 +69,7 @@ std::vector<double> attend(const std::vector<double>& q, const std::vector<std::
 // position past a length (or a page the table does not give) shows.
 TEST_P(DecodeAttention, MatchesFloat64OnEveryLayoutGroupAndPath) {
   const auto [device, dtype] = GetParam();
+  BS_SKIP_IF_UNAVAILABLE(device);
   Context ctx(device);
   const int64_t B = 3, Hkv = 2, D = 16;
   const std::vector<int32_t> lengths = {1, 19, 37};  // 1 token; off the page (8) and tile sizes
@@ -144,6 +145,7 @@ TEST_P(DecodeAttention, MatchesFloat64OnEveryLayoutGroupAndPath) {
 // empty); both paths still match float64, and the combine kernel is recorded.
 TEST_P(DecodeAttention, LongCachesSplitTheKeys) {
   const auto [device, dtype] = GetParam();
+  BS_SKIP_IF_UNAVAILABLE(device);
   Context ctx(device);
   const int64_t B = 3, Hkv = 1, H = 4, D = 64;
   const std::vector<int64_t> lengths = {1, 700, 301};
@@ -184,6 +186,7 @@ TEST_P(DecodeAttention, LongCachesSplitTheKeys) {
 // Each call records its kernels: naive three, flash one (two where the keys are split).
 TEST_P(DecodeAttention, RecordsItsKernels) {
   const auto [device, dtype] = GetParam();
+  BS_SKIP_IF_UNAVAILABLE(device);
   Context ctx(device);
   profiler::Recorder recorder(ctx);
   ops::KvCacheShape shape{KvLayout::paged, 2, 16, 4, {5, 9}};
@@ -212,6 +215,7 @@ TEST_P(DecodeAttention, RecordsItsKernels) {
 // Refused before any work, naming the sequence, the sizes or the path.
 TEST_P(DecodeAttention, RefusesWhatDoesNotFit) {
   const auto [device, dtype] = GetParam();
+  BS_SKIP_IF_UNAVAILABLE(device);
   Context ctx(device);
   ops::KvCacheShape shape{KvLayout::paged, 2, 16, 4, {5, 9}};
   ops::KvCache cache = ops::make_kv_cache(ctx, shape, dtype);
@@ -265,6 +269,7 @@ std::string gpt2_yaml(const std::string& decode, DType dtype, uint64_t seed) {
 // rewrites the cache).
 TEST_P(DecodeWorkload, EveryPathEqualsTheWholeSequenceForward) {
   const auto [device, dtype] = GetParam();
+  BS_SKIP_IF_UNAVAILABLE(device);
   const uint64_t seed = bt::fresh_seed();
   const std::vector<std::string> yamls = {
       llama_yaml("{prompt_lens: [6, 1, 13], new_tokens: 5, kv_cache: {layout: paged, page_size: 4}}", dtype, seed),
