@@ -36,6 +36,12 @@ int64_t DecodeConfig::longest_prompt() const {
   return longest;
 }
 
+int64_t DecodeConfig::attended(int64_t t) const {
+  int64_t total = 0;
+  for (int64_t p : prompt_lens) total += p + t + 1;
+  return total;
+}
+
 bool DecodeConfig::ragged() const {
   for (int64_t p : prompt_lens)
     if (p != prompt_lens.front()) return true;

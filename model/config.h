@@ -119,6 +119,9 @@ struct DecodeConfig {
   int64_t longest_prompt() const;
   // The positions sequence b needs: its prompt and the new tokens.
   int64_t positions(int64_t b) const { return prompt_lens[static_cast<size_t>(b)] + new_tokens; }
+  // Positions decode step t attends to, all sequences together: each its prompt, the t tokens
+  // before and the new one.
+  int64_t attended(int64_t t) const;
   bool ragged() const;
 };
 

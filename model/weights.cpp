@@ -18,6 +18,12 @@ std::string layer_prefix(ModelFamily family, int64_t layer) {
   return "model.layers." + std::to_string(layer) + ".";
 }
 
+double layer_parameters(const ModelConfig& model) {
+  double total = 0;
+  for (const WeightSpec& spec : block_weight_specs(model, 0)) total += static_cast<double>(shape_numel(spec.shape));
+  return total;
+}
+
 std::vector<WeightSpec> block_weight_specs(const ModelConfig& m, int64_t layer) {
   const std::string p = layer_prefix(m.family, layer);
   const int64_t d = m.d_model, f = m.d_ff;

@@ -40,6 +40,8 @@ struct WeightSpec {
 std::string layer_prefix(ModelFamily family, int64_t layer);
 // Every parameter of layer `layer` of a block of `model`.
 std::vector<WeightSpec> block_weight_specs(const ModelConfig& model, int64_t layer);
+// Parameters of one layer: the elements of block_weight_specs.
+double layer_parameters(const ModelConfig& model);
 
 // Named tensors in a fixed order (the order of the specs).
 class WeightSet {

@@ -34,6 +34,9 @@ struct MemoryEstimate {
   size_t total() const { return weights + activations + scores + packed_weights + kv_cache; }
 };
 
+// decode: the shape of each layer's KV cache (the runner allocates it, the profile reports it).
+ops::KvCacheShape decode_cache_shape(const WorkloadConfig& config);
+
 // Bytes a workload needs when run with each of `paths` (the largest counts).
 MemoryEstimate estimate_memory(const WorkloadConfig& config, const std::vector<PathConfig>& paths);
 

@@ -79,8 +79,7 @@ class BlockRunner final : public WorkloadKindRunner {
 
   MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
     const ModelConfig& m = config_.model;
-    double per_layer = 0;
-    for (const WeightSpec& spec : block_weight_specs(m, 0)) per_layer += static_cast<double>(shape_numel(spec.shape));
+    const double per_layer = layer_parameters(m);
     const double packed = any_fused_gated(m, paths) ? 2.0 * double(m.d_ff) * double(m.d_model) : 0.0;
     // input and output, the stack's own buffers, the MLP's scratch.
     const double io = 2.0 * double(tokens()) * double(m.d_model);
@@ -308,24 +307,12 @@ class DecodeRunner final : public WorkloadKindRunner {
   int64_t prompt() const { return decode().longest_prompt(); }
   int64_t steps() const { return decode().new_tokens; }
 
-  ops::KvCacheShape cache_shape() const {
-    const ModelConfig& m = config_.model;
-    ops::KvCacheShape shape;
-    shape.layout = decode().kv_cache.layout;
-    shape.kv_heads = m.n_kv_heads;
-    shape.head_dim = m.head_dim;
-    const bool paged = shape.layout == ops::KvLayout::paged;
-    shape.page_size = paged ? decode().kv_cache.page_size : decode().kv_cache.max_len;
-    // A paged sequence gets the pages its prompt and new tokens need; a contiguous one max_len.
-    for (int64_t b = 0; b < batch(); ++b) shape.positions.push_back(paged ? decode().positions(b) : shape.page_size);
-    return shape;
-  }
+  ops::KvCacheShape cache_shape() const { return decode_cache_shape(config_); }
 
   MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
     const ModelConfig& m = config_.model;
     const double B = double(batch()), P = double(prompt()), T = double(steps()), d = double(m.d_model);
-    double per_layer = 0;
-    for (const WeightSpec& spec : block_weight_specs(m, 0)) per_layer += static_cast<double>(shape_numel(spec.shape));
+    const double per_layer = layer_parameters(m);
     const double packed = any_fused_gated(m, paths) ? 2.0 * double(m.d_ff) * d : 0.0;
     // Prompts and their prefill output, the step inputs and outputs, both stacks' buffers.
     const double io = 2.0 * B * P * d + 2.0 * T * B * d;
@@ -353,9 +340,7 @@ class DecodeRunner final : public WorkloadKindRunner {
     double total = dense(batch() * prompt()) +
                    ops::attention_flops(batch(), m.n_heads, prompt(), prompt(), m.head_dim, /*causal=*/true);
     for (int64_t t = 0; t < steps(); ++t) {
-      int64_t attended = 0;
-      for (int64_t b = 0; b < batch(); ++b) attended += decode().prompt_lens[static_cast<size_t>(b)] + t + 1;
-      total += dense(batch()) + ops::decode_attention_flops(m.n_heads, m.head_dim, attended);
+      total += dense(batch()) + ops::decode_attention_flops(m.n_heads, m.head_dim, decode().attended(t));
     }
     return double(layers()) * total;
   }
@@ -438,6 +423,19 @@ class DecodeRunner final : public WorkloadKindRunner {
 };
 
 }  // namespace
+
+ops::KvCacheShape decode_cache_shape(const WorkloadConfig& config) {
+  const DecodeConfig& decode = config.decode;
+  ops::KvCacheShape shape;
+  shape.layout = decode.kv_cache.layout;
+  shape.kv_heads = config.model.n_kv_heads;
+  shape.head_dim = config.model.head_dim;
+  const bool paged = shape.layout == ops::KvLayout::paged;
+  shape.page_size = paged ? decode.kv_cache.page_size : decode.kv_cache.max_len;
+  // A paged sequence gets the pages its prompt and new tokens need; a contiguous one max_len.
+  for (int64_t b = 0; b < decode.batch(); ++b) shape.positions.push_back(paged ? decode.positions(b) : shape.page_size);
+  return shape;
+}
 
 std::unique_ptr<WorkloadKindRunner> make_workload_runner(const WorkloadConfig& config) {
   switch (config.kind) {

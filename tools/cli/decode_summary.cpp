@@ -2,20 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "model/weights.h"
 #include "model/workload.h"
 #include "profiler/render.h"
 #include "profiler/summary.h"
 
 namespace blockscope::cli {
-namespace {
-
-// Sequence b's length attended at decode step t: its prompt, the tokens before, itself.
-int64_t length_at(const DecodeConfig& d, int64_t b, int64_t t) { return d.prompt_lens[static_cast<size_t>(b)] + t + 1; }
-
-}  // namespace
 
 DecodeSummary decode_summary(const WorkloadConfig& config, const profiler::Profile& profile) {
   const ModelConfig& m = config.model;
@@ -37,21 +29,13 @@ DecodeSummary decode_summary(const WorkloadConfig& config, const profiler::Profi
   s.first_token_us = profiler::spread_of(first).median;
   s.last_token_us = profiler::spread_of(last).median;
   if (s.token_us > 0) s.tokens_per_s = static_cast<double>(d.batch()) / (s.token_us * 1e-6);
-  for (const WeightSpec& spec : block_weight_specs(m, 0)) s.weight_bytes += static_cast<double>(shape_numel(spec.shape));
-  s.weight_bytes *= layers * es;
+  s.weight_bytes = layer_parameters(m) * layers * es;
   s.kv_bytes_per_token = 2.0 * static_cast<double>(m.n_kv_heads * m.head_dim) * es * layers;
   double rows = 0;
-  for (int64_t t = 0; t < d.new_tokens; ++t)
-    for (int64_t b = 0; b < d.batch(); ++b) rows += static_cast<double>(length_at(d, b, t));
+  for (int64_t t = 0; t < d.new_tokens; ++t) rows += static_cast<double>(d.attended(t));
   s.kv_read_bytes = rows / static_cast<double>(d.new_tokens) * s.kv_bytes_per_token;
   if (s.token_us > 0) s.step_gbps = (s.weight_bytes + s.kv_read_bytes) / (s.token_us * 1e3);
-  ops::KvCacheShape shape;
-  shape.layout = d.kv_cache.layout;
-  shape.kv_heads = m.n_kv_heads;
-  shape.head_dim = m.head_dim;
-  shape.page_size = d.kv_cache.layout == ops::KvLayout::paged ? d.kv_cache.page_size : d.kv_cache.max_len;
-  for (int64_t b = 0; b < d.batch(); ++b)
-    shape.positions.push_back(d.kv_cache.layout == ops::KvLayout::paged ? d.positions(b) : d.kv_cache.max_len);
+  const ops::KvCacheShape shape = decode_cache_shape(config);
   s.kv_allocated_bytes = shape.bytes(config.dtype) * layers;
   s.pages = shape.layout == ops::KvLayout::paged ? shape.pages() : 0;
   return s;
