@@ -6,10 +6,8 @@ blockscope's before it is timed."""
 import os
 import re
 import shutil
-import subprocess
-import sys
 
-from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, torch
+from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, run_blockscope_dump, torch
 from peer_workloads import Skip, device_name_of
 import torch_reference
 
@@ -95,14 +93,7 @@ def write_dump(blockscope, config_file, kind, dtype_name, s, device, sets, dump_
                "--threads", str(PINNED_THREADS), "--format", "json", "--dump", dump]
     for item in list(sets) + [f"input.batch={s['B']}", f"input.seq_len={s['S']}", "run.warmup=0", "run.iters=1"]:
         command += ["--set", item]
-    print("torch_peer: " + " ".join(command), file=sys.stderr)
-    try:
-        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    except OSError as error:
-        raise Skip(f"cannot run {blockscope}: {error.strerror}") from None
-    if run.returncode != 0:
-        last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
-        raise Skip(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+    run_blockscope_dump(command, Skip, "torch_peer")
     return dump
 
 

@@ -7,6 +7,7 @@ imported before anything imports torch."""
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 
@@ -60,3 +61,27 @@ def torch_version():
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits or 0))
     return tuple(parts)
+
+
+def run_blockscope_dump(command, error, label):
+    """Runs `command` (a `blockscope run ... --dump FILE` line; echoed on stderr under `label`),
+    raising `error` (the caller's exception class: a skipped row, a refused peer) with blockscope's
+    last line of stderr when it cannot run or fails."""
+    print(f"{label}: " + " ".join(command), file=sys.stderr)
+    try:
+        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as problem:
+        raise error(f"cannot run {command[0]}: {problem.strerror}") from None
+    if run.returncode != 0:
+        last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+        raise error(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+
+
+def write_json(document, path):
+    """A peer's JSON document to `path`, or to stdout when there is none."""
+    text = json.dumps(document, indent=2)
+    if path:
+        with open(path, "w") as handle:
+            handle.write(text + "\n")
+    else:
+        print(text)

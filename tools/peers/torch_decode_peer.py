@@ -88,12 +88,11 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, torch  # noqa: E402  (first: pins every pool, then imports torch)
+from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, run_blockscope_dump, torch, write_json  # noqa: E402  (first: pins every pool, then imports torch)
 from peer_timing import Timer, thread_pools  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
@@ -248,14 +247,7 @@ def write_dump(blockscope, config, sets, dump):
     for item in sets:
         command += ["--set", item]
     command += ["--dump", dump]
-    print("torch_decode_peer: " + " ".join(command), file=sys.stderr)
-    try:
-        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    except OSError as error:
-        raise Problem(f"cannot run {blockscope}: {error.strerror}") from None
-    if run.returncode != 0:
-        last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
-        raise Problem(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+    run_blockscope_dump(command, Problem, "torch_decode_peer")
     return command
 
 
@@ -480,12 +472,7 @@ def main(argv=None):
         print(f"torch_decode_peer: {args.config}: {problem}", file=sys.stderr)
         return 2
     print(summary_text(document), file=sys.stderr)
-    text = json.dumps(document, indent=2)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text + "\n")
-    else:
-        print(text)
+    write_json(document, args.out)
     return status
 
 

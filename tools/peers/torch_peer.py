@@ -90,7 +90,6 @@ zeros as in blockscope (torch.softmax gives NaN): see causal_mask() and masked_s
 """
 import argparse
 import datetime
-import json
 import os
 import platform
 import shutil
@@ -98,7 +97,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_setup import PINNED_THREADS, SOURCE_DIR, torch  # noqa: E402  (first: pins every thread pool, then imports torch)
+from peer_setup import PINNED_THREADS, SOURCE_DIR, torch, write_json  # noqa: E402  (first: pins every thread pool, then imports torch)
 from bench_gate import GateError, cost_spec, formulas, load_costs, path_names  # noqa: E402
 from peer_blocks import Configs, build_block, find_blockscope  # noqa: E402
 from peer_timing import Timer, count_cuda_kernels, summary, thread_pools  # noqa: E402
@@ -252,12 +251,7 @@ def main(argv=None):
 
     device, results = run_all(args)
     document = {"schema": SCHEMA, "context": context(device), "results": results}
-    text = json.dumps(document, indent=2)
-    if args.out:
-        with open(args.out, "w") as handle:
-            handle.write(text + "\n")
-    else:
-        print(text)
+    write_json(document, args.out)
     return 0
 
 
