@@ -232,9 +232,13 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
   // Heads side by side again: [B, H, S, D] -> [B, S, H, D] contiguous = [T, H·D].
   ops::copy(ctx, attn_out_.permute({0, 2, 1, 3}), merged_);
   const Tensor merged2d = merged_.reshape({B * S, H * D});
+  project_and_add(ctx, x2d, merged2d, paths);
+}
+
+void Block::project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads2d, const PathConfig& paths) {
   const ops::WeightLayout layout =
       model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
-  ops::linear(ctx, merged2d, o_w_, o_b_, proj_, paths.linear, layout);
+  ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
   ops::add(ctx, x2d, proj_, residual_);
 }
 
@@ -272,10 +276,7 @@ void Block::decode_attention_part(Context& ctx, const Tensor& x2d, const PathCon
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   Tensor out = attn_out_.reshape({B, H, D});
   ops::decode_attention(ctx, q_.reshape({B, H, D}), cache, step.lengths, out, paths.attention, scale);
-  const ops::WeightLayout layout =
-      model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
-  ops::linear(ctx, attn_out_.reshape({B, H * D}), o_w_, o_b_, proj_, paths.linear, layout);
-  ops::add(ctx, x2d, proj_, residual_);
+  project_and_add(ctx, x2d, attn_out_.reshape({B, H * D}), paths);
 }
 
 std::vector<std::pair<std::string, Tensor>> Block::op_tensors() const {

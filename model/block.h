@@ -94,6 +94,9 @@ class Block {
   void decode_attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, ops::KvCache& cache,
                              const DecodeStep& step);
   void check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) const;
+  // The output projection of the heads side by side, heads2d [T, H·D] -> proj_, then
+  // residual_ = x2d + proj_ (prefill and decode alike).
+  void project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads2d, const PathConfig& paths);
   void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
   void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
   // Every activation buffer below with its block_buffer_specs name (allocation, sizes and

@@ -898,17 +898,15 @@ OpCases kv_cache_write_cases() {
           ops::kv_cache_write(ctx, in[0], in[1], cache, starts.row(0), counts.row(0));
           unrecorded(ctx, [&] {
             const std::vector<float> k = to_floats(cache.k), v = to_floats(cache.v);
-            const int64_t page = cache.shape.page_size, width = cache.block_table.cols();
             std::vector<float> held(static_cast<size_t>(shape_numel(out.shape())), 0.0f);
             for (int which = 0; which < 2; ++which)
               for (int64_t b = 0; b < z.b; ++b)
                 for (int64_t h = 0; h < z.hkv; ++h)
                   for (int64_t s = 0; s < z.counts[static_cast<size_t>(b)]; ++s) {
-                    const int64_t pos = z.starts[static_cast<size_t>(b)] + s;
-                    const int64_t id = cache.block_table.host()[static_cast<size_t>(b * width + pos / page)];
+                    const int64_t row = cache.row_offset(b, h, z.starts[static_cast<size_t>(b)] + s);
                     for (int64_t d = 0; d < z.d; ++d)
                       held[static_cast<size_t>((((which * z.b + b) * z.hkv + h) * z.s + s) * z.d + d)] =
-                          (which == 0 ? k : v)[static_cast<size_t>(((id * z.hkv + h) * page + pos % page) * z.d + d)];
+                          (which == 0 ? k : v)[static_cast<size_t>(row + d)];
                   }
             from_floats(out, held);
           });

@@ -31,12 +31,7 @@ struct CacheRows {
   const KvCache& cache;
   const Tensor& pages;  // cache.k or cache.v
   int64_t b, g;
-  const void* row(int64_t p) const {
-    const KvCacheShape& s = cache.shape;
-    const int64_t page = cache.block_table.host()[static_cast<size_t>(b * cache.block_table.cols() + p / s.page_size)];
-    const int64_t index = ((page * s.kv_heads + g) * s.page_size + p % s.page_size) * s.head_dim;
-    return element_at(pages.dtype(), pages.data(), index);
-  }
+  const void* row(int64_t p) const { return element_at(pages.dtype(), pages.data(), cache.row_offset(b, g, p)); }
   // Rows [p0, p0 + n) widened to f32 into out [n, D]: one conversion per run of rows in one
   // page (a contiguous cache is one run), not one per row.
   void load(int64_t p0, int64_t n, float* out) const {

@@ -40,6 +40,7 @@
 #include "ops/common/cuda/row_kernels.cuh"
 #include "ops/common/cuda/vector_io.cuh"
 #include "ops/decode_attention/backends.h"
+#include "ops/kv_cache/kv_cache_row.cuh"
 #include "runtime/cuda/cuda_backend.h"
 
 namespace blockscope::ops::cuda::kernels {
@@ -59,13 +60,10 @@ struct DecodeParams {
   float scale;
 };
 
-// Offset (elements) of the cached row of position `position` of sequence b, kv head g. The
-// division is 32-bit (the host checked table_width · page_size < 2^31); the offset 64-bit.
+// Offset (elements) of the cached row of position `position` of sequence b, kv head g.
 __device__ __forceinline__ int64_t cache_row(const DecodeParams& p, int b, int g, int position) {
-  const uint32_t pos = static_cast<uint32_t>(position), page_size = static_cast<uint32_t>(p.page_size);
-  const uint32_t slot = pos / page_size, row = pos - slot * page_size;
-  const int64_t page = p.block_table[static_cast<int64_t>(b) * p.table_width + slot];
-  return ((page * p.kv_heads + g) * p.page_size + row) * p.dim;
+  return kv_cache_row_offset(p.block_table, p.table_width, static_cast<uint32_t>(p.page_size), p.kv_heads, p.dim,
+                             static_cast<uint32_t>(b), static_cast<uint32_t>(g), static_cast<uint32_t>(position));
 }
 
 // ---- naive ----------------------------------------------------------------------------------
@@ -115,23 +113,6 @@ __global__ void __launch_bounds__(kQkThreads)
   scores[static_cast<int64_t>(bh) * max_length + position] = from_float<T>(__fmul_rn(rounded, p.scale));
 }
 
-// Calls f(j, x[j]) for every j < n this thread owns: 16-byte packs up to the last whole pack
-// when `vectorized` (row 16-byte aligned), then element by element. The same j in every pass.
-template <typename T, typename F>
-__device__ __forceinline__ void for_row(const T* row, int n, bool vectorized, F f) {
-  constexpr int P = Pack<T>::size;
-  int tail = 0;
-  if (vectorized) {
-    tail = n - n % P;
-    for (int j = threadIdx.x * P; j < tail; j += blockDim.x * P) {
-      const Pack<T> pack = load_pack(row + j);
-#pragma unroll
-      for (int e = 0; e < P; ++e) f(j + e, to_float(pack.v[e]));
-    }
-  }
-  for (int j = tail + threadIdx.x; j < n; j += blockDim.x) f(j, to_float(row[j]));
-}
-
 // Softmax of score row (b, h) over its first lengths[b] entries, in place, as the CPU: f32
 // max, f32 sum of exp(s − max), then exp(s − max) · (1 / sum) stored in the dtype.
 template <typename T>
@@ -143,26 +124,13 @@ __global__ void __launch_bounds__(1024)
   const int length = lengths[bh / heads];
   T* row = scores + static_cast<int64_t>(bh) * max_length;
   float m = -INFINITY;
-  for_row(row, length, vectorized, [&](int, float v) { m = fmaxf(m, v); });
+  row_read<true>(row, length, vectorized, [&](int64_t, float v) { m = fmaxf(m, v); });
   m = block_max(m, scratch);
   float s = 0.0f;
-  for_row(row, length, vectorized, [&](int, float v) { s += expf(v - m); });
+  row_read<true>(row, length, vectorized, [&](int64_t, float v) { s += expf(v - m); });
   const float inv = 1.0f / block_sum(s, scratch);
-  // Each thread rewrites exactly the elements it read itself.
-  constexpr int P = Pack<T>::size;
-  int tail = 0;
-  if (vectorized) {
-    tail = length - length % P;
-    for (int j = threadIdx.x * P; j < tail; j += blockDim.x * P) {
-      const Pack<T> in = load_pack(row + j);
-      Pack<T> result;
-#pragma unroll
-      for (int e = 0; e < P; ++e) result.v[e] = from_float<T>(__fmul_rn(expf(to_float(in.v[e]) - m), inv));
-      store_pack(row + j, result);
-    }
-  }
-  for (int j = tail + threadIdx.x; j < length; j += blockDim.x)
-    row[j] = from_float<T>(__fmul_rn(expf(to_float(row[j]) - m), inv));
+  // In place: each thread rewrites exactly the elements it read itself.
+  row_transform<true>(row, row, length, vectorized, [&](int64_t, float v) { return __fmul_rn(expf(v - m), inv); });
 }
 
 // out row (b, h) = Σ_p probs[p] · v_p over p < lengths[b], f32 sums, stored once.

@@ -11,10 +11,8 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
                     IndexView counts) {
   profiler::KernelScope kernel(ctx, kernel_names::kKvCacheWrite);
   const KvCacheShape& shape = cache.shape;
-  const int64_t B = shape.batch(), Hkv = shape.kv_heads, S = k_new.size(2), D = shape.head_dim,
-                page = shape.page_size, width = cache.block_table.cols();
+  const int64_t B = shape.batch(), Hkv = shape.kv_heads, S = k_new.size(2), D = shape.head_dim;
   const size_t esize = dtype_size(k_new.dtype()), row_bytes = static_cast<size_t>(D) * esize;
-  const int32_t* table = cache.block_table.host().data();
   const Tensor* sources[2] = {&k_new, &v_new};
   Tensor* targets[2] = {&cache.k, &cache.v};
 #pragma omp parallel for collapse(2) if (B * Hkv * S * D >= kParallelMinElements) schedule(static)
@@ -22,14 +20,12 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
     for (int64_t h = 0; h < Hkv; ++h) {
       for (int64_t s = 0; s < counts[b]; ++s) {
         const int64_t pos = starts[b] + s;
-        const int64_t page_id = table[b * width + pos / page];
         for (int which = 0; which < 2; ++which) {
           const Tensor& src = *sources[which];
           const char* from = static_cast<const char*>(src.data()) +
                              (b * src.stride(0) + h * src.stride(1) + s * src.stride(2)) * static_cast<int64_t>(esize);
-          // Pages are contiguous [pages, Hkv, page_size, D].
           char* to = static_cast<char*>(targets[which]->data()) +
-                     ((page_id * Hkv + h) * page + pos % page) * D * static_cast<int64_t>(esize);
+                     cache.row_offset(b, h, pos) * static_cast<int64_t>(esize);
           std::memcpy(to, from, row_bytes);
         }
       }

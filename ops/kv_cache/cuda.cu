@@ -16,6 +16,7 @@
 #include "ops/common/cuda/launch.cuh"
 #include "ops/common/cuda/vector_io.cuh"
 #include "ops/kv_cache/backends.h"
+#include "ops/kv_cache/kv_cache_row.cuh"
 #include "runtime/cuda/cuda_backend.h"
 
 namespace blockscope::ops::cuda::kernels {
@@ -47,11 +48,8 @@ __global__ void kv_cache_write_kernel(const T* __restrict__ k_new, const T* __re
     seq_div.divmod(row, bh, s);
     heads_div.divmod(bh, b, h);
     if (static_cast<int32_t>(s) >= counts[b]) continue;
-    // 32-bit division: positions stay below table_width · page_size < 2^31 (checked on the host).
-    const uint32_t position = static_cast<uint32_t>(starts[b]) + s;
-    const uint32_t slot = position / page_size, within = position - slot * page_size;
-    const int64_t page = block_table[static_cast<int64_t>(b) * table_width + slot];
-    const int64_t to = ((page * kv_heads + h) * static_cast<int64_t>(page_size) + within) * dim + d;
+    const int64_t to = kv_cache_row_offset(block_table, table_width, page_size, kv_heads, dim, b, h,
+                                           static_cast<uint32_t>(starts[b]) + s) + d;
     const T* k_from = k_new + (static_cast<int64_t>(b) * ks.b + static_cast<int64_t>(h) * ks.h +
                                static_cast<int64_t>(s) * ks.s + d);
     const T* v_from = v_new + (static_cast<int64_t>(b) * vs.b + static_cast<int64_t>(h) * vs.h +
@@ -102,12 +100,8 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
     const bool vec = dim % pack == 0 && source_packs(k_new, pack) && source_packs(v_new, pack) &&
                      cuda::aligned16(cache.k.data()) && cuda::aligned16(cache.v.data());
     const int64_t chunks = vec ? dim / pack : dim;
-    const unsigned tx = static_cast<unsigned>(std::min<int64_t>(chunks, 256));
-    const unsigned ty = std::max(1u, 256u / tx);
-    const int64_t gy = (chunks + tx - 1) / tx;
-    BS_CHECK(gy <= 65535, "kv_cache_write: head_dim ", dim, " is too large for the kernel's grid");
-    const int64_t gx = std::min<int64_t>((rows + ty - 1) / ty, static_cast<int64_t>(sms) * 16);
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(tx, ty);
+    const cuda::RowChunkLaunch launch_shape = cuda::row_chunk_launch(rows, chunks, sms, "kv_cache_write");
+    const dim3 grid = launch_shape.grid, block = launch_shape.block;
     auto* kernel = vec ? kernels::kv_cache_write_kernel<T, true> : kernels::kv_cache_write_kernel<T, false>;
     cuda::launch(ctx, kernel_names::kKvCacheWrite, kernel, grid, block, 0, k_new.data_as<const T>(),
                  v_new.data_as<const T>(), ks, vs, cache.k.data_as<T>(), cache.v.data_as<T>(), starts.device,

@@ -47,6 +47,12 @@ struct KvCache {
   IndexTable block_table;   // [B, table_width]
   // Positions sequence b can hold: its pages × page_size.
   int64_t capacity(int64_t b) const { return shape.pages_of(b) * shape.page_size; }
+  // Elements from the start of k (or v) to row `position` of sequence b, kv head h, through the
+  // block table's host copy (the CPU kernels; ops/kv_cache/kv_cache_row.cuh is the device twin).
+  int64_t row_offset(int64_t b, int64_t h, int64_t position) const {
+    const int64_t page = block_table.host()[static_cast<size_t>(b * block_table.cols() + position / shape.page_size)];
+    return ((page * shape.kv_heads + h) * shape.page_size + position % shape.page_size) * shape.head_dim;
+  }
 };
 
 // Allocates the pages (uninitialised) and uploads the block table. Pages are handed out in

@@ -224,12 +224,8 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
     const int64_t pack = 16 / static_cast<int64_t>(sizeof(T));
     const bool vec = half % pack == 0 && pack_aligned(x, pack) && pack_aligned(y, pack);
     const int64_t chunks = vec ? half / pack : half;
-    const unsigned tx = static_cast<unsigned>(std::min<int64_t>(chunks, 256));
-    const unsigned ty = std::max(1u, 256u / tx);
-    const int64_t gy = (chunks + tx - 1) / tx;
-    BS_CHECK(gy <= 65535, "rope: head_dim ", dim, " is too large for the kernel's grid");
-    const int64_t gx = std::min<int64_t>((rows + ty - 1) / ty, static_cast<int64_t>(sms) * 16);
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), block(tx, ty);
+    const cuda::RowChunkLaunch launch_shape = cuda::row_chunk_launch(rows, chunks, sms, "rope");
+    const dim3 grid = launch_shape.grid, block = launch_shape.block;
     const auto args = std::make_tuple(x.data_as<const T>(), xs, y.data_as<T>(), ys, table,
                                       kernels::FastDivmod(static_cast<uint32_t>(seq)),
                                       kernels::FastDivmod(static_cast<uint32_t>(heads)),

@@ -13,12 +13,15 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "profiler/recorder.h"
 #include "profiler/scope.h"
 #include "runtime/context.h"
+#include "runtime/error.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "ops/common/cuda/launch_support.h"
 
@@ -36,6 +39,22 @@ void launch(Context& ctx, const char* name, void (*kernel)(Params...), dim3 grid
   }
   kernel<<<grid, block, dynamic_smem, backend.stream()>>>(static_cast<Params>(std::forward<Args>(args))...);
   check_launch(ctx, name, grid, block, dynamic_smem);
+}
+
+// The 2-D launch of a kernel that walks `rows` rows of `chunks` chunks each (rope_kernel,
+// kv_cache_write_kernel): x threads along a row's chunks (up to 256), the rest of a 256-thread
+// block and grid x along the rows (the kernel loops over rows grid-stride; at most 16 blocks per
+// SM), grid y over the chunks. `op` names the caller when a row has too many chunks for grid y.
+struct RowChunkLaunch {
+  dim3 grid, block;
+};
+inline RowChunkLaunch row_chunk_launch(int64_t rows, int64_t chunks, int sm_count, const char* op) {
+  const unsigned tx = static_cast<unsigned>(std::min<int64_t>(chunks, 256));
+  const unsigned ty = std::max(1u, 256u / tx);
+  const int64_t gy = (chunks + tx - 1) / tx;
+  BS_CHECK(gy <= 65535, op, ": a row of ", chunks, " chunks is too long for the kernel's grid");
+  const int64_t gx = std::min<int64_t>((rows + ty - 1) / ty, static_cast<int64_t>(sm_count) * 16);
+  return {dim3(static_cast<unsigned>(gx), static_cast<unsigned>(gy)), dim3(tx, ty)};
 }
 
 }  // namespace blockscope::ops::cuda

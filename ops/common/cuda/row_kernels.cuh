@@ -1,7 +1,7 @@
-// Helpers for kernels that give one block to one row (softmax, LayerNorm, RMSNorm): visit a
-// contiguous row of n elements in 16-byte packs when the row allows it, element by element
-// otherwise. Each thread visits the same elements in every pass over the row, so a pass that
-// writes y[j] after reading x[j] is safe when y aliases x.
+// Helpers for kernels that give one block to one row (softmax, LayerNorm, RMSNorm, decode's
+// score rows): visit a contiguous row of n elements in 16-byte packs when the row allows it,
+// element by element otherwise. Each thread visits the same elements in every pass
+// over the row, so a pass that writes y[j] after reading x[j] is safe when y aliases x.
 #pragma once
 
 #include <algorithm>
@@ -15,36 +15,43 @@
 
 namespace blockscope::ops::cuda::kernels {
 
-// Calls f(j, x[j]) (x[j] as float) for every j < n this thread owns.
-template <typename T, typename F>
+// Calls f(j, x[j]) (x[j] as float) for every j < n this thread owns. PARTIAL_PACK: n need not be
+// a whole number of packs when vectorized (decode's score rows, one length per sequence): the
+// last partial pack goes element by element. Off by default: the extra loop costs the
+// register-row kernels a spill.
+template <bool PARTIAL_PACK = false, typename T, typename F>
 __device__ __forceinline__ void row_read(const T* row, int64_t n, bool vectorized, F f) {
   constexpr int P = Pack<T>::size;
+  int64_t tail = 0;  // elements before it go in packs
   if (vectorized) {
-    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < n; j += static_cast<int64_t>(blockDim.x) * P) {
+    tail = PARTIAL_PACK ? n - n % P : n;
+    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < tail; j += static_cast<int64_t>(blockDim.x) * P) {
       const Pack<T> pack = load_pack(row + j);
 #pragma unroll
       for (int e = 0; e < P; ++e) f(j + e, to_float(pack.v[e]));
     }
-    return;
+    if constexpr (!PARTIAL_PACK) return;
   }
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) f(j, to_float(row[j]));
+  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x) f(j, to_float(row[j]));
 }
 
-// out[j] = f(j, in[j]) for every j < n this thread owns.
-template <typename T, typename F>
+// out[j] = f(j, in[j]) for every j < n this thread owns; PARTIAL_PACK as for row_read.
+template <bool PARTIAL_PACK = false, typename T, typename F>
 __device__ __forceinline__ void row_transform(const T* in, T* out, int64_t n, bool vectorized, F f) {
   constexpr int P = Pack<T>::size;
+  int64_t tail = 0;  // elements before it go in packs
   if (vectorized) {
-    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < n; j += static_cast<int64_t>(blockDim.x) * P) {
+    tail = PARTIAL_PACK ? n - n % P : n;
+    for (int64_t j = static_cast<int64_t>(threadIdx.x) * P; j < tail; j += static_cast<int64_t>(blockDim.x) * P) {
       const Pack<T> pack = load_pack(in + j);
       Pack<T> result;
 #pragma unroll
       for (int e = 0; e < P; ++e) result.v[e] = from_float<T>(f(j + e, to_float(pack.v[e])));
       store_pack(out + j, result);
     }
-    return;
+    if constexpr (!PARTIAL_PACK) return;
   }
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) out[j] = from_float<T>(f(j, to_float(in[j])));
+  for (int64_t j = tail + threadIdx.x; j < n; j += blockDim.x) out[j] = from_float<T>(f(j, to_float(in[j])));
 }
 
 }  // namespace blockscope::ops::cuda::kernels
