@@ -114,6 +114,9 @@ struct DecodeConfig {
   std::vector<int64_t> prompt_lens;
   int64_t new_tokens = 0;
   KvCacheConfig kv_cache;
+  // CUDA: capture one decode step (every layer) as a CUDA graph and replay it per token, the
+  // step's index in device memory (ops/decode_step). CPU: accepted, a no-op (said in the output).
+  bool cuda_graph = false;
 
   int64_t batch() const { return static_cast<int64_t>(prompt_lens.size()); }
   int64_t longest_prompt() const;

@@ -143,7 +143,7 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
     return;
   }
   top.require("decode", "batch, prompt_len (or prompt_lens) and new_tokens");
-  Section s(reader, top.value("decode"), "decode", {"batch", "prompt_len", "prompt_lens", "new_tokens", "kv_cache"});
+  Section s(reader, top.value("decode"), "decode", {"batch", "prompt_len", "prompt_lens", "new_tokens", "kv_cache", "cuda_graph"});
   DecodeConfig& decode = config.decode;
   if (s.has("prompt_lens")) {
     s.reject("prompt_len", "give prompt_len (every sequence) or prompt_lens (one per sequence), not both");
@@ -175,6 +175,7 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
   }
   s.require("new_tokens", "decode steps, one token per sequence each");
   decode.new_tokens = s.get_int("new_tokens", 0, 1, 1 << 20);
+  decode.cuda_graph = s.get_bool("cuda_graph", false);
   const int64_t needed = decode.longest_prompt() + decode.new_tokens;
 
   Section cache(reader, s.value("kv_cache"), "decode.kv_cache", {"layout", "page_size", "max_len"});
@@ -206,6 +207,10 @@ void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) 
   config.run.warmup = static_cast<int>(s.get_int("warmup", 3, 0));
   config.run.iters = static_cast<int>(s.get_int("iters", 10, 1));
   config.run.cuda_graph = s.get_bool("cuda_graph", false);
+  if (config.run.cuda_graph && config.decode.cuda_graph) {
+    s.fail("cuda_graph", "and decode.cuda_graph are both on: run.cuda_graph captures the whole generation, "
+                         "decode.cuda_graph one step replayed per token; choose one");
+  }
   config.run.allow_tf32 = s.get_bool("allow_tf32", false);
   config.run.check_finite = s.get_bool("check_finite", false);
 }

@@ -2,11 +2,14 @@
 // has its own stream, so inputs never repeat a weight's numbers) and the forward.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "model/init.h"
+#include "model/step_graph.h"
 #include "model/workload.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
+#include "ops/decode_step/decode_step.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/common/flops.h"
 #include "ops/elementwise/elementwise.h"
@@ -383,6 +386,18 @@ class DecodeRunner final : public WorkloadKindRunner {
     prompt_lens_ = IndexTable(ctx, prompts, 1, B);
     positions_ = IndexTable(ctx, positions, T, B);
     lengths_ = IndexTable(ctx, lengths, T, B);
+    if (uses_step_graph(ctx)) {
+      // The step graph's own inputs: the step counter, the step's positions and lengths (bounded
+      // by the first and last step's), its input and output rows.
+      const auto row = [](const std::vector<int32_t>& all, int64_t t, int64_t cols) {
+        return std::vector<int32_t>(all.begin() + t * cols, all.begin() + (t + 1) * cols);
+      };
+      step_at_ = IndexTable(ctx, {0}, 1, 1);
+      step_positions_ = IndexTable::bounded(ctx, row(positions, 0, B), row(positions, T - 1, B), 1, B);
+      step_lengths_ = IndexTable::bounded(ctx, row(lengths, 0, B), row(lengths, T - 1, B), 1, B);
+      step_x_ = ctx.empty({B, 1, d}, config_.dtype);
+      step_y_ = ctx.empty({B, 1, d}, config_.dtype);
+    }
     named_.emplace_back("input", input_);
     named_.emplace_back("decode_input", step_input_);
     for (const auto& item : weights_.items()) named_.push_back(item);
@@ -394,19 +409,51 @@ class DecodeRunner final : public WorkloadKindRunner {
   }
 
   // Regions: "prefill" (time to first token), then "decode" holding one "decode_step" per new
-  // token, so the op table's decode_step row is the per-token time.
+  // token, so the op table's decode_step row is the per-token time. With decode.cuda_graph on a
+  // CUDA device each step is one launch of a graph captured on the first step (per paths).
   void forward(Context& ctx, const PathConfig& paths) override {
     {
       profiler::RegionScope phase(ctx, kPrefillRegion);
       prefill_->forward(ctx, input_, prefill_output_, paths, &caches_, zeros_.row(0), prompt_lens_.row(0));
     }
     profiler::RegionScope phase(ctx, kDecodeRegion);
+    if (uses_step_graph(ctx)) ops::decode_step_reset(ctx, step_at_);
     for (int64_t t = 0; t < steps(); ++t) {
       profiler::RegionScope step(ctx, kDecodeStepRegion);
+      profiler::NvtxRange nvtx("decode/step." + std::to_string(t));
+      if (uses_step_graph(ctx)) {
+        StepGraph& graph = step_graph(paths);
+        if (!graph.captured()) {
+          // Once, eagerly, before the capture: what a capture cannot do happens here — the RoPE
+          // table for the bounds' positions is uploaded, GEMMs are planned (and autotuned).
+          // Step 0 then runs again from the graph, with the same result.
+          graph_step(ctx, paths);
+          ops::decode_step_reset(ctx, step_at_);
+        }
+        graph.run(ctx, [&] { graph_step(ctx, paths); });
+        continue;
+      }
       Tensor out = output_.select(0, t);
       step_->decode(ctx, step_input_.select(0, t), out, paths, caches_,
                     DecodeStep{positions_.row(t), lengths_.row(t), ones_.row(0)});
     }
+  }
+
+  bool uses_step_graph(const Context& ctx) const { return decode().cuda_graph && ctx.device().is_cuda(); }
+
+  // The captured step: its index, positions, lengths and input row picked on the device, every
+  // layer, its output row stored and the index advanced.
+  void graph_step(Context& ctx, const PathConfig& paths) {
+    ops::decode_step_select(ctx, step_at_, positions_, lengths_, step_input_, step_positions_, step_lengths_, step_x_);
+    step_->decode(ctx, step_x_, step_y_, paths, caches_,
+                  DecodeStep{step_positions_.row(0), step_lengths_.row(0), ones_.row(0)});
+    ops::decode_step_commit(ctx, step_at_, step_y_, output_);
+  }
+
+  StepGraph& step_graph(const PathConfig& paths) {
+    std::unique_ptr<StepGraph>& graph = graphs_[paths_str(paths)];
+    if (!graph) graph = std::make_unique<StepGraph>();
+    return *graph;
   }
 
   std::vector<std::pair<std::string, Tensor>> intermediates() const override {
@@ -420,6 +467,11 @@ class DecodeRunner final : public WorkloadKindRunner {
   std::unique_ptr<BlockStack> prefill_, step_;
   std::vector<ops::KvCache> caches_;  // one per layer
   IndexTable zeros_, ones_, prompt_lens_, positions_, lengths_;
+  // decode.cuda_graph on CUDA: the step counter (ops/decode_step), the step's bounded positions
+  // and lengths, its input and output rows [B, 1, d], and one graph per paths.
+  IndexTable step_at_, step_positions_, step_lengths_;
+  Tensor step_x_, step_y_;
+  std::map<std::string, std::unique_ptr<StepGraph>> graphs_;
 };
 
 }  // namespace

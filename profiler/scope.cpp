@@ -36,6 +36,9 @@ RegionScope::~RegionScope() {
   nvtx_pop();
 }
 
+NvtxRange::NvtxRange(const std::string& name) { nvtx_push(name.c_str(), Family::region); }
+NvtxRange::~NvtxRange() { nvtx_pop(); }
+
 KernelScope::KernelScope(Context& ctx, const char* name) : ctx_(ctx) {
   if (Recorder* recorder = ctx_.recorder()) event_ = recorder->begin_kernel(name);
 }

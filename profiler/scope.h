@@ -4,6 +4,8 @@
 //                op's own formula). Pushes the op name onto the context's scope path.
 //   RegionScope  a named region ("block.0", "attn", "step 3"), like torch's record_function.
 //   KernelScope  one per kernel launch (CUDA) or work item (CPU): a recorder kernel event.
+//   NvtxRange    an NVTX range only, no recorder event: a name per instance that the tables
+//                would not group ("decode/step.3" inside the decode_step region).
 //
 // With no recorder attached, OpScope and RegionScope only push NVTX ranges.
 #pragma once
@@ -41,6 +43,14 @@ class RegionScope {
  private:
   Context& ctx_;
   int event_ = -1;
+};
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const std::string& name);
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
 class KernelScope {

@@ -13,6 +13,8 @@
 #include "model/config.h"
 #include "model/workload.h"
 #include "ops/decode_attention/decode_attention.h"
+#include "ops/decode_step/decode_step.h"
+#include "ops/rope/rope.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "profiler/recorder.h"
 #include "profiler/session.h"
@@ -355,6 +357,88 @@ TEST(DecodeWorkloadCuda, AGraphOfTheWholeGenerationReplaysTheEagerOutput) {
   EXPECT_EQ(to_floats(workload.output()), eager);
 }
 #endif
+
+// decode.cuda_graph: one step captured on the first token and replayed for every token — its
+// positions, lengths and input row picked on the device (ops/decode_step) — gives the eager
+// steps' bits: on a ragged paged Llama long enough that flash splits the keys (the graph's grid
+// is sized for the last step; lengths 301..303 and 4..6 need 2 splits at every step, so eager
+// and graph split alike, and the short sequence leaves a split empty), and on a contiguous
+// GPT-2; a second forward too (the counter restarts at the prefill).
+TEST(DecodeWorkloadCuda, AStepGraphReplaysTheEagerSteps) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  const std::vector<std::string> yamls = {
+      llama_yaml("{prompt_lens: [300, 3], new_tokens: 3, kv_cache: {layout: paged, page_size: 16}}", DType::bf16, 21),
+      gpt2_yaml("{batch: 2, prompt_len: 5, new_tokens: 4}", DType::f16, 22)};
+  for (const std::string& yaml : yamls) {
+    for (AttentionPath attention : {AttentionPath::naive, AttentionPath::flash}) {
+      SCOPED_TRACE(yaml + ops::path_name(attention));
+      WorkloadConfig config = load_config_text(yaml, "decode-test");
+      config.paths.attention = attention;
+      Context ctx(Device::cuda(0));
+      Workload eager(ctx, config, {config.paths});
+      eager.forward();
+      ctx.synchronize();
+      const std::vector<float> want = to_floats(eager.output());
+      config.decode.cuda_graph = true;
+      Workload graphed(ctx, config, {config.paths});
+      for (int round = 0; round < 2; ++round) {
+        Tensor out = graphed.output();
+        fill_nan(out);
+        graphed.forward();
+        ctx.synchronize();
+        EXPECT_EQ(to_floats(graphed.output()), want) << "forward " << round;
+      }
+    }
+  }
+}
+
+// The profile of a step graph: the decode phase holds the counter's reset and one graph launch
+// per step — none of the step's own kernels (they ran inside the graph) — and the summary says so.
+TEST(DecodeWorkloadCuda, AStepGraphIsOneLaunchPerToken) {
+  BS_SKIP_IF_UNAVAILABLE(Device::cuda(0));
+  WorkloadConfig config = load_config_text(
+      llama_yaml("{prompt_lens: [4, 7], new_tokens: 3, kv_cache: {layout: paged, page_size: 4}, cuda_graph: true}",
+                 DType::bf16, 5),
+      "decode-test");
+  Context ctx(Device::cuda(0));
+  Workload workload(ctx, config, {config.paths});
+  const profiler::Profile profile =
+      profiler::profile_steps(ctx, "decode", profiler::Schedule{0, 1, 2, false}, [&](int) { workload.forward(); });
+  const profiler::Profile decode = profiler::phase_profile(profile, kDecodeRegion);
+  std::vector<std::string> names;
+  for (const profiler::KernelEvent& k : decode.kernels) names.push_back(k.name);
+  const std::vector<std::string> per_forward = {"decode_step_reset_kernel", "cuda_graph_launch", "cuda_graph_launch",
+                                                "cuda_graph_launch"};
+  std::vector<std::string> want = per_forward;
+  want.insert(want.end(), per_forward.begin(), per_forward.end());  // two active steps
+  EXPECT_EQ(names, want);
+  EXPECT_EQ(profiler::region_times_us(profile, kDecodeStepRegion).size(), 6u);
+}
+
+// The step graph's plumbing refuses what would make it wrong, before any work: a CPU context (its
+// kernels read the host's values, which a bounded table does not have), and a step whose
+// positions fall outside the bounds the step's ops were sized for.
+TEST(DecodeStep, RefusesTheCpuAndValuesOutsideTheBounds) {
+  Context cpu(Device::cpu());
+  IndexTable step(cpu, {0}, 1, 1);
+  bt::expect_input_error([&] { ops::decode_step_reset(cpu, step); }, {"decode_step_reset", "CUDA devices only"});
+  const IndexTable bounded = IndexTable::bounded(cpu, {3, 1}, {5, 2}, 1, 2);
+  const Tensor x = random_tensor(cpu, {2, 1, 1, 8}, DType::f32, 1);
+  Tensor y = cpu.empty({2, 1, 1, 8}, DType::f32);
+  bt::expect_input_error([&] { ops::rope(cpu, x, y, 10000.0f, bounded.row(0)); }, {"rope", "bounded table"});
+  std::string reason;
+  if (!bt::device_runnable(Device::cuda(0), &reason)) GTEST_SKIP() << "the CUDA half: " << reason;
+  Context ctx(Device::cuda(0));
+  IndexTable at(ctx, {0}, 1, 1);
+  const IndexTable all_positions(ctx, {3, 1, 4, 2, 6, 3}, 3, 2), all_lengths(ctx, {4, 2, 5, 3, 7, 4}, 3, 2);
+  IndexTable positions = IndexTable::bounded(ctx, {3, 1}, {5, 3}, 1, 2);  // step 2's 6 is above 5
+  IndexTable lengths = IndexTable::bounded(ctx, {4, 2}, {7, 4}, 1, 2);
+  const Tensor inputs = ctx.empty({3, 2, 1, 8}, DType::bf16);
+  Tensor row = ctx.empty({2, 1, 8}, DType::bf16);
+  bt::expect_input_error(
+      [&] { ops::decode_step_select(ctx, at, all_positions, all_lengths, inputs, positions, lengths, row); },
+      {"step 2 sequence 0 has positions 6, outside the bounds [3, 5]"});
+}
 
 // The profile of a decode: a "prefill" region, then "decode" holding one "decode_step" per
 // new token; each phase's profile has only its own ops and kernels.

@@ -10,6 +10,10 @@
 
 #include "ops/rope/rope.h"
 #include "profiler/recorder.h"
+#include "runtime/index_table.h"
+#ifdef BLOCKSCOPE_WITH_CUDA
+#include "runtime/cuda/cuda_graph.h"
+#endif
 #include "test/op_test_helpers.h"
 #include "reference/ops_reference.h"
 #include "test/cuda_vs_cpu.h"
@@ -144,6 +148,40 @@ TEST_P(CudaOps, RopeIsBitIdenticalToCpu) {
     }
   }
 }
+
+#ifdef BLOCKSCOPE_WITH_CUDA
+// A bounded positions view (runtime/index_table.h; a decode step replayed from a CUDA graph): the
+// device values change between calls inside [lowest, highest]. One call sizes the cos/sin table for
+// the whole range — here across the 4096-position table boundary and past 2^16 (a window) — so
+// a graph captured afterwards needs no upload, and each replay rotates by the device values of
+// the moment, bit for bit as the CPU with those positions.
+TEST_P(CudaOps, RopeWithBoundedPositionsCoversTheirRange) {
+  Devices dev;
+  const Shape shape{2, 3, 1, 64};
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const Tensor x = testing::random_tensor(dev.gpu, shape, dtype(), seed);
+  const Tensor x_cpu = dev.cpu.copy_from(x);
+  for (const auto& [low, high] : {std::pair<std::vector<int32_t>, std::vector<int32_t>>{{4090, 10}, {5000, 20}},
+                                  {{65000, 70500}, {70600, 74000}}}) {
+    IndexTable positions = IndexTable::bounded(dev.gpu, low, high, 1, 2);
+    Tensor y = testing::poisoned_tensor(dev.gpu, shape, dtype());
+    ops::rope(dev.gpu, x, y, 10000.0f, positions.row(0));  // at the lowest positions
+    dev.gpu.synchronize();
+    CudaGraph graph;
+    graph.capture(dev.gpu, [&] { ops::rope(dev.gpu, x, y, 10000.0f, positions.row(0)); });
+    for (const std::vector<int32_t>& now : {low, high, std::vector<int32_t>{(low[0] + high[0]) / 2, high[1] - 1}}) {
+      dev.gpu.backend().copy_to_device(positions.mutable_device(), now.data(), now.size() * sizeof(int32_t));
+      graph.replay();
+      dev.gpu.synchronize();
+      const IndexTable exact(dev.cpu, now, 1, 2);
+      Tensor want = testing::poisoned_tensor(dev.cpu, shape, dtype());
+      ops::rope(dev.cpu, x_cpu, want, 10000.0f, exact.row(0));
+      EXPECT_EQ(to_floats(y), to_floats(want)) << "positions " << now[0] << ", " << now[1];
+    }
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
 

@@ -2,6 +2,7 @@
 #include "ops/decode_attention/decode_attention.h"
 
 #include <algorithm>
+#include <string>
 
 #include "ops/common/dispatch.h"
 #include "ops/decode_attention/backends.h"
@@ -74,8 +75,13 @@ void decode_attention(Context& ctx, const Tensor& q, const KvCache& cache, Index
                  shape.batch(), " sequences");
   int64_t total = 0;
   for (int64_t b = 0; b < shape.batch(); ++b) {
-    BS_CHECK_INPUT(lengths[b] >= 1 && lengths[b] <= cache.capacity(b), "decode_attention: sequence ", b,
-                   " has length ", lengths[b], "; it must be in [1, ", cache.capacity(b), "] (its cache's capacity)");
+    // A bounded view (a step replayed from a CUDA graph): its whole range must be valid; the
+    // kernels' grids are sized for the highest lengths.
+    BS_CHECK_INPUT(lengths.lowest(b) >= 1 && lengths[b] <= cache.capacity(b), "decode_attention: sequence ", b,
+                   " has length ", lengths.lowest(b) == lengths[b] ? std::to_string(lengths[b])
+                                                                   : std::to_string(lengths.lowest(b)) + " to " +
+                                                                         std::to_string(lengths[b]),
+                   "; it must be in [1, ", cache.capacity(b), "] (its cache's capacity)");
     total += lengths[b];
   }
   const OpRecord record{"decode_attention",

@@ -84,11 +84,7 @@ void check_on_device(const Context& ctx, const char* op, const KvCache& cache, s
   }
   BS_CHECK_INPUT(cache.block_table.row(0).on == ctx.device(), op, ": the KV cache's block table is on ",
                  cache.block_table.row(0).on.str(), " but the context runs on ", ctx.device().str());
-  for (const IndexView& view : views) {
-    BS_CHECK_INPUT(view.defined(), op, ": an index view (positions, lengths or counts) is undefined");
-    BS_CHECK_INPUT(view.on == ctx.device(), op, ": an index table is on ", view.on.str(), " but the context runs on ",
-                   ctx.device().str(), " (make IndexTables with the context that runs the op)");
-  }
+  for (const IndexView& view : views) check_index_view(ctx, op, "an index view (positions, lengths or counts)", view);
 }
 
 void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCache& cache, IndexView starts,
@@ -117,8 +113,10 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
   const int64_t rows = k_new.size(2);
   int64_t written = 0;
   for (int64_t b = 0; b < cache.shape.batch(); ++b) {
-    BS_CHECK_INPUT(starts[b] >= 0 && counts[b] >= 0 && counts[b] <= rows, "kv_cache_write: sequence ", b,
-                   ": start ", starts[b], " and count ", counts[b], " must be >= 0, the count at most S = ", rows);
+    // Bounded views (a step replayed from a CUDA graph): the lowest values >= 0, the highest in range.
+    BS_CHECK_INPUT(starts.lowest(b) >= 0 && counts.lowest(b) >= 0 && counts[b] <= rows, "kv_cache_write: sequence ",
+                   b, ": start ", starts.lowest(b), " and count ", counts.lowest(b),
+                   " must be >= 0, the count at most S = ", rows, " (got ", counts[b], ")");
     BS_CHECK_INPUT(int64_t{starts[b]} + counts[b] <= cache.capacity(b), "kv_cache_write: sequence ", b,
                    " would write positions [", starts[b], ", ", int64_t{starts[b]} + counts[b], ") but its cache holds ",
                    cache.capacity(b), " (", cache.shape.pages_of(b), " pages of ", cache.shape.page_size, ")");

@@ -200,14 +200,16 @@ void rope(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t positio
   const int64_t batch = x.size(0), heads = x.size(1), seq = x.size(2), dim = x.size(3), half = dim / 2;
   const int64_t rows = batch * heads * seq;
   if (rows == 0 || half == 0) return;
-  // The positions the rows need: [first, last + seq), from the host copy of `positions`.
+  // The positions the rows need: [first, last + seq), from the host copy of `positions` (a
+  // bounded view's range: the table must hold whatever the device values are at replay).
   int64_t first = position_offset, last = position_offset;
   if (positions.defined()) {
     BS_CHECK(positions.count == batch && positions.device != nullptr, "rope: ", positions.count,
              " positions for B = ", batch);
-    first = last = positions[0];
+    first = positions.lowest(0);
+    last = positions[0];
     for (int64_t b = 1; b < batch; ++b) {
-      first = std::min<int64_t>(first, positions[b]);
+      first = std::min<int64_t>(first, positions.lowest(b));
       last = std::max<int64_t>(last, positions[b]);
     }
   }

@@ -39,10 +39,10 @@ void rope_checked(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t
   if (positions.defined()) {
     BS_CHECK_INPUT(positions.count == x.size(0), "rope: ", positions.count, " positions for B = ", x.size(0),
                    " sequences of x ", x.str());
-    BS_CHECK_INPUT(positions.on == ctx.device(), "rope: the positions are on ", positions.on.str(),
-                   " but the context runs on ", ctx.device().str());
-    for (int64_t b = 0; b < positions.count; ++b)
-      BS_CHECK_INPUT(positions[b] >= 0, "rope: sequence ", b, " has position ", positions[b], "; it must be >= 0");
+    check_index_view(ctx, "rope", "the positions", positions);
+    for (int64_t b = 0; b < positions.count; ++b)  // a bounded view: its lowest positions
+      BS_CHECK_INPUT(positions.lowest(b) >= 0, "rope: sequence ", b, " has position ", positions.lowest(b),
+                     "; it must be >= 0");
   }
   // Per element: two multiplies and one add (cos/sin tables not counted).
   run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, {&y}, kRopeFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},

@@ -41,6 +41,15 @@ DecodeSummary decode_summary(const WorkloadConfig& config, const profiler::Profi
   return s;
 }
 
+std::string decode_graph_note(const std::string& device) {
+  if (device.rfind("cuda", 0) == 0) {
+    return "Decode steps: each replayed from one CUDA graph captured on the first step (decode.cuda_graph), so the "
+           "decode tables show one cuda_graph_launch per step instead of the step's kernels; profile without "
+           "decode.cuda_graph for those, and `blockscope diff` the two for the launch overhead";
+  }
+  return "Note: decode.cuda_graph applies to CUDA devices; on " + device + " the decode steps ran eagerly";
+}
+
 std::string decode_summary_text(const WorkloadConfig& config, const profiler::Profile& profile) {
   const DecodeSummary s = decode_summary(config, profile);
   const DecodeConfig& d = config.decode;
@@ -70,6 +79,7 @@ std::string decode_summary_text(const WorkloadConfig& config, const profiler::Pr
                      d.kv_cache.layout == ops::KvLayout::paged
                          ? fmt::format("paged: {} pages of {} positions per layer", s.pages, d.kv_cache.page_size)
                          : fmt::format("contiguous: {} positions per sequence", d.kv_cache.max_len));
+  if (d.cuda_graph) out += decode_graph_note(profile.device) + "\n";
   return out;
 }
 

@@ -28,6 +28,9 @@ struct DecodeSummary {
 DecodeSummary decode_summary(const WorkloadConfig& config, const profiler::Profile& profile);
 // Text lines for the profile's tables; the JSON object for --format json.
 std::string decode_summary_text(const WorkloadConfig& config, const profiler::Profile& profile);
+// What decode.cuda_graph did on `device` ("cuda:0": steps replayed from a graph; otherwise a
+// note that it is a no-op there): the summary's last line, and `run`'s.
+std::string decode_graph_note(const std::string& device);
 nlohmann::json decode_summary_json(const WorkloadConfig& config, const profiler::Profile& profile);
 
 }  // namespace blockscope::cli

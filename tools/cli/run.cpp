@@ -15,6 +15,7 @@
 #include "profiler/trace.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
+#include "tools/cli/decode_summary.h"
 #include "tools/cli/progress.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
@@ -118,6 +119,9 @@ int run_command(Session& session) {
     layout.max_width = width;
     layout.show_all = "a wider COLUMNS shows them";
     std::cout << profiler::render(table, format, layout);
+    if (config.kind == WorkloadKind::decode && config.decode.cuda_graph) {
+      std::cout << "\n" << profiler::wrap_text(decode_graph_note(ctx.device().str()) + "\n", width);
+    }
     if (use_graph) {
       std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
     } else if (config.run.cuda_graph) {
