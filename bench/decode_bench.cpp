@@ -16,11 +16,25 @@
 // cache is filled once in setup with kv_cache_write (random rows, outside the timed region);
 // the timed call is one decode_attention. CPU: B · S <= 65536 (drops B = 32 at S = 8192, so a
 // full run stays within a few minutes on 2 cores); CUDA: every combination.
+//
+// Whole decode steps (model/block.h's BlockStack::decode: norm, q/k/v GEMMs at M = B, RoPE, the
+// cache write, decode attention, o_proj, the MLP) on one TinyLlama-1.1B layer (d 2048, 32 heads
+// on 4 kv heads, D 64, gated MLP 5632), eager and — on CUDA — replayed from a CUDA graph
+// (model/step_graph.h, as decode.cuda_graph does), so the pair shows the launch overhead a graph
+// removes. The key: decode_step/<eager|graph>/<dtype>/model=tinyllama,B=..,S=..,paged=0|1 with
+// S the cache length the step attends to; each iteration is the same step (position S - 1: the
+// cache row it writes is rewritten), the cache filled once in setup. CPU: B 1 and 8 at S 1024;
+// CUDA: B 1, 8, 32 at S 128, 1024, 8192.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "bench/support/bench_support.h"
+#include "model/block.h"
+#include "model/config.h"
+#include "model/step_graph.h"
+#include "model/weights.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "runtime/index_table.h"
@@ -49,6 +63,23 @@ int sm_count(Device device) {
 #endif
   (void)device;
   return 0;
+}
+
+// Every position [0, length) of every sequence's cache: one chunk of random rows written at each
+// chunk's start (the same rows repeat every kFillChunk positions; only the time is measured).
+void fill_cache(Context& ctx, ops::KvCache& cache, DType dtype, int64_t batch, int64_t length) {
+  const int64_t kv_heads = cache.shape.kv_heads, head_dim = cache.shape.head_dim;
+  const int64_t chunk = std::min(length, kFillChunk);
+  const Tensor k = random_tensor(ctx, {batch, kv_heads, chunk, head_dim}, dtype, 41);
+  const Tensor v = random_tensor(ctx, {batch, kv_heads, chunk, head_dim}, dtype, 42);
+  for (int64_t start = 0; start < length; start += chunk) {
+    const int64_t rows = std::min(chunk, length - start);
+    const IndexTable starts(ctx, std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(start)), 1,
+                            batch);
+    const IndexTable counts(ctx, std::vector<int32_t>(static_cast<size_t>(batch), static_cast<int32_t>(rows)), 1, batch);
+    ops::kv_cache_write(ctx, k, v, cache, starts.row(0), counts.row(0));
+  }
+  ctx.synchronize();
 }
 
 void register_decode(Device device, DType dtype, const DecodeShape& s, ops::KvLayout layout,
@@ -81,20 +112,7 @@ void register_decode(Device device, DType dtype, const DecodeShape& s, ops::KvLa
     shape.page_size = paged ? kPageSize : s.length;
     shape.positions.assign(static_cast<size_t>(s.batch), s.length);
     ops::KvCache cache = ops::make_kv_cache(ctx, shape, dtype, paged ? kShuffleSeed : 0);
-    // Fill every position: one chunk of random rows written at each chunk's start (the same
-    // rows repeat every kFillChunk positions; only the time is measured).
-    const int64_t chunk = std::min(s.length, kFillChunk);
-    const Tensor k = random_tensor(ctx, {s.batch, s.kv_heads, chunk, s.head_dim}, dtype, 41);
-    const Tensor v = random_tensor(ctx, {s.batch, s.kv_heads, chunk, s.head_dim}, dtype, 42);
-    for (int64_t start = 0; start < s.length; start += chunk) {
-      const int64_t rows = std::min(chunk, s.length - start);
-      const IndexTable starts(ctx, std::vector<int32_t>(static_cast<size_t>(s.batch), static_cast<int32_t>(start)), 1,
-                              s.batch);
-      const IndexTable counts(ctx, std::vector<int32_t>(static_cast<size_t>(s.batch), static_cast<int32_t>(rows)), 1,
-                              s.batch);
-      ops::kv_cache_write(ctx, k, v, cache, starts.row(0), counts.row(0));
-    }
-    ctx.synchronize();
+    fill_cache(ctx, cache, dtype, s.batch, s.length);
     const IndexTable lengths(ctx, std::vector<int32_t>(static_cast<size_t>(s.batch), static_cast<int32_t>(s.length)),
                              1, s.batch);
     Tensor q = random_tensor(ctx, {s.batch, s.heads, s.head_dim}, dtype, 43);
@@ -103,6 +121,57 @@ void register_decode(Device device, DType dtype, const DecodeShape& s, ops::KvLa
     return [&ctx, q, cache, lengths, out, path, scale]() mutable {
       ops::decode_attention(ctx, q, cache, lengths.row(0), out, path, scale);
     };
+  });
+}
+
+// One TinyLlama-1.1B layer (smoke: a tiny Llama layer of the same form).
+ModelConfig step_model(bool smoke) {
+  const std::string dims = smoke ? "d_model: 64, n_heads: 4, n_kv_heads: 2, d_ff: 96"
+                                 : "d_model: 2048, n_heads: 32, n_kv_heads: 4, d_ff: 5632";
+  return load_config_text("workload: block\nmodel: {family: llama, " + dims + ", n_layers: 1}\ninput: {batch: 1, seq_len: 1}\n", "decode_bench").model;
+}
+
+void register_step(Device device, DType dtype, int64_t batch, int64_t length, ops::KvLayout layout, bool graph) {
+  const bool paged = layout == ops::KvLayout::paged;
+  const bool smoke = options().smoke;
+  Case c;
+  c.key = std::string("decode_step/") + (graph ? "graph" : "eager") + "/" + dtype_name(dtype) + "/model=" +
+          (smoke ? "tiny" : "tinyllama") + ",B=" + std::to_string(batch) + ",S=" + std::to_string(length) +
+          ",paged=" + (paged ? "1" : "0");
+  c.device = device;
+  c.dtype = dtype;
+  register_case(c, [=](Context& ctx) -> std::function<void()> {
+    const ModelConfig model = step_model(smoke);
+    auto weights = std::make_shared<WeightSet>();
+    init_weights(ctx, block_weight_specs(model, 0), dtype, 5, WeightInit::scaled, *weights);
+    PathConfig paths;
+    paths.attention = ops::AttentionPath::flash;
+    paths.mlp = ops::MlpPath::fused;  // gate|up in one GEMM, as the shipped Llama decode configs
+    auto stack = std::make_shared<BlockStack>(ctx, model, dtype, *weights, 1, batch, 1);
+    stack->prepare(ctx, paths);
+    ops::KvCacheShape shape;
+    shape.layout = layout;
+    shape.kv_heads = model.n_kv_heads;
+    shape.head_dim = model.head_dim;
+    shape.page_size = paged ? kPageSize : length;
+    shape.positions.assign(static_cast<size_t>(batch), length);
+    auto caches = std::make_shared<std::vector<ops::KvCache>>();
+    caches->push_back(ops::make_kv_cache(ctx, shape, dtype, paged ? kShuffleSeed : 0));
+    fill_cache(ctx, caches->front(), dtype, batch, length - 1);
+    const auto table = [&](int32_t value) {
+      return std::make_shared<IndexTable>(ctx, std::vector<int32_t>(static_cast<size_t>(batch), value), 1, batch);
+    };
+    const auto positions = table(static_cast<int32_t>(length - 1)), lengths = table(static_cast<int32_t>(length)),
+               ones = table(1);
+    const Tensor x = random_tensor(ctx, {batch, 1, model.d_model}, dtype, 44);
+    Tensor y = ctx.empty({batch, 1, model.d_model}, dtype);
+    auto step = [&ctx, weights, stack, caches, positions, lengths, ones, x, y, paths]() mutable {
+      stack->decode(ctx, x, y, paths, *caches, DecodeStep{positions->row(0), lengths->row(0), ones->row(0)});
+    };
+    if (!graph) return step;
+    step();  // eagerly once: RoPE table and GEMM plans, which a capture cannot make
+    auto captured = std::make_shared<StepGraph>();
+    return [&ctx, captured, step]() mutable { captured->run(ctx, step); };
   });
 }
 
@@ -135,6 +204,21 @@ void register_all() {
       for (const DecodeShape& s : shapes)
         for (ops::KvLayout layout : layouts)
           for (ops::AttentionPath path : kPaths) register_decode(device, dtype, s, layout, path);
+    // Whole steps: eager, and on CUDA from a graph.
+    std::vector<std::pair<int64_t, int64_t>> steps;  // (B, S)
+    if (smoke) {
+      steps = {{2, 40}};
+    } else if (device.is_cpu()) {
+      steps = {{1, 1024}, {8, 1024}};
+    } else {
+      for (int64_t batch : {1, 8, 32})
+        for (int64_t length : {128, 1024, 8192}) steps.emplace_back(batch, length);
+    }
+    for (DType dtype : dtypes)
+      for (const auto& [batch, length] : steps)
+        for (ops::KvLayout layout : layouts)
+          for (bool graph : {false, true})
+            if (!graph || device.is_cuda()) register_step(device, dtype, batch, length, layout, graph);
   }
 }
 

@@ -1,11 +1,14 @@
 // linear / matmul_add beyond the op harness (value against the reference on every device and dtype, in place, CUDA against the CPU,
 // kernels, FLOPs and bytes, refused calls: test/op_harness_test.cpp):
-// strided and 3-D rows, matmul_add, input errors, and the CUDA GEMM plans (misaligned
-// slices, size-one weight dims, autotune, epilogue fallback).
+// strided and 3-D rows, matmul_add, input errors, the CUDA GEMM plans (misaligned
+// slices, size-one weight dims, autotune, epilogue fallback), and CUDA's weight-streaming skinny
+// GEMM and its rule (ops/linear/skinny_gemm.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "reference/ops_reference.h"
 #include "test/cuda_vs_cpu.h"
 #include "ops/linear/batched_matmul.h"
+#include "ops/linear/skinny_gemm.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
 #include "ops/common/cuda/cublaslt_gemm.h"
@@ -28,6 +32,7 @@ using ops::LinearActivation;
 using ops::LinearPath;
 using ops::WeightLayout;
 using reference::RefTensor;
+using testing::ScopedEnv;
 
 constexpr LinearPath kPaths[] = {LinearPath::naive, LinearPath::epilogue, LinearPath::addmm};
 constexpr WeightLayout kLayouts[] = {WeightLayout::out_in, WeightLayout::in_out};
@@ -442,6 +447,287 @@ TEST_P(CudaOps, PlanMadeBeforeAutotuneIsReplannedWhenItIsTurnedOn) {
   EXPECT_EQ(ops::cuda::cublaslt::cached_plans(dev.gpu), plans_before + 1);
   EXPECT_EQ(ops::cuda::cublaslt::autotuned_plans(dev.gpu), tuned_before + 1);
 #endif
+}
+
+// ---- CUDA's weight-streaming skinny GEMM (ops/linear/skinny_gemm.h) ------------------------
+
+
+// The rule alone (host code: runs in every build).
+TEST(WeightStreamingRule, TakesSkinnyAlignedOutInGemmsOfAtLeastAMebibyteOfWeights) {
+  using ops::WeightStreamingMode;
+  ops::SkinnyGemm g;
+  g.rows = 4;
+  g.in = 1024;
+  g.out = 512;
+  g.dtype = DType::bf16;  // 1 MiB of weights: the threshold
+  g.layout = WeightLayout::out_in;
+  g.path = LinearPath::epilogue;
+  g.rows_aligned16 = true;
+  const auto with = [&](auto change) {
+    ops::SkinnyGemm c = g;
+    change(c);
+    return c;
+  };
+  const auto automatic = WeightStreamingMode::automatic, on = WeightStreamingMode::on, off = WeightStreamingMode::off;
+  EXPECT_EQ(ops::kWeightStreamingMaxRows, 16);
+  EXPECT_EQ(ops::kWeightStreamingMinWeightBytes, 1 << 20);
+  EXPECT_TRUE(ops::use_weight_streaming(g, automatic));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.path = LinearPath::naive; }), automatic));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows = 1; }), automatic));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows = 16; }), automatic));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows = 17; }), automatic));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows = 17; }), on));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows = 0; }), on));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.in = 0; }), on));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.layout = WeightLayout::in_out; }), on));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.path = LinearPath::addmm; }), on));
+  EXPECT_FALSE(ops::use_weight_streaming(g, off));
+  // Misaligned rows: cuBLASLt under auto, the kernel's scalar loads when forced.
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows_aligned16 = false; }), automatic));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.rows_aligned16 = false; }), on));
+  // One byte of weights short of the threshold (bf16: 2 bytes an element): cuBLASLt under auto.
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.out = 511; }), automatic));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.out = 511; }), on));
+  EXPECT_TRUE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.dtype = DType::f32, c.out = 256; }), automatic));
+  EXPECT_FALSE(ops::use_weight_streaming(with([](ops::SkinnyGemm& c) { c.out = int64_t{1} << 31; }), on));
+
+  // The alignment facts: bases, x's row stride (rows > 1), w's row length (out > 1), in bytes.
+  alignas(16) static unsigned char buffer[64];
+  const void* a = buffer;
+  const void* a2 = buffer + 2;
+  EXPECT_TRUE(ops::weight_streaming_rows_aligned16(a, 16, 3, a, 8, 5, DType::bf16));
+  EXPECT_FALSE(ops::weight_streaming_rows_aligned16(a2, 16, 3, a, 8, 5, DType::bf16));
+  EXPECT_FALSE(ops::weight_streaming_rows_aligned16(a, 16, 3, a2, 8, 5, DType::bf16));
+  EXPECT_FALSE(ops::weight_streaming_rows_aligned16(a, 12, 3, a, 8, 5, DType::bf16));
+  EXPECT_TRUE(ops::weight_streaming_rows_aligned16(a, 12, 1, a, 8, 5, DType::bf16));  // one row: no stride
+  EXPECT_FALSE(ops::weight_streaming_rows_aligned16(a, 16, 3, a, 13, 5, DType::bf16));
+  EXPECT_TRUE(ops::weight_streaming_rows_aligned16(a, 16, 3, a, 13, 1, DType::bf16));  // one output: no row length
+  EXPECT_TRUE(ops::weight_streaming_rows_aligned16(a, 4, 3, a, 4, 5, DType::f32));
+  EXPECT_FALSE(ops::weight_streaming_rows_aligned16(a, 4, 3, a, 6, 5, DType::f32));
+
+  // The variable, read at each call: auto (or unset / empty), on, off; anything else refused by name.
+  {
+    ScopedEnv unset(ops::kWeightStreamingEnv, "");
+    EXPECT_EQ(ops::weight_streaming_mode(), automatic);
+  }
+  for (const auto& [text, mode] : {std::pair{"auto", automatic}, std::pair{"on", on}, std::pair{"off", off}}) {
+    ScopedEnv set(ops::kWeightStreamingEnv, text);
+    EXPECT_EQ(ops::weight_streaming_mode(), mode) << text;
+  }
+  ScopedEnv bad(ops::kWeightStreamingEnv, "yes");
+  testing::expect_input_error([] { ops::weight_streaming_mode(); }, {"BLOCKSCOPE_LINEAR_WEIGHT_STREAMING", "'yes'"});
+}
+
+// What one GPU call of linear recorded, and its error against the float64 reference.
+struct StreamedCall {
+  std::vector<std::string> kernels;
+  std::string implementation;  // the first kernel's
+};
+
+// y = linear(x, w, bias) [+ tanh-GELU] on the GPU (x_gpu: the GPU operand, maybe a view, with
+// x_cpu's values; w and bias copied from the CPU tensors given, or w_gpu when defined), recorded,
+// and checked against the float64 reference: error within linear_bound, i.e. measured against
+// max Σ|x·w| (an output's own value can cancel to near zero), through GELU's largest slope.
+StreamedCall run_and_check(Devices& dev, const Tensor& x_cpu, const Tensor& x_gpu, const Tensor& w_cpu,
+                           const Tensor& b_cpu, LinearPath path, LinearActivation act, const std::string& what,
+                           const Tensor& w_gpu_given = Tensor()) {
+  const DType dtype = x_cpu.dtype();
+  const int64_t in = x_cpu.size(-1), out = w_cpu.size(0);
+  const Tensor w_gpu = w_gpu_given.defined() ? w_gpu_given : dev.gpu_copy(w_cpu);
+  const Tensor b_gpu = b_cpu.defined() ? dev.gpu_copy(b_cpu) : Tensor();
+  Shape y_shape = x_cpu.shape();
+  y_shape.back() = out;
+  Tensor y = testing::poisoned_tensor(dev.gpu, y_shape, dtype);
+  profiler::Recorder recorder(dev.gpu);
+  dev.gpu.set_recorder(&recorder);
+  ops::linear(dev.gpu, x_gpu, w_gpu, b_gpu, y, path, WeightLayout::out_in, act);
+  dev.gpu.set_recorder(nullptr);
+  recorder.resolve();
+  StreamedCall call;
+  call.kernels = testing::kernel_names(recorder);
+  if (!recorder.kernels().empty()) call.implementation = recorder.kernels()[0].implementation;
+
+  const RefTensor xr = testing::ref(x_cpu), wr = testing::ref(w_cpu);
+  RefTensor br;
+  if (b_cpu.defined()) br = testing::ref(b_cpu);
+  const RefTensor* bp = b_cpu.defined() ? &br : nullptr;
+  const bool gelu = act == LinearActivation::gelu_tanh;
+  const RefTensor pre = reference::linear(xr, wr, bp, true);
+  const RefTensor expected = gelu ? reference::activation(pre, ops::Activation::gelu_tanh) : pre;
+  const double bound = testing::linear_bound(pre, reference::linear_magnitude(xr, wr, bp, true), in, dtype) *
+                       (gelu ? testing::kMaxActivationSlope : 1.0);
+  const std::vector<float> values = to_floats(y);
+  const int64_t nan_at = testing::first_nan(values);
+  EXPECT_EQ(nan_at, -1) << what << ": output element " << nan_at << " is NaN (unwritten or wrong)";
+  if (nan_at == -1) {
+    EXPECT_LE(testing::max_abs_error(values, expected.data), bound)
+        << what << ": max error against the float64 reference, bound from max Σ|x·w|";
+  }
+  return call;
+}
+
+std::string shape_label(int64_t rows, int64_t in, int64_t out) {
+  return "rows " + std::to_string(rows) + " in " + std::to_string(in) + " out " + std::to_string(out);
+}
+
+// Forced on (the kernel wherever it is able), over rows 1..16, in with and without a partial
+// pack (13, 257: a scalar tail where rows = out = 1, scalar rows otherwise) and out not a multiple
+// of the outputs per block, each with and without bias and GELU on both paths; every call must
+// have run the weight-streaming kernel, 16-byte loads exactly where every row is 16-byte aligned.
+TEST_P(CudaOps, LinearWeightStreamingMatchesTheReference) {
+  Devices dev;
+  ScopedEnv force(ops::kWeightStreamingEnv, "on");
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  struct Variant {
+    LinearPath path;
+    bool bias;
+    LinearActivation act;
+    std::vector<std::string> kernels;
+  };
+  const auto none = LinearActivation::none, gelu = LinearActivation::gelu_tanh;
+  const std::vector<Variant> variants = {
+      {LinearPath::epilogue, true, gelu, {"linear_weight_streaming_bias_gelu"}},
+      {LinearPath::epilogue, false, none, {"linear_weight_streaming"}},
+      {LinearPath::naive, true, none, {"linear_weight_streaming", "bias_add_kernel"}},
+      {LinearPath::epilogue, true, none, {"linear_weight_streaming_bias"}},
+      {LinearPath::naive, false, gelu, {"linear_weight_streaming", "gelu_tanh_kernel"}},
+      {LinearPath::epilogue, false, gelu, {"linear_weight_streaming_gelu"}},
+  };
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype()));
+  uint64_t shape_index = 0;
+  for (int64_t rows : {1, 3, 8, 16}) {
+    for (int64_t in : {8, 13, 64, 257, 1024}) {
+      for (int64_t out : {1, 7, 96, 513}) {
+        const uint64_t s = seed + 3 * shape_index;
+        const Tensor x = random_tensor(dev.cpu, {rows, in}, dtype(), s);
+        const Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), s + 1);
+        const Tensor b = random_tensor(dev.cpu, {out}, dtype(), s + 2);
+        const Tensor x_gpu = dev.gpu_copy(x);
+        const bool vector = (in * elem) % 16 == 0 || (rows == 1 && out == 1);
+        for (const Variant& variant : variants) {
+          const std::string what = shape_label(rows, in, out) + " " + ops::path_name(variant.path) +
+                                   (variant.bias ? " bias" : "") + (variant.act == gelu ? " gelu" : "");
+          const StreamedCall call =
+              run_and_check(dev, x, x_gpu, w, variant.bias ? b : Tensor(), variant.path, variant.act, what);
+          EXPECT_EQ(call.kernels, variant.kernels) << what;
+          EXPECT_EQ(call.implementation, std::string(dtype_name(dtype())) +
+                                             (vector ? ", 16-byte loads" : ", scalar loads (rows not 16-byte aligned)"))
+              << what;
+        }
+        ++shape_index;
+      }
+    }
+  }
+}
+
+// x rows as strided views, misaligned x, w and bias: under auto, aligned rows stream and
+// misaligned ones go to cuBLASLt (which is told their real alignment); forced on, misaligned
+// rows run the kernel's scalar loads. Right either way. 1 MiB of bf16/f16 weights, 2 MiB of f32.
+TEST_P(CudaOps, LinearWeightStreamingOnStridedAndMisalignedOperands) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t rows = 5, in = 1024, out = 512, pack = 16 / static_cast<int64_t>(dtype_size(dtype()));
+  const Tensor wide = random_tensor(dev.cpu, {rows, in + 2 * pack}, dtype(), seed);  // row stride: 16-byte multiple
+  const Tensor odd = random_tensor(dev.cpu, {rows, in + 3}, dtype(), seed + 1);        // row stride: not
+  const Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed + 2);
+  const Tensor b_wide = random_tensor(dev.cpu, {out + 1}, dtype(), seed + 3);
+  const Tensor b = b_wide.slice(0, 1, out + 1);  // one element past an aligned address
+  const Tensor wide_gpu = dev.gpu_copy(wide), odd_gpu = dev.gpu_copy(odd);
+  // The weight one element past an aligned address: a contiguous view into a longer buffer.
+  const Tensor w_flat = random_tensor(dev.cpu, {out * in + 1}, dtype(), seed + 4);
+  const Tensor w_shifted = w_flat.slice(0, 1, out * in + 1).reshape({out, in});
+  const Tensor w_shifted_gpu = dev.gpu_copy(w_flat).slice(0, 1, out * in + 1).reshape({out, in});
+  struct Case {
+    const char* what;
+    Tensor x_cpu, x_gpu;
+    bool misaligned_w;
+    bool aligned;
+  };
+  const std::vector<Case> cases = {
+      {"strided rows, 16-byte aligned", wide.slice(1, pack, pack + in), wide_gpu.slice(1, pack, pack + in), false, true},
+      {"x one element off", wide.slice(1, 1, 1 + in), wide_gpu.slice(1, 1, 1 + in), false, false},
+      {"x row stride off", odd.slice(1, 0, in), odd_gpu.slice(1, 0, in), false, false},
+      {"w one element off", wide.slice(1, pack, pack + in), wide_gpu.slice(1, pack, pack + in), true, false},
+  };
+  for (const Case& c : cases) {
+    for (const char* mode : {"auto", "on"}) {
+      ScopedEnv set(ops::kWeightStreamingEnv, mode);
+      const std::string what = std::string(c.what) + ", BLOCKSCOPE_LINEAR_WEIGHT_STREAMING=" + mode;
+      const StreamedCall call =
+          run_and_check(dev, c.x_cpu, c.x_gpu, c.misaligned_w ? w_shifted : w, b, LinearPath::epilogue,
+                        LinearActivation::gelu_tanh, what, c.misaligned_w ? w_shifted_gpu : Tensor());
+      const bool streams = c.aligned || std::string(mode) == "on";
+      EXPECT_EQ(call.kernels, std::vector<std::string>{streams ? "linear_weight_streaming_bias_gelu" : "gemm_bias_gelu"})
+          << what;
+      if (streams) {
+        EXPECT_NE(call.implementation.find(c.aligned ? "16-byte loads" : "scalar loads"), std::string::npos)
+            << what << ": " << call.implementation;
+      }
+    }
+  }
+}
+
+// The rule's choice is what the kernel table shows: a decode-shaped x [B, 1, d] with 1 MiB or
+// more of [out, in] weights streams under auto (the naive path keeping its bias and GELU kernels);
+// 17 rows, in_out weights, the addmm path, small weights or off keep cuBLASLt. Values checked
+// every time.
+TEST_P(CudaOps, LinearWeightStreamingRuleIsVisibleInTheKernelTable) {
+  Devices dev;
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE(seed);
+  const int64_t in = 1024, out = 512;
+  const Tensor w = random_tensor(dev.cpu, {out, in}, dtype(), seed);
+  const Tensor b = random_tensor(dev.cpu, {out}, dtype(), seed + 1);
+  const Tensor x4 = random_tensor(dev.cpu, {4, 1, in}, dtype(), seed + 2);
+  const Tensor x17 = random_tensor(dev.cpu, {17, in}, dtype(), seed + 3);
+  const Tensor w_small = random_tensor(dev.cpu, {96, 64}, dtype(), seed + 4);
+  const Tensor x_small = random_tensor(dev.cpu, {4, 64}, dtype(), seed + 5);
+  const Tensor b_small = random_tensor(dev.cpu, {96}, dtype(), seed + 6);
+  const auto none = LinearActivation::none, gelu = LinearActivation::gelu_tanh;
+  using Names = std::vector<std::string>;
+  const auto run = [&](const char* mode, const Tensor& x, const Tensor& wt, const Tensor& bias, LinearPath path,
+                       LinearActivation act, const std::string& what) {
+    ScopedEnv set(ops::kWeightStreamingEnv, mode);
+    return run_and_check(dev, x, dev.gpu_copy(x), wt, bias, path, act, what + " (" + mode + ")").kernels;
+  };
+  EXPECT_EQ(run("auto", x4, w, b, LinearPath::epilogue, gelu, "decode"), Names{"linear_weight_streaming_bias_gelu"});
+  EXPECT_EQ(run("", x4, w, b, LinearPath::epilogue, none, "decode"), Names{"linear_weight_streaming_bias"});
+  EXPECT_EQ(run("auto", x4, w, Tensor(), LinearPath::epilogue, none, "decode"), Names{"linear_weight_streaming"});
+  EXPECT_EQ(run("auto", x4, w, b, LinearPath::naive, gelu, "decode"),
+            (Names{"linear_weight_streaming", "bias_add_kernel", "gelu_tanh_kernel"}));
+  EXPECT_EQ(run("auto", x4, w, b, LinearPath::addmm, none, "decode"), (Names{"bias_broadcast_copy_kernel", "gemm"}));
+  EXPECT_EQ(run("on", x4, w, b, LinearPath::addmm, none, "decode"), (Names{"bias_broadcast_copy_kernel", "gemm"}));
+  EXPECT_EQ(run("off", x4, w, b, LinearPath::epilogue, gelu, "decode"), Names{"gemm_bias_gelu"});
+  EXPECT_EQ(run("off", x4, w, b, LinearPath::naive, none, "decode"), (Names{"gemm", "bias_add_kernel"}));
+  EXPECT_EQ(run("auto", x17, w, b, LinearPath::epilogue, none, "17 rows"), Names{"gemm_bias"});
+  EXPECT_EQ(run("on", x17, w, b, LinearPath::epilogue, none, "17 rows"), Names{"gemm_bias"});
+  EXPECT_EQ(run("auto", x_small, w_small, b_small, LinearPath::epilogue, none, "small weights"), Names{"gemm_bias"});
+  EXPECT_EQ(run("on", x_small, w_small, b_small, LinearPath::epilogue, none, "small weights"),
+            Names{"linear_weight_streaming_bias"});
+  {
+    // [in, out] weights (Conv1D): columns, not rows, per output: cuBLASLt.
+    ScopedEnv set(ops::kWeightStreamingEnv, "on");
+    const Tensor w_in_out = random_tensor(dev.cpu, {in, out}, dtype(), seed + 7);
+    Tensor y_gpu;
+    Tensor y_cpu = dev.poisoned_pair({4, 1, out}, dtype(), &y_gpu);
+    ops::linear(dev.cpu, x4, w_in_out, b, y_cpu, LinearPath::epilogue, WeightLayout::in_out);
+    profiler::Recorder recorder(dev.gpu);
+    dev.gpu.set_recorder(&recorder);
+    ops::linear(dev.gpu, dev.gpu_copy(x4), dev.gpu_copy(w_in_out), dev.gpu_copy(b), y_gpu, LinearPath::epilogue,
+                WeightLayout::in_out);
+    dev.gpu.set_recorder(nullptr);
+    recorder.resolve();
+    EXPECT_EQ(testing::kernel_names(recorder), Names{"gemm_bias"});
+    expect_cuda_matches_cpu(y_gpu, y_cpu, cuda_tolerance(dtype()), "in_out");
+  }
+  // A value the variable does not take: refused, naming it, before any kernel runs.
+  ScopedEnv bad(ops::kWeightStreamingEnv, "always");
+  Tensor y = testing::poisoned_tensor(dev.gpu, {4, 1, out}, dtype());
+  testing::expect_input_error(
+      [&] { ops::linear(dev.gpu, dev.gpu_copy(x4), dev.gpu_copy(w), dev.gpu_copy(b), y, LinearPath::epilogue); },
+      {"BLOCKSCOPE_LINEAR_WEIGHT_STREAMING", "always"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);

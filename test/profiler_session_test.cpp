@@ -23,6 +23,7 @@ namespace blockscope::profiler {
 namespace {
 
 using nlohmann::json;
+using testing::ScopedEnv;
 
 // One toy step: a region, an op inside it launching `kernels` work items.
 void toy_step(Context& ctx, int kernels) {
@@ -179,20 +180,6 @@ TEST(ProfileSteps, RejectsSchedulesThatKeepNothing) {
   }
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 TEST(DevicePeaks, CpuFiguresAreMeasuredOrOverridden) {
   Context ctx(Device::cpu());

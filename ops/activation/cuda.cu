@@ -2,6 +2,7 @@
 // GeGLU / SwiGLU MLPs (one kernel instead of activation + mul: the intermediate never makes
 // an extra trip through memory).
 #include "ops/activation/backends.h"
+#include "ops/activation/device_functions.cuh"
 #include "ops/common/rows.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "ops/common/cuda/elementwise_map.cuh"
@@ -9,23 +10,6 @@
 #include "ops/common/cuda/vector_io.cuh"
 
 namespace blockscope::ops::cuda::kernels {
-
-// Device copies of the scalar definitions in ops/activation (f32, full-precision libm).
-struct GeluErf {
-  __device__ float operator()(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-};
-struct GeluTanh {
-  __device__ float operator()(float x) const {
-    const float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // sqrt(2/pi)
-    return 0.5f * x * (1.0f + tanhf(inner));
-  }
-};
-struct Silu {
-  __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
-};
-struct Relu {
-  __device__ float operator()(float x) const { return x < 0.0f ? 0.0f : x; }  // NaN stays NaN, as torch.relu
-};
 
 template <typename T>
 __global__ void gelu_kernel(const T* x, T* y, int64_t n, bool vectorized) { unary_map(x, y, n, vectorized, GeluErf{}); }

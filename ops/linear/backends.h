@@ -30,10 +30,20 @@ inline constexpr char kBiasAdd[] = "bias_add_kernel";
 inline constexpr char kGemmBias[] = "gemm_bias";
 inline constexpr char kGemmGelu[] = "gemm_gelu";
 inline constexpr char kGemmBiasGelu[] = "gemm_bias_gelu";
-// The epilogue path's one GEMM.
-inline const char* gemm_with_epilogue(bool bias, bool gelu) {
-  if (bias) return gelu ? kGemmBiasGelu : kGemmBias;
-  return gelu ? kGemmGelu : kGemm;
-}
 inline constexpr char kBiasBroadcastCopy[] = "bias_broadcast_copy_kernel";
+// CUDA's weight-streaming kernel for skinny GEMMs (ops/linear/skinny_gemm.h has when it runs): the
+// product alone (naive path, before bias_add_kernel), or with the epilogue path's bias / GELU.
+inline constexpr char kWeightStreaming[] = "linear_weight_streaming";
+inline constexpr char kWeightStreamingBias[] = "linear_weight_streaming_bias";
+inline constexpr char kWeightStreamingGelu[] = "linear_weight_streaming_gelu";
+inline constexpr char kWeightStreamingBiasGelu[] = "linear_weight_streaming_bias_gelu";
+
+// The epilogue path's one kernel: cuBLASLt's GEMM, or (streaming) the weight-streaming kernel,
+// with the bias and GELU it applies.
+inline const char* gemm_with_epilogue(bool bias, bool gelu, bool streaming = false) {
+  const char* const names[2][2][2] = {{{kGemm, kGemmGelu}, {kGemmBias, kGemmBiasGelu}},
+                                      {{kWeightStreaming, kWeightStreamingGelu},
+                                       {kWeightStreamingBias, kWeightStreamingBiasGelu}}};
+  return names[streaming][bias][gelu];
+}
 }  // namespace blockscope::ops::kernel_names

@@ -18,7 +18,9 @@ enum class LinearActivation { none, gelu_tanh };
 // x: [..., in] (rows may be a strided view only if each row is contiguous), w: as `layout`,
 // bias: [out] or undefined, y: [..., out] contiguous, same dtype as x.
 // Kernels (CUDA): naive = GEMM + bias kernel (+ GELU kernel); epilogue = 1 GEMM;
-// addmm = bias broadcast copy + GEMM(beta = 1) (+ GELU kernel).
+// addmm = bias broadcast copy + GEMM(beta = 1) (+ GELU kernel). On the naive and epilogue paths a
+// skinny GEMM (≤ 16 rows, out_in) may run the weight-streaming kernel in the GEMM's place
+// (ops/linear/skinny_gemm.h: the rule and BLOCKSCOPE_LINEAR_WEIGHT_STREAMING).
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
             WeightLayout layout = WeightLayout::out_in, LinearActivation act = LinearActivation::none);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -70,5 +71,23 @@ std::vector<Device> test_devices();
 bool device_runnable(Device device, std::string* reason);
 
 std::vector<DType> all_dtypes();
+
+// Sets an environment variable for one scope, restoring what was there (the variables
+// blockscope reads at each call: BLOCKSCOPE_LINEAR_WEIGHT_STREAMING, the CPU peak overrides).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { had_ ? setenv(name_, old_.c_str(), 1) : unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
 
 }  // namespace blockscope::testing

@@ -173,7 +173,7 @@ def expected_kernels(workload, variant, dtype, shape, device):
 
 # The block suite's labels ("block/<paths>/<dtype>/<config>,B=..,S=.."): gated on their
 # counters only.
-BLOCK_WORKLOADS = {"block", "stack"}
+BLOCK_WORKLOADS = {"block", "stack", "decode_step"}  # decode_step: bench/decode_bench.cpp's whole steps
 
 # Libraries timed outside blockscope for comparison (bench/linear_bench.cpp's oneDNN matmul):
 # no op runs, so only the suite's own rate counters are gated.

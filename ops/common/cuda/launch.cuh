@@ -27,18 +27,27 @@
 
 namespace blockscope::ops::cuda {
 
+// As launch(), and the kernel event's Implementation column says what ran where the name alone
+// does not ("bf16, 16-byte loads"); nullptr leaves it empty.
 template <typename... Params, typename... Args>
-void launch(Context& ctx, const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
-            size_t dynamic_smem, Args&&... args) {
+void launch_described(Context& ctx, const char* name, const char* implementation, void (*kernel)(Params...),
+                      dim3 grid, dim3 block, size_t dynamic_smem, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "kernel argument count mismatch");
   CudaBackend& backend = cuda_backend(ctx);
   profiler::KernelScope scope(ctx, name);
   if (profiler::KernelEvent* event = scope.event()) {
     describe_launch(*event, reinterpret_cast<const void*>(kernel), grid, block, dynamic_smem,
                     backend.device().index);
+    if (implementation != nullptr) event->implementation = implementation;
   }
   kernel<<<grid, block, dynamic_smem, backend.stream()>>>(static_cast<Params>(std::forward<Args>(args))...);
   check_launch(ctx, name, grid, block, dynamic_smem);
+}
+
+template <typename... Params, typename... Args>
+void launch(Context& ctx, const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
+            size_t dynamic_smem, Args&&... args) {
+  launch_described(ctx, name, nullptr, kernel, grid, block, dynamic_smem, std::forward<Args>(args)...);
 }
 
 // The 2-D launch of a kernel that walks `rows` rows of `chunks` chunks each (rope_kernel,
