@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ops/activation/activation.h"
+#include "ops/all_reduce/all_reduce.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/elementwise/elementwise.h"
@@ -78,7 +79,7 @@ std::vector<BufferSpec> block_buffer_specs(const ModelConfig& model, int64_t bat
                 D = model.head_dim;
   std::vector<BufferSpec> specs;
   if (model.family == ModelFamily::gpt2) {
-    specs.push_back({"qkv", {T, 3 * d}});
+    specs.push_back({"qkv", {T, 3 * H * D}});  // H · D = d, except on a tensor-parallel shard
   } else {
     specs.push_back({"q_lin", {T, H * D}});
     specs.push_back({"k_lin", {T, Hkv * D}});
@@ -239,6 +240,7 @@ void Block::project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads
   const ops::WeightLayout layout =
       model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
   ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
+  if (comm_ != nullptr) ops::all_reduce(ctx, proj_, *comm_);  // row-parallel: each rank's heads' share
   ops::add(ctx, x2d, proj_, residual_);
 }
 
@@ -288,6 +290,7 @@ std::vector<std::pair<std::string, Tensor>> Block::op_tensors() const {
 void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
   norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
   ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
+  if (comm_ != nullptr) ops::all_reduce(ctx, mlp_out_, *comm_);  // row-parallel: each rank's d_ff share
   ops::add(ctx, residual_, mlp_out_, y2d);
 }
 

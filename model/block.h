@@ -18,6 +18,7 @@
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/mlp/mlp.h"
 #include "model/config.h"
+#include "runtime/communicator.h"
 #include "runtime/context.h"
 #include "runtime/index_table.h"
 #include "model/weights.h"
@@ -89,6 +90,11 @@ class Block {
   // of a stack run one after another, so they can share them.
   void share_buffers_from(const Block& other);
 
+  // Tensor parallelism (model/tensor_parallel.h): this block is one rank's shard, and the
+  // attention output projection's and the MLP's partial sums are all-reduced over `comm`
+  // before each residual add. nullptr (the default): one rank, no collective.
+  void set_communicator(Communicator* comm) { comm_ = comm; }
+
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
   void decode_attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, ops::KvCache& cache,
@@ -105,6 +111,7 @@ class Block {
 
   ModelConfig model_;
   int64_t layer_, batch_, seq_;
+  Communicator* comm_ = nullptr;  // tensor parallelism: the ranks proj_ and mlp_out_ are summed over
   // Weights (bound from the WeightSet; shared storage, no copy).
   Tensor norm1_w_, norm1_b_, norm2_w_, norm2_b_;
   Tensor qkv_w_, qkv_b_;                  // gpt2: fused c_attn [d, 3d] (in, out)
@@ -137,6 +144,10 @@ class BlockStack {
   void decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, std::vector<ops::KvCache>& caches,
               const DecodeStep& step);
   int64_t layers() const { return static_cast<int64_t>(blocks_.size()); }
+  // Every layer a tensor-parallel shard (Block::set_communicator).
+  void set_communicator(Communicator* comm) {
+    for (Block& block : blocks_) block.set_communicator(comm);
+  }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].
   const Tensor& last_residual() const { return blocks_.back().residual(); }

@@ -128,6 +128,13 @@ struct DecodeConfig {
   bool ragged() const;
 };
 
+// `parallel:` -- Megatron-style tensor parallelism over `tensor` ranks (model/tensor_parallel.h):
+// each rank holds 1/tensor of the heads, the kv heads and d_ff; an all-reduce after the attention
+// output and the MLP's second projection. Launched with one process per rank (mpirun -np N).
+struct ParallelConfig {
+  int64_t tensor = 1;
+};
+
 // matmul_add: a [m, k] · b [k, n] + c [n]; linear: x [m, k] · W[n, k]ᵀ + b; softmax: x [m, n].
 struct ShapeConfig {
   int64_t m = 0, n = 0, k = 0;
@@ -201,6 +208,7 @@ struct WorkloadConfig {
   InputConfig input;
   ShapeConfig shape;
   DecodeConfig decode;  // workload: decode (input.batch and input.seq_len then mirror its batch and longest prompt)
+  ParallelConfig parallel;
   WeightsConfig weights;
   PathConfig paths;
   RunConfig run;

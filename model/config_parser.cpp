@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",    "workload", "device", "dtype", "seed", "model",  "input",
                                            "shape",   "decode",   "weights", "paths", "run",   "cpu",     "profile",
-                                           "compare"};
+                                           "compare", "parallel"};
 const std::vector<std::string> kModelKeys = {"family",   "d_model",    "n_heads", "n_kv_heads", "head_dim",
                                              "d_ff",     "n_layers",   "norm_eps", "rope_theta", "norm",
                                              "activation", "gated",    "bias",    "rope",       "causal"};
@@ -52,6 +52,7 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   read_input(reader, top, config);
   read_shape(reader, top, config);
   read_decode(reader, top, config);
+  read_parallel(reader, top, config);
   check_sizes(reader, root, config);
 
   // Paths: defaults per workload, then the file's.

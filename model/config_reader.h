@@ -299,6 +299,8 @@ void read_shape(const Reader& reader, const Section& top, WorkloadConfig& config
 // `decode:` (workload: decode only); sets input.batch and input.seq_len to its batch and
 // longest prompt, which the size check and the title read.
 void read_decode(const Reader& reader, const Section& top, WorkloadConfig& config);
+// `parallel:` (block and stack workloads): tensor must divide the heads, kv heads and d_ff.
+void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& config);
 // Refuses a workload whose largest tensors could not exist (more than 2^50 elements), naming
 // the keys whose product it is.
 void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config);

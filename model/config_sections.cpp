@@ -202,6 +202,27 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
   config.input.seq_len = decode.longest_prompt();
 }
 
+void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  Section s(reader, top.value("parallel"), "parallel", {"tensor"});
+  config.parallel.tensor = s.get_int("tensor", 1, 1, 1024);
+  const int64_t n = config.parallel.tensor;
+  if (n == 1) return;
+  if (config.kind != WorkloadKind::block && config.kind != WorkloadKind::stack) {
+    s.fail("tensor", std::string("tensor parallelism splits blocks and stacks; workload ") +
+                         workload_kind_name(config.kind) + " runs on one rank (parallel.tensor: 1)");
+  }
+  // Each rank holds whole heads (and whole kv heads) and an equal share of d_ff.
+  const ModelConfig& m = config.model;
+  const std::pair<const char*, int64_t> divided[] = {
+      {"model.n_heads", m.n_heads}, {"model.n_kv_heads", m.n_kv_heads}, {"model.d_ff", m.d_ff}};
+  for (const auto& [key, value] : divided) {
+    if (value % n != 0) {
+      s.fail("tensor", std::to_string(n) + " ranks do not divide " + key + " = " + std::to_string(value) +
+                           " (each rank holds 1/" + std::to_string(n) + " of the heads, the kv heads and d_ff)");
+    }
+  }
+}
+
 void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) {
   Section s(reader, top.value("run"), "run", {"warmup", "iters", "cuda_graph", "allow_tf32", "check_finite"});
   config.run.warmup = static_cast<int>(s.get_int("warmup", 3, 0));

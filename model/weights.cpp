@@ -43,9 +43,10 @@ std::vector<WeightSpec> block_weight_specs(const ModelConfig& m, int64_t layer) 
     const float proj_std = 0.02f / std::sqrt(2.0f * static_cast<float>(m.n_layers));
     ones("ln_1.weight", d);
     zeros("ln_1.bias", d);
-    normal("attn.c_attn.weight", {d, 3 * d});
-    zeros("attn.c_attn.bias", 3 * d);
-    normal("attn.c_proj.weight", {d, d}, proj_std);
+    // q | k | v, each H · D = d wide (H / N heads on a tensor-parallel shard: shard_model).
+    normal("attn.c_attn.weight", {d, 3 * q_width});
+    zeros("attn.c_attn.bias", 3 * q_width);
+    normal("attn.c_proj.weight", {q_width, d}, proj_std);
     zeros("attn.c_proj.bias", d);
     ones("ln_2.weight", d);
     zeros("ln_2.bias", d);

@@ -6,6 +6,7 @@
 
 #include "model/init.h"
 #include "model/step_graph.h"
+#include "model/tensor_parallel.h"
 #include "model/workload.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
@@ -87,7 +88,10 @@ class BlockRunner final : public WorkloadKindRunner {
     // input and output, the stack's own buffers, the MLP's scratch.
     const double io = 2.0 * double(tokens()) * double(m.d_model);
     const double buffers = shape_elements(stack_buffer_specs(m, layers(), config_.input.batch, config_.input.seq_len));
-    return in_bytes(config_, double(layers()) * (per_layer + packed), io + buffers + worst_mlp_scratch(m, tokens(), paths),
+    // Tensor parallelism: every rank keeps the whole weights (the oracle's) and its shard.
+    const double ranks = double(config_.parallel.tensor);
+    const double weights = double(layers()) * (per_layer + packed) * (ranks > 1 ? 1.0 + 1.0 / ranks : 1.0);
+    return in_bytes(config_, weights, io + buffers + worst_mlp_scratch(m, tokens(), paths),
                     worst_score_elements(config_, paths));
   }
 
@@ -107,7 +111,9 @@ class BlockRunner final : public WorkloadKindRunner {
     const double projections = ops::gemm_flops(T, HD + 2 * KVD, d) + ops::gemm_flops(T, d, HD);
     const double attention = ops::attention_flops(config_.input.batch, m.n_heads, config_.input.seq_len,
                                                   config_.input.seq_len, m.head_dim, m.causal);
-    return double(layers()) * (projections + attention + ops::mlp_flops(T, d, m.d_ff, m.gated));
+    // Tensor parallelism: one rank's share (every term splits by heads or d_ff).
+    return double(layers()) * (projections + attention + ops::mlp_flops(T, d, m.d_ff, m.gated)) /
+           double(config_.parallel.tensor);
   }
 
   void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
@@ -116,8 +122,22 @@ class BlockRunner final : public WorkloadKindRunner {
     const Shape shape{config_.input.batch, config_.input.seq_len, m.d_model};
     input_ = init::normal_tensor(ctx, "input", shape, config_.dtype, config_.seed, 0.0f, 1.0f);
     output_ = ctx.empty(shape, config_.dtype);
-    stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
-                                          config_.input.seq_len);
+    const int ranks = static_cast<int>(config_.parallel.tensor);
+    if (ranks > 1) {
+      BS_CHECK_INPUT(ctx.device().is_cpu(), "parallel.tensor = ", ranks, " on ", ctx.device().str(),
+                     ": tensor parallelism runs on the CPU over MPI for now (CUDA needs NCCL: not built yet); use "
+                     "--device cpu");
+      // This rank's shard of every layer (the whole weights stay the workload's named inputs:
+      // the oracle computes the unsplit block).
+      Communicator& group = tensor_parallel_group(ranks);
+      shard_weights(ctx, m, layers(), weights_, group.rank(), ranks, shard_);
+      stack_ = std::make_unique<BlockStack>(ctx, shard_model(m, ranks), config_.dtype, shard_, layers(),
+                                            config_.input.batch, config_.input.seq_len);
+      stack_->set_communicator(&group);
+    } else {
+      stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
+                                            config_.input.seq_len);
+    }
     for (const PathConfig& p : paths) stack_->prepare(ctx, p);
     named_.emplace_back("input", input_);
     for (const auto& item : weights_.items()) named_.push_back(item);
@@ -134,6 +154,7 @@ class BlockRunner final : public WorkloadKindRunner {
 
  private:
   WeightSet weights_;
+  WeightSet shard_;  // parallel.tensor > 1: this rank's share of weights_
   std::unique_ptr<BlockStack> stack_;
 };
 

@@ -21,6 +21,7 @@ const char* family_name(Family family) {
     case Family::elementwise: return "elementwise";
     case Family::rope: return "rope";
     case Family::copy: return "copy";
+    case Family::collective: return "collective";
   }
   return "?";
 }
@@ -44,6 +45,7 @@ uint32_t family_colour(Family family) {
     case Family::elementwise: return 0xff8c564b;
     case Family::rope: return 0xffe377c2;
     case Family::copy: return 0xff7f7f7f;
+    case Family::collective: return 0xffbcbd22;
   }
   return 0xff000000;
 }

@@ -6,7 +6,8 @@
 namespace blockscope::profiler {
 
 // Op families decide the colour of a range in the Nsight timeline.
-enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy };
+// collective: communication between ranks (tensor parallelism's all_reduce).
+enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy, collective };
 
 // "linear", "softmax", ... (the op catalogue in `blockscope info --format json`).
 const char* family_name(Family family);

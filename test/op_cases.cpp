@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ops/activation/activation.h"
+#include "ops/all_reduce/all_reduce.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/kv_cache/kv_cache.h"
@@ -585,7 +586,10 @@ OpCases linear_cases() {
   struct Size {
     int64_t rows, in, out;
   };
-  for (const Size& s : std::vector<Size>{{1, 37, 100}, {7, 100, 37}, {300, 72, 41}, {0, 8, 5}, {3, 0, 4}}) {
+  // {3, 1024, 512}: a decode-step GEMM whose weights (1 MiB in f16 and bf16) CUDA streams with its
+  // own kernel (ops/linear/skinny_gemm.h) on the naive and epilogue paths when out_in.
+  for (const Size& s :
+       std::vector<Size>{{1, 37, 100}, {7, 100, 37}, {300, 72, 41}, {0, 8, 5}, {3, 0, 4}, {3, 1024, 512}}) {
     for (ops::LinearPath path : ops::all_paths<ops::LinearPath>(ops::PathOp::linear)) {
       for (ops::WeightLayout layout : {ops::WeightLayout::out_in, ops::WeightLayout::in_out}) {
         for (bool bias : {true, false}) {
@@ -595,8 +599,8 @@ OpCases linear_cases() {
             c.label = "x [" + std::to_string(s.rows) + ", " + std::to_string(s.in) + "] out " + std::to_string(s.out) +
                       " " + ops::path_name(path) + (out_in ? " out_in" : " in_out") + (bias ? " bias" : "") +
                       (gelu ? " gelu" : "");
-            c.call = sizes({{"M", s.rows}, {"K", s.in}, {"N", s.out}}, {{"bias", bias}, {"gelu", gelu}},
-                           ops::path_name(path));
+            c.call = sizes({{"M", s.rows}, {"K", s.in}, {"N", s.out}},
+                           {{"bias", bias}, {"gelu", gelu}, {"in_out", !out_in}}, ops::path_name(path));
             c.inputs = {input({s.rows, s.in}), weight(out_in ? Shape{s.out, s.in} : Shape{s.in, s.out}, s.in),
                         bias ? input({s.out}) : absent()};
             c.output = {s.rows, s.out};
@@ -749,7 +753,8 @@ OpCases mlp_cases() {
   struct Size {
     int64_t rows, d, f;
   };
-  for (const Size& s : std::vector<Size>{{1, 37, 100}, {7, 48, 96}, {0, 16, 24}}) {
+  // {2, 512, 1024}: decode-step MLPs whose 1 MiB (f16, bf16) weights CUDA streams (skinny_gemm.h).
+  for (const Size& s : std::vector<Size>{{1, 37, 100}, {7, 48, 96}, {0, 16, 24}, {2, 512, 1024}}) {
     for (ops::MlpPath path : ops::all_paths<ops::MlpPath>(ops::PathOp::mlp)) {
       for (bool gated : {false, true}) {
         const ops::PathInfo& info = ops::path_info(path);
@@ -1024,13 +1029,51 @@ OpCases decode_attention_cases() {
   return entry;
 }
 
+// ---- collectives ---------------------------------------------------------------------------
+
+// One process: ranks = 1 (single_rank_communicator), so the sum over ranks is the input itself,
+// and FLOPs and bus bytes are 0. test/mpi_all_reduce_test.cpp runs 2 ranks under mpirun.
+OpCases all_reduce_cases() {
+  OpCases entry{"all_reduce", {}, {}};
+  for (const Shape& s : {Shape{7, 33}, Shape{1}, Shape{3, 5, 17}, Shape{2500}, Shape{0, 4}}) {
+    OpCase c;
+    c.label = shape_label(s) + " ranks=1";
+    c.call = sizes({{"N", shape_numel(s)}, {"ranks", 1}});
+    c.inputs = {input(s)};
+    c.output = s;
+    c.run = [](Context& ctx, const Tensors&, Tensor& out) {
+      ops::all_reduce(ctx, out, single_rank_communicator());
+    };
+    c.reference = [](const Refs& in) { return in[0]; };
+    c.accuracy = exact();
+    c.in_place_only = true;
+    c.bit_identical_across_devices = true;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {
+      {"a strided tensor",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor t = ctx.empty({6, 4}, dt).transpose(0, 1);
+         *needles = {"all_reduce", t.str(), "contiguous"};
+         ops::all_reduce(ctx, t, single_rank_communicator());
+       }},
+      {"an undefined tensor",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor t;
+         *needles = {"all_reduce", "undefined"};
+         ops::all_reduce(ctx, t, single_rank_communicator());
+       }},
+  };
+  return entry;
+}
+
 const std::vector<OpCases>& op_cases() {
   static const std::vector<OpCases> cases = {
       add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
       masked_fill_cases(), masked_fill_inplace_cases(), activation_cases(), gated_activation_cases(),
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
       rope_cases(),       linear_cases(),      batched_matmul_cases(), attention_cases(),
-      kv_cache_write_cases(), decode_attention_cases(), mlp_cases(),
+      kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), all_reduce_cases(),
   };
   return cases;
 }

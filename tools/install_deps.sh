@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   libdnnl-dev libopenblas-dev libboost-context-dev
+  libopenmpi-dev openmpi-bin  # tensor parallelism's MPI communicator and its 2-rank test (mpirun)
   clang libclang-rt-14-dev libomp-dev
   python3 python3-numpy python3-matplotlib python3-torch
   chromium fonts-dejavu-core  # the HTML report's browser test (headless; a font for its screenshots)

@@ -1,12 +1,14 @@
 #include "ops/catalogue/catalogue.h"
 
 #include "ops/activation/backends.h"
+#include "ops/all_reduce/backends.h"
 #include "ops/attention/backends.h"
 #include "ops/common/flops.h"
 #include "ops/decode_attention/backends.h"
 #include "ops/kv_cache/backends.h"
 #include "ops/elementwise/backends.h"
 #include "ops/linear/backends.h"
+#include "ops/linear/skinny_gemm.h"
 #include "ops/mlp/mlp.h"
 #include "ops/norm/backends.h"
 #include "ops/rope/backends.h"
@@ -127,6 +129,12 @@ OpCost kv_cache_write_cost(const OpCall& c) {
   return {0.0, 4.0 * d(c.size("W")) * d(c.size("Hkv")) * d(c.size("D")) * elem(c)};
 }
 
+// N elements all-reduced over `ranks`: the additions, and the bus bytes (all_reduce.h).
+OpCost all_reduce_cost(const OpCall& c) {
+  const int ranks = static_cast<int>(c.size("ranks"));
+  return {all_reduce_flops(d(c.size("N")), ranks), all_reduce_bus_bytes(d(c.size("N")) * elem(c), ranks)};
+}
+
 // L: the sequences' lengths summed (the cached rows read).
 OpCost decode_attention_cost(const OpCall& c) {
   const int64_t b = c.size("B"), h = c.size("H"), hkv = c.size("Hkv"), dh = c.size("D"), l = c.size("L");
@@ -160,7 +168,27 @@ Names batched_matmul_kernels(const OpCall& c, DeviceType device) {
   return {c.path.empty() ? kernel_names::kGemm : c.path};  // recorded under its label
 }
 
-// linear: naive GEMM, bias, GELU; epilogue one GEMM; addmm bias copy, GEMM(beta = 1), GELU.
+// Whether CUDA runs a linear of sizes M, K, N (flag in_out: W is [K, N]) on its weight-streaming
+// kernel rather than cuBLASLt: ops/linear/skinny_gemm.h's rule, for contiguous operands (so every
+// row starts 16-byte aligned exactly when a row of K elements is a multiple of 16 bytes). A call
+// without sizes (the path table's kernel counts) gets cuBLASLt's names: the same count.
+bool streams_weights(const OpCall& c, DeviceType device, LinearPath path) {
+  if (device != DeviceType::cuda || !c.sizes.count("M") || !c.sizes.count("K") || !c.sizes.count("N")) return false;
+  const int64_t rows = c.size("M"), in = c.size("K"), out = c.size("N");
+  const bool rows_whole = (in * static_cast<int64_t>(dtype_size(c.dtype))) % 16 == 0;
+  SkinnyGemm g;
+  g.rows = rows;
+  g.in = in;
+  g.out = out;
+  g.dtype = c.dtype;
+  g.layout = c.flag("in_out") ? WeightLayout::in_out : WeightLayout::out_in;
+  g.path = path;
+  g.rows_aligned16 = (rows <= 1 || rows_whole) && (out <= 1 || rows_whole);
+  return use_weight_streaming(g, weight_streaming_mode());
+}
+
+// linear: naive GEMM, bias, GELU; epilogue one GEMM; addmm bias copy, GEMM(beta = 1), GELU. On
+// CUDA the GEMM is the weight-streaming kernel where its rule takes the call (streams_weights).
 Names linear_kernels(const OpCall& c, DeviceType device) {
   const bool bias = c.flag("bias"), gelu = c.flag("gelu");
   Names names;
@@ -170,12 +198,15 @@ Names linear_kernels(const OpCall& c, DeviceType device) {
     if (gelu) names.push_back(kernel_names::activation(Activation::gelu_tanh));
     return names;
   }
-  switch (path_of<LinearPath>(c)) {
+  const LinearPath path = path_of<LinearPath>(c);
+  const bool streams = streams_weights(c, device, path);
+  switch (path) {
     case LinearPath::naive:
-      names = {kernel_names::kGemm};
+      names = {streams ? kernel_names::kWeightStreaming : kernel_names::kGemm};
       if (bias) names.push_back(kernel_names::kBiasAdd);
       break;
-    case LinearPath::epilogue: return {kernel_names::gemm_with_epilogue(bias, gelu)};
+    case LinearPath::epilogue:
+      return {kernel_names::gemm_with_epilogue(bias, gelu, streams)};
     case LinearPath::addmm:
       if (bias) names.push_back(kernel_names::kBiasBroadcastCopy);
       names.push_back(kernel_names::kGemm);
@@ -224,10 +255,15 @@ Names decode_attention_kernels(const OpCall& c, DeviceType device) {
 Names mlp_kernels(const OpCall& c, DeviceType device) {
   const Activation act = activation_of(c);
   const bool bias = !c.flag("gated") && c.flag("bias");
-  auto gemm = [&](const char* path, bool gelu = false) {
+  const bool sized = c.sizes.count("T") && c.sizes.count("D") && c.sizes.count("F");
+  const int64_t T = sized ? c.size("T") : 0, D = sized ? c.size("D") : 0, F = sized ? c.size("F") : 0;
+  // One of its linears: x [T, in] -> [T, out] (unsized when the call is: the path table's counts).
+  auto gemm = [&](const char* path, int64_t in, int64_t out, bool gelu = false) {
     OpCall l;
     l.path = path;
-    l.flags = {{"bias", bias}, {"gelu", gelu}};
+    if (sized) l.sizes = {{"M", T}, {"K", in}, {"N", out}};
+    l.flags = {{"bias", bias}, {"gelu", gelu}, {"in_out", c.flag("in_out")}};
+    l.dtype = c.dtype;
     return linear_kernels(l, device);
   };
   auto append = [](Names& to, const Names& from) { to.insert(to.end(), from.begin(), from.end()); };
@@ -236,14 +272,19 @@ Names mlp_kernels(const OpCall& c, DeviceType device) {
   if (!c.flag("gated")) {
     const char* linear_path = path == MlpPath::naive ? "naive" : "epilogue";
     const bool gelu_epilogue = path != MlpPath::naive && act == Activation::gelu_tanh;
-    append(names, gemm(linear_path, gelu_epilogue));
+    append(names, gemm(linear_path, D, F, gelu_epilogue));
     if (!gelu_epilogue) names.push_back(kernel_names::activation(act));
-    append(names, gemm(linear_path));
-  } else if (path == MlpPath::naive) {
-    names = {kernel_names::kGemm, kernel_names::kGemm, kernel_names::activation(act), kernel_names::kMul,
-             kernel_names::kGemm};
-  } else {
-    names = {kernel_names::kGemm, kernel_names::gated_activation(act), kernel_names::kGemm};
+    append(names, gemm(linear_path, F, D));
+  } else if (path == MlpPath::naive) {  // gate, up, act(gate), gate · up, down
+    append(names, gemm("naive", D, F));
+    append(names, gemm("naive", D, F));
+    names.push_back(kernel_names::activation(act));
+    names.push_back(kernel_names::kMul);
+    append(names, gemm("naive", F, D));
+  } else {  // gate|up in one GEMM, the gated activation, down
+    append(names, gemm("epilogue", D, 2 * F));
+    names.push_back(kernel_names::gated_activation(act));
+    append(names, gemm("epilogue", F, D));
   }
   return names;
 }
@@ -286,8 +327,8 @@ std::vector<OpSpec> make_catalogue() {
        one_kernel<kernel_names::kSoftmaxCausalScale>},
       {"rope", Family::rope, std::nullopt, {"B", "H", "S", "D"}, {}, false,
        "rotary embedding, rotate_half; x, y [B, H, S, D]", rope_cost, one_kernel<kernel_names::kRope>},
-      {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {"bias", "gelu"}, false,
-       "y = x * W^T + b (or x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
+      {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {"bias", "gelu", "in_out"}, false,
+       "y = x * W^T + b (in_out: x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
       {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"}, {}, false,
        "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",
        batched_matmul_cost, batched_matmul_kernels, nullptr, nullptr, /*path_is_kernel_label=*/true},
@@ -302,8 +343,14 @@ std::vector<OpSpec> make_catalogue() {
        "softmax(q k^T * scale) v over each sequence's cached positions; q, out [B, H, D], L = the lengths summed; "
        "path naive or flash",
        decode_attention_cost, decode_attention_kernels, nullptr, nullptr, false, {"naive", "flash"}},
-      {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias"}, true,
-       "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F", mlp_cost, mlp_kernels},
+      {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias", "in_out"}, true,
+       "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F; in_out: [in, out] "
+       "weights",
+       mlp_cost, mlp_kernels},
+      {"all_reduce", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+       "t = the sum of every rank's t, in place; t N elements, contiguous; bytes: the bus bytes, "
+       "N * element size * 2(ranks - 1)/ranks",
+       all_reduce_cost, one_kernel<kernel_names::kAllReduce>},
   };
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "model/tensor_parallel.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
@@ -55,7 +56,8 @@ int check_command(Session& session) {
     devices.push_back(resolve_device(options.device));
   } else {
     devices.push_back(Device::cpu());
-    if (cuda_available())
+    // Tensor parallelism runs on the CPU over MPI only (model/tensor_parallel.h).
+    if (cuda_available() && config.parallel.tensor == 1)
       for (int i = 0; i < cuda_device_count(); ++i) devices.push_back(Device::cuda(i));
   }
   const std::vector<PathConfig> mixes = path_mixes(config);
@@ -64,7 +66,9 @@ int check_command(Session& session) {
   // Blocks and stacks are also measured at each path op of the last layer, on the inputs the
   // run gave it: at the output the rounding of every op before hides a path's own error, at
   // the op where the path differs nothing does. Each measure's name is the path op's.
-  const bool per_op = config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack;
+  // (Not under tensor parallelism: a rank's op tensors are its shard, the reference's the whole.)
+  const bool per_op =
+      (config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack) && config.parallel.tensor == 1;
   const std::vector<std::pair<std::string, std::string>> op_outputs = {
       {"attention", "attention.out"}, {"linear", "out_proj.out"}, {"mlp", "mlp.out"}};
   std::vector<std::string> measures{"output"};
@@ -187,6 +191,11 @@ int check_command(Session& session) {
     if (per_op) {
       head << "measured at the output and at the last layer's attention, linear (its output projection) and mlp ops, "
               "each recomputed in float64 from the inputs the run gave it\n";
+    }
+    if (config.parallel.tensor > 1) {
+      head << "tensor parallel over " << config.parallel.tensor << " ranks ("
+           << tensor_parallel_group(static_cast<int>(config.parallel.tensor)).engine()
+           << "): the output every rank holds after the last all-reduce against the unsplit block\n";
     }
     profiler::TextLayout layout;
     layout.max_width = width;

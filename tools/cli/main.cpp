@@ -14,11 +14,13 @@
 // them exists (Session::remove_outputs).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "runtime/communicator.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/interrupt.h"
@@ -187,6 +189,16 @@ int run_cli(Session& session, int argc, char** argv) {
     return 2;
   }
 
+  // Tensor parallelism (mpirun -np N): rank 0 prints and writes the outputs; the others compute
+  // and record only (their tables reach rank 0 through the communicator).
+  if (session.rank != 0) {
+    Options& o = session.options;
+    o.dump.clear();
+    o.trace.clear();
+    o.save.clear();
+    o.report.clear();
+  }
+
   // One thread count for every CPU pool, before any work: --threads, else the default
   // (OMP_NUM_THREADS, else the physical cores less one: cpu::default_thread_count).
   const int threads = session.options.threads > 0 ? session.options.threads : cpu::default_thread_count().count;
@@ -204,20 +216,24 @@ int run_cli(Session& session, int argc, char** argv) {
 }  // namespace
 }  // namespace blockscope::cli
 
-int main(int argc, char** argv) {
-  namespace bs = blockscope;
-  bs::install_terminal_safe_output();  // names from input never reach the terminal as control characters
-  bs::cli::Session session;
-  bs::install_interrupt_handlers();
+namespace blockscope::cli {
+namespace {
+
+// The command with its errors said on stderr and mapped to exit codes; *failed: an error ended
+// it (not a result such as check's 1). `who` names the process ("blockscope", or with its rank).
+int run_guarded(Session& session, int argc, char** argv, const std::string& who, bool* failed) {
+  *failed = true;
   try {
-    return bs::cli::run_cli(session, argc, argv);
-  } catch (const bs::Error& error) {
+    const int code = run_cli(session, argc, argv);
+    *failed = false;
+    return code;
+  } catch (const Error& error) {
     const std::vector<std::string> removed = session.remove_outputs();
-    if (error.kind() == bs::ErrorKind::interrupted) {
+    if (error.kind() == ErrorKind::interrupted) {
       // Stopped between steps: what the command had finished writing goes too (a command
       // that did not finish leaves no output), and the temporaries are gone with their writers.
-      std::cerr << "blockscope: " << error.message()
-                << (session.activity().empty() ? "" : " (" + session.activity() + ")") << "; ";
+      std::cerr << who << ": " << error.message() << (session.activity().empty() ? "" : " (" + session.activity() + ")")
+                << "; ";
       if (removed.empty()) {
         std::cerr << "no output was kept\n";
       } else {
@@ -225,24 +241,49 @@ int main(int argc, char** argv) {
         for (const std::string& path : removed) std::cerr << " " << path;
         std::cerr << "\n";
       }
-      return 128 + bs::interrupt_signal();
+      return 128 + interrupt_signal();
     }
-    if (error.kind() == bs::ErrorKind::invalid_input) {
-      std::cerr << "blockscope: error: " << error.message() << "\n";
+    if (error.kind() == ErrorKind::invalid_input) {
+      std::cerr << who << ": error: " << error.message() << "\n";
       return 2;
     }
-    std::cerr << "blockscope: runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
+    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
               << error.what() << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
     session.remove_outputs();
-    std::cerr << "blockscope: runtime failure" << (session.activity().empty() ? "" : " while " + session.activity())
+    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity())
               << ": out of host memory\n";
     return 3;
   } catch (const std::exception& error) {
     session.remove_outputs();
-    std::cerr << "blockscope: runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
+    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
               << error.what() << "\n";
     return 3;
   }
+}
+
+}  // namespace
+}  // namespace blockscope::cli
+
+int main(int argc, char** argv) {
+  namespace bs = blockscope;
+  bs::install_terminal_safe_output();  // names from input never reach the terminal as control characters
+  // Started by mpirun (tensor parallelism): one rank of the world communicator.
+  bs::Communicator* world = bs::init_mpi(&argc, &argv);
+  bs::cli::Session session;
+  std::string who = "blockscope";
+  if (world != nullptr) {
+    session.rank = world->rank();
+    who += " (rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
+    if (world->rank() != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 prints
+  }
+  bs::install_interrupt_handlers();
+  bool failed = false;
+  const int code = bs::cli::run_guarded(session, argc, argv, who, &failed);
+  // An error on one rank while the others may wait in a collective: end every rank now, with
+  // this code, rather than hang. A finished command (check's 1 included) ends normally.
+  if (world != nullptr && world->size() > 1 && failed) world->abort_all(code);
+  bs::finalize_mpi();
+  return code;
 }

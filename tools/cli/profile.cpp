@@ -16,8 +16,10 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "model/tensor_parallel.h"
 #include "tools/cli/decode_summary.h"
 #include "tools/cli/progress.h"
+#include "tools/cli/rank_summary.h"
 
 namespace blockscope::cli {
 
@@ -121,6 +123,39 @@ int profile_command(Session& session) {
     std::cout.flush();
   };
 
+  // Tensor parallelism (mpirun -np N): every rank profiles every variant; rank 0 gathers their
+  // profiles and prints each rank's op table, the per-rank summary and the merged op table.
+  Communicator* group = config.parallel.tensor > 1 ? &tensor_parallel_group(static_cast<int>(config.parallel.tensor))
+                                                   : nullptr;
+  std::vector<nlohmann::json> rank_summaries;  // --format json: per variant
+  const auto gather_ranks = [&](const profiler::Profile& mine) {
+    const std::vector<std::string> all = group->gather_to_root(profiler::profile_to_json(mine).dump());
+    std::vector<profiler::Profile> ranks;
+    for (size_t r = 0; r < all.size(); ++r)
+      ranks.push_back(profiler::profile_from_json(nlohmann::json::parse(all[r]), "rank " + std::to_string(r)));
+    return ranks;  // empty on ranks other than 0
+  };
+  const auto print_ranks = [&](const std::vector<profiler::Profile>& ranks) {
+    if (ranks.empty()) return;
+    const std::string label = ranks.front().label;
+    nlohmann::json summary = {{"label", label},
+                              {"engine", group->engine()},
+                              {"ranks", profiler::rows_json(rank_rows(ranks))},
+                              {"merged_ops", profiler::rows_json(merged_op_rows(ranks))},
+                              {"slowest", slowest_rank_line(ranks)}};
+    rank_summaries.push_back(summary);
+    if (format != profiler::Format::table) return;
+    for (size_t r = 1; r < ranks.size(); ++r) {
+      std::cout << open << label << " / rank " << r << close << "\n" << profiler::op_table(ranks[r], table, format) << "\n";
+    }
+    std::cout << open << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group->engine() << ")"
+              << close << "\n";
+    std::cout << profiler::render(rank_rows(ranks), format, fitted) << slowest_rank_line(ranks) << "\n\n";
+    std::cout << open << label << " / merged across ranks" << close << "\n";
+    std::cout << profiler::render(merged_op_rows(ranks), format, fitted) << "\n";
+    std::cout.flush();
+  };
+
   // One trace for every variant, written as each is measured.
   const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
   std::unique_ptr<profiler::TraceWriter> trace_writer;
@@ -143,6 +178,7 @@ int profile_command(Session& session) {
       const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profiles.back());
+      if (group != nullptr) print_ranks(gather_ranks(profiles.back()));
       if (trace_writer) trace_writer->add(profiles.back());
     } catch (const Error& error) {
       progress.clear();
@@ -185,6 +221,7 @@ int profile_command(Session& session) {
       }
       out["variants"].push_back(variant);
     }
+    if (!rank_summaries.empty()) out["tensor_parallel"] = rank_summaries;
     for (size_t i = 1; i < profiles.size(); ++i) {
       out["diffs"].push_back({{"before", profiles[0].label},
                               {"after", profiles[i].label},

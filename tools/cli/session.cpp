@@ -51,6 +51,7 @@ WorkloadConfig Session::load_config() const {
   if (!options.dtype.empty() && !parse_dtype(options.dtype, &config.dtype)) {
     throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16");
   }
+  if (rank != 0) config.profile.trace.clear();  // rank 0 writes the outputs (tensor parallelism)
   return config;
 }
 

@@ -45,6 +45,9 @@ struct Options {
 class Session {
  public:
   Options options;
+  // This process's rank under mpirun (tensor parallelism; 0 otherwise): only rank 0 prints and
+  // writes output files (main.cpp clears the others' --dump, --trace, --save, --report).
+  int rank = 0;
 
   // --format, or an InputError naming the flag.
   profiler::Format format() const;

@@ -1,0 +1,41 @@
+// Tensor parallelism of a block, Megatron-LM's layout (Shoeybi et al., 2019): the attention
+// heads and the MLP's hidden units are split over N ranks, so each rank computes whole heads
+// and 1/N of d_ff with no communication until the two row-parallel GEMMs, whose partial sums
+// one all-reduce each adds up:
+//
+//   column-parallel (output features split): q, k, v (GPT-2's fused c_attn: its q, k and v
+//     column blocks each split by heads), fc / gate / up — and their biases;
+//   row-parallel (input features split): the attention output projection (o_proj, c_proj) and
+//     the MLP's second projection (down, mlp.c_proj) — their biases on rank 0 only (zeros on
+//     the others: the all-reduce adds them once);
+//   replicated: the norms.
+//
+// Every rank holds the whole weights it was given (seeded or loaded identically on each rank)
+// and keeps contiguous copies of its share; the block then runs unchanged on the shard's
+// model (shard_model) except for the all-reduces (Block::set_communicator).
+#pragma once
+
+#include <cstdint>
+
+#include "model/config.h"
+#include "model/weights.h"
+#include "runtime/communicator.h"
+#include "runtime/context.h"
+
+namespace blockscope {
+
+// The group a tensor-parallel workload of `ranks` ranks runs on: the MPI world when this process
+// is one of exactly `ranks` ranks started by mpirun (runtime/communicator.h); otherwise an
+// InputError saying how to launch it.
+Communicator& tensor_parallel_group(int ranks);
+
+// The model one of `ranks` ranks computes: n_heads / ranks heads, n_kv_heads / ranks kv heads,
+// d_ff / ranks hidden units (the config reader has refused ranks that do not divide them).
+ModelConfig shard_model(const ModelConfig& model, int ranks);
+
+// Rank `rank`'s share of layers [0, layers) of `full` (the names of block_weight_specs, shapes
+// of `model`), as contiguous tensors on ctx's device with the same names and dtype.
+void shard_weights(Context& ctx, const ModelConfig& model, int64_t layers, const WeightSet& full, int rank, int ranks,
+                   WeightSet& out);
+
+}  // namespace blockscope

@@ -1,0 +1,280 @@
+// The communicators of runtime/communicator.h: one rank (every build) and MPI's world
+// (BLOCKSCOPE_WITH_MPI). mpi.h is included here only: nothing else in the tree names MPI.
+#include "runtime/communicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "runtime/error.h"
+
+#ifdef BLOCKSCOPE_WITH_MPI
+#define OMPI_SKIP_MPICXX 1   // the C API only: no deprecated C++ bindings
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace blockscope {
+namespace {
+
+int64_t g_chunk_elements = 0;  // detail::set_all_reduce_chunk_elements
+
+// The most elements of `element_bytes` one MPI call carries: INT_MAX bytes (MPI counts are int).
+[[maybe_unused]] int64_t chunk_elements(size_t element_bytes) {
+  const int64_t most = INT_MAX / static_cast<int64_t>(element_bytes);
+  return g_chunk_elements > 0 ? std::min(g_chunk_elements, most) : most;
+}
+
+// Started by a launcher: Open MPI's mpirun, MPICH's (Hydra's) mpiexec and Slurm's PMI, or PMIx.
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+void check_arguments(const char* engine, void* data, int64_t count) {
+  BS_CHECK(count >= 0, engine, ": all_reduce_sum of a negative count (", count, ")");
+  BS_CHECK(count == 0 || data != nullptr, engine, ": all_reduce_sum of ", count, " elements at a null address");
+}
+
+class SingleRank final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string engine() const override { return "single rank"; }
+  void all_reduce_sum(void* data, int64_t count, DType) override { check_arguments("single rank", data, count); }
+  std::vector<std::string> gather_to_root(const std::string& mine) override { return {mine}; }
+  void barrier() override {}
+  [[noreturn]] void abort_all(int exit_code) override {
+    std::fflush(nullptr);
+    std::_Exit(exit_code);
+  }
+};
+
+#ifdef BLOCKSCOPE_WITH_MPI
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+// MPI_COMM_WORLD returns its errors (MPI_ERRORS_RETURN, set by init_mpi): each becomes an Error.
+void check_mpi(int code, const char* call, int rank) {
+  if (code != MPI_SUCCESS)
+    throw Error(ErrorKind::runtime, detail::concat(call, " failed on rank ", rank, ": ", mpi_error_text(code)));
+}
+
+// "Open MPI v4.1.4" from "Open MPI v4.1.4, package: Debian OpenMPI, ident: ...".
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown version";
+  std::string version(text, static_cast<size_t>(length));
+  const size_t end = version.find_first_of(",\n");
+  if (end != std::string::npos) version.resize(end);
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\0')) version.pop_back();
+  return version;
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
+    check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
+    check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", rank_);
+    engine_ = "MPI (" + library_version() + ")";
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string engine() const override { return engine_; }
+
+  void all_reduce_sum(void* data, int64_t count, DType dtype) override {
+    // (count, dtype, -count, -dtype, -bad) under MPI_MIN: every rank learns the least and the
+    // most of each, so all of them see a disagreement and all of them throw.
+    const bool bad = count < 0 || (count > 0 && data == nullptr);
+    const long long mine[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
+                               -static_cast<long long>(dtype), bad ? -1 : 0};
+    long long agreed[5] = {};
+    check_mpi(MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce (count and dtype check)",
+              rank_);
+    const long long fewest = agreed[0], most = -agreed[2];
+    const DType lowest = static_cast<DType>(agreed[1]), highest = static_cast<DType>(-agreed[3]);
+    if (agreed[4] < 0) {
+      check_arguments(engine_.c_str(), data, count);  // names this rank's problem, if it is this rank's
+      throw Error(ErrorKind::runtime, detail::concat("all_reduce_sum on rank ", rank_, " of ", size_,
+                                                     ": another rank passed a negative count or a null address"));
+    }
+    if (fewest != most || lowest != highest) {
+      throw Error(ErrorKind::runtime,
+                  detail::concat("all_reduce_sum on rank ", rank_, " of ", size_,
+                                 ": the ranks passed different counts or dtypes (counts from ", fewest, " to ", most,
+                                 ", dtypes ", dtype_name(lowest), " to ", dtype_name(highest), "; this rank: ", count,
+                                 " ", dtype_name(dtype),
+                                 "): every rank must reduce the same number of elements of one dtype"));
+    }
+    if (count == 0 || size_ == 1) return;
+    if (dtype == DType::f32) {
+      float* values = static_cast<float*>(data);
+      const int64_t chunk = chunk_elements(sizeof(float));
+      for (int64_t done = 0; done < count; done += chunk) {
+        const int n = static_cast<int>(std::min(chunk, count - done));
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, values + done, n, MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce", rank_);
+      }
+      return;
+    }
+    // f16 / bf16: widened to f32 a chunk at a time, summed in f32, rounded once on the way back.
+    const int64_t chunk = std::min(count, chunk_elements(sizeof(float)));
+    std::vector<float> wide(static_cast<size_t>(chunk));
+    char* bytes = static_cast<char*>(data);
+    const size_t element = dtype_size(dtype);
+    for (int64_t done = 0; done < count; done += chunk) {
+      const int64_t n = std::min(chunk, count - done);
+      void* part = bytes + static_cast<size_t>(done) * element;
+      widen(part, n, dtype, wide.data());
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
+                "MPI_Allreduce", rank_);
+      narrow(wide.data(), n, dtype, part);
+    }
+  }
+
+  std::vector<std::string> gather_to_root(const std::string& mine) override {
+    BS_CHECK(mine.size() <= static_cast<size_t>(INT_MAX), "gather_to_root: a string of ", mine.size(),
+             " bytes (at most INT_MAX)");
+    const int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+    check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_), "MPI_Gather", rank_);
+    std::vector<int> offsets(lengths.size());
+    int64_t total = 0;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += lengths[r];
+      BS_CHECK(total <= INT_MAX, "gather_to_root: the strings of every rank add up to more than INT_MAX bytes");
+    }
+    std::string all(static_cast<size_t>(total), '\0');
+    check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                          comm_),
+              "MPI_Gatherv", rank_);
+    std::vector<std::string> out;
+    for (size_t r = 0; r < lengths.size(); ++r)
+      out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    return out;
+  }
+
+  void barrier() override { check_mpi(MPI_Barrier(comm_), "MPI_Barrier", rank_); }
+
+  [[noreturn]] void abort_all(int exit_code) override {
+    std::fflush(nullptr);
+    MPI_Abort(comm_, exit_code);
+    std::_Exit(exit_code);  // MPI_Abort does not return; should it, end this rank at least
+  }
+
+ private:
+  static void widen(const void* from, int64_t n, DType dtype, float* to) {
+    if (dtype == DType::f16) {
+      const f16* in = static_cast<const f16*>(from);
+#pragma omp parallel for if (n >= (1 << 16)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) to[i] = f16_to_float(in[i]);
+    } else {
+      const bf16* in = static_cast<const bf16*>(from);
+#pragma omp parallel for if (n >= (1 << 16)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) to[i] = bf16_to_float(in[i]);
+    }
+  }
+  static void narrow(const float* from, int64_t n, DType dtype, void* to) {
+    if (dtype == DType::f16) {
+      f16* out = static_cast<f16*>(to);
+#pragma omp parallel for if (n >= (1 << 16)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] = float_to_f16(from[i]);
+    } else {
+      bf16* out = static_cast<bf16*>(to);
+#pragma omp parallel for if (n >= (1 << 16)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(from[i]);
+    }
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1;
+  std::string engine_;
+};
+
+struct MpiState {
+  std::unique_ptr<MpiCommunicator> world;
+  bool initialised_here = false;  // MPI_Init_thread was ours: so is MPI_Finalize
+  bool finalize_registered = false;
+};
+
+MpiState& mpi_state() {
+  static MpiState state;
+  return state;
+}
+
+#endif  // BLOCKSCOPE_WITH_MPI
+
+}  // namespace
+
+Communicator* init_mpi(int* argc, char*** argv) {
+#ifdef BLOCKSCOPE_WITH_MPI
+  MpiState& state = mpi_state();  // constructed before atexit below: destroyed after finalize_mpi
+  if (state.world) return state.world.get();
+  if (!launched_by_mpirun()) return nullptr;
+  int finalized = 0, initialised = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return nullptr;  // MPI cannot start twice in one process
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;  // OpenMP threads never call MPI: the main thread's calls only
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
+    state.initialised_here = true;
+  }
+  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+  state.world = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  if (!state.finalize_registered) {
+    std::atexit(finalize_mpi);
+    state.finalize_registered = true;
+  }
+  return state.world.get();
+#else
+  (void)argc;
+  (void)argv;
+  static bool said = false;
+  if (launched_by_mpirun() && !said) {
+    std::fprintf(stderr, "blockscope: started by mpirun, but this build has no MPI (BLOCKSCOPE_WITH_MPI): this "
+                         "process runs as a single rank\n");
+    said = true;
+  }
+  return nullptr;
+#endif
+}
+
+void finalize_mpi() {
+#ifdef BLOCKSCOPE_WITH_MPI
+  MpiState& state = mpi_state();
+  state.world.reset();
+  if (!state.initialised_here) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+#endif
+}
+
+Communicator* world_communicator() {
+#ifdef BLOCKSCOPE_WITH_MPI
+  return mpi_state().world.get();
+#else
+  return nullptr;
+#endif
+}
+
+Communicator& single_rank_communicator() {
+  static SingleRank single;
+  return single;
+}
+
+namespace detail {
+void set_all_reduce_chunk_elements(int64_t elements) { g_chunk_elements = std::max<int64_t>(elements, 0); }
+}  // namespace detail
+
+}  // namespace blockscope

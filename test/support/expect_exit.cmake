@@ -1,0 +1,16 @@
+# Runs COMMAND (a ;-list) and passes when it exits with status EXPECT_EXIT within TIMEOUT seconds:
+#   cmake -DCOMMAND="prog;arg..." -DEXPECT_EXIT=3 -DTIMEOUT=60 -P expect_exit.cmake
+# (test/CMakeLists.txt: mpi_abort_all_ends_every_rank — an abort on one rank ends them all.)
+cmake_minimum_required(VERSION 3.24)
+if(NOT DEFINED COMMAND OR NOT DEFINED EXPECT_EXIT)
+  message(FATAL_ERROR "expect_exit.cmake: pass -DCOMMAND=... and -DEXPECT_EXIT=...")
+endif()
+if(NOT DEFINED TIMEOUT)
+  set(TIMEOUT 60)
+endif()
+execute_process(COMMAND ${COMMAND} TIMEOUT ${TIMEOUT} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT "${status}" STREQUAL "${EXPECT_EXIT}")
+  message(FATAL_ERROR "expected exit status ${EXPECT_EXIT} within ${TIMEOUT} s, got: ${status}")
+endif()
+message("exit status ${status}, as expected")

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Tensor parallelism over MPI on the CPU, end to end through the CLI (ctest: tp_cli):
+#   - check: the output of 2 (and 4) ranks against the float64 reference of the unsplit block,
+#     GPT-2 (fused c_attn split by heads), Llama (GQA: kv heads split) and a custom block, f32 and
+#     bf16, every path mix;
+#   - profile: rank 0 prints each rank's op table with the all-reduces, the per-rank summary and
+#     the merged table; only rank 0 writes --save;
+#   - refused before any work, naming the fix: ranks that do not divide the heads, a group size
+#     other than mpirun's, parallel.tensor without mpirun;
+#   - one rank failing (its own config names a missing weights file) ends every rank with that
+#     error's exit code — no hang, no output file.
+# Usage: tp_cli_test.sh BLOCKSCOPE SOURCE_DIR WORK_DIR MPIEXEC
+set -uo pipefail
+cli=$1 src=$2 work=$3 mpiexec=$4
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # CI runs as root
+export OMPI_MCA_rmaps_base_oversubscribe=1                        # 4 ranks on 2 cores
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# run NAME EXPECTED_EXIT COMMAND...: output in NAME.out
+run() {
+  local name=$1 want=$2; shift 2
+  timeout 300 "$@" > "$name.out" 2>&1
+  local got=$?
+  [ "$got" -eq "$want" ] || { fail "$name: exit $got, expected $want"; tail -20 "$name.out"; }
+}
+expect() {  # expect NAME TEXT: TEXT occurs in NAME.out
+  grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; tail -20 "$1.out"; }
+}
+blocks=$src/configs/blocks
+
+# tiny-custom's 3 kv heads do not split in 2: 2 kv heads (3 query heads each) instead.
+for config in tiny-gpt2 tiny-llama tiny-custom; do
+  extra=()
+  [ "$config" = tiny-custom ] && extra=(--set model.n_kv_heads=2)
+  for dtype in f32 bf16; do
+    run "check_${config}_${dtype}" 0 "$mpiexec" -np 2 "$cli" check "$blocks/$config.yaml" --device cpu --dtype "$dtype" \
+        --set parallel.tensor=2 "${extra[@]}"
+    expect "check_${config}_${dtype}" "tensor parallel over 2 ranks"
+    expect "check_${config}_${dtype}" "all paths within the accuracy rule"
+  done
+done
+run check_gpt2_4ranks 0 "$mpiexec" -np 4 "$cli" check "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=4
+expect check_gpt2_4ranks "all paths within the accuracy rule"
+
+run profile_gpt2 0 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
+    --save "$work/tp.json"
+for text in "all_reduce" "/ rank 1 ==" "/ ranks (tensor parallel over 2" "merged across ranks" "slowest rank:"; do
+  expect profile_gpt2 "$text"
+done
+[ -f "$work/tp.json" ] || fail "profile_gpt2: rank 0 did not save tp.json"
+[ "$(ls "$work" | grep -c '^tp\..*json$')" -ge 1 ] || fail "profile_gpt2: no per-variant profile saved"
+
+# Refused before any work (exit 2), each naming the fix.
+run bad_divide 2 "$cli" check "$blocks/tiny-llama.yaml" --device cpu --set parallel.tensor=4
+expect bad_divide "model.n_kv_heads = 2"
+run bad_no_mpirun 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2
+expect bad_no_mpirun "mpirun -np 2"
+run bad_group 2 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=4
+expect bad_group "mpirun started 2 ranks"
+
+# Rank 1's config names a weights file that does not exist: its error ends both ranks, and rank
+# 0 (which would wait for it in the first all-reduce) writes nothing.
+sed "s|weights: {init: perturbed}|weights: {init: file, file: $work/missing.safetensors}|" "$blocks/tiny-gpt2.yaml" \
+    > "$work/rank1.yaml"
+start=$(date +%s)
+timeout 120 "$mpiexec" -np 1 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
+    --save "$work/never.json" : -np 1 "$cli" profile "$work/rank1.yaml" --device cpu --set parallel.tensor=2 \
+    > one_rank_fails.out 2>&1
+got=$?
+[ "$got" -ne 0 ] && [ "$got" -ne 124 ] || fail "one_rank_fails: exit $got (0: not failed; 124: hung)"
+expect one_rank_fails "missing.safetensors"
+expect one_rank_fails "rank 1 of 2"
+[ ! -e "$work/never.json" ] || fail "one_rank_fails: rank 0 wrote never.json"
+echo "one rank failing ended the run in $(( $(date +%s) - start )) s with exit $got"
+
+[ "$failures" -eq 0 ] && echo "tp_cli: all passed" || echo "tp_cli: $failures failure(s)"
+[ "$failures" -eq 0 ]
