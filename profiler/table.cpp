@@ -367,16 +367,20 @@ Rows step_table_rows(const Profile& profile) {
   return table;
 }
 
-Rows with_variant_column(const Rows& rows, const std::string& variant) {
+Rows with_first_column(const Rows& rows, const std::string& key, const std::string& title, const std::string& value) {
   Rows out;
-  out.columns.push_back(Column("variant", "Variant", true));
+  out.columns.push_back(Column(key, title, true));
   for (const Column& column : rows.columns) out.columns.push_back(column);
   for (const Row& row : rows.rows) {
-    Row line{variant};
+    Row line{value};
     line.insert(line.end(), row.begin(), row.end());
     out.rows.push_back(line);
   }
   return out;
+}
+
+Rows with_variant_column(const Rows& rows, const std::string& variant) {
+  return with_first_column(rows, "variant", "Variant", variant);
 }
 
 std::string step_time_lines(const Profile& profile) {

@@ -42,5 +42,7 @@ Rows step_table_rows(const Profile& profile);
 // `rows` with a first column "variant" holding `variant` on every row: tables of several
 // profiles concatenate into one tidy table.
 Rows with_variant_column(const Rows& rows, const std::string& variant);
+// `rows` with a first column `key` (text-table title `title`) holding `value` on every row.
+Rows with_first_column(const Rows& rows, const std::string& key, const std::string& title, const std::string& value);
 
 }  // namespace blockscope::profiler

@@ -573,6 +573,32 @@ TEST(Cli, CheckRunsEveryDecodePathOnBothCacheLayouts) {
   EXPECT_EQ(contiguous, 12u * devices);
 }
 
+// --group-by-phase: a decode's CSV op table with a phase column, the prefill's attention rows
+// under prefill and decode_attention's under decode only; a block workload refuses the flag.
+TEST(Cli, GroupByPhaseSplitsADecodesCsvTablesByPhase) {
+  const Result r = run_cli({"profile", source("configs/decode/tiny-llama-decode.yaml"), "--device", "cpu", "--format",
+                            "csv", "--group-by-phase", "--set", "compare=[]"});
+  ASSERT_FALSE(r.crashed);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  EXPECT_EQ(header.rfind("variant,phase,", 0), 0u) << header;
+  int prefill_attention = 0, decode_attention = 0, misplaced = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const bool prefill = line.find(",prefill,") != std::string::npos, decode = line.find(",decode,") != std::string::npos;
+    if (line.find(",attention,") != std::string::npos) (prefill ? prefill_attention : misplaced) += 1;
+    if (line.find(",decode_attention,") != std::string::npos) (decode ? decode_attention : misplaced) += 1;
+  }
+  EXPECT_GT(prefill_attention, 0) << r.out;
+  EXPECT_GT(decode_attention, 0) << r.out;
+  EXPECT_EQ(misplaced, 0) << r.out;
+  const Result block = run_cli({"profile", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu", "--format", "csv",
+                                "--group-by-phase"});
+  EXPECT_EQ(block.code, 2) << block.err;
+  EXPECT_NE(block.err.find("--group-by-phase"), std::string::npos) << block.err;
+}
+
 TEST(Cli, CheckPassesEveryPathOnTinyBlocks) {
   const std::pair<const char*, bool> configs[] = {
       {"configs/blocks/tiny-gpt2.yaml", false}, {"configs/blocks/tiny-llama.yaml", true}, {"configs/blocks/tiny-custom.yaml", true}};

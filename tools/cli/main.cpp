@@ -12,6 +12,11 @@
 // usage or input, 3 runtime failure. Output files (--dump, --trace, --save) are written only
 // after the work succeeded, each to a temporary name then renamed; after a failure none of
 // them exists (Session::remove_outputs).
+//
+// Under mpirun (tensor parallelism, parallel.tensor) every process is one rank: rank 0 prints
+// and writes the output files, the others only compute and record; an error on any rank is
+// said with its rank and ends every rank with its exit code (no rank left waiting in a
+// collective).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -26,6 +31,7 @@
 #include "runtime/interrupt.h"
 #include "runtime/terminal_output.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/progress.h"
 
 namespace blockscope::cli {
 namespace {
@@ -127,6 +133,9 @@ int run_cli(Session& session, int argc, char** argv) {
   CLI::App* profile = app.add_subcommand("profile", "Profile each variant: op table, kernel table, diffs to the base");
   add_common(profile, options, true, true);
   add_table_flags(profile, options);
+  profile->add_flag("--group-by-phase", options.group_by_phase,
+                    "Decode workloads: the CSV op and kernel tables split by phase (prefill, decode) with a phase "
+                    "column (text and JSON always split them)");
   profile->footer(
       "Schedule from profile.schedule (wait, warmup, active), like torch.profiler.\n"
       "Examples:\n"
@@ -276,7 +285,10 @@ int main(int argc, char** argv) {
   if (world != nullptr) {
     session.rank = world->rank();
     who += " (rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
-    if (world->rank() != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 prints
+    if (world->rank() != 0) {  // rank 0 prints; the others say only their errors
+      std::freopen("/dev/null", "w", stdout);
+      bs::cli::Progress::silence_process();
+    }
   }
   bs::install_interrupt_handlers();
   bool failed = false;

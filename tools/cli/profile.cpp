@@ -61,6 +61,10 @@ int profile_command(Session& session) {
                      " it would be ignored (add --format csv)");
   }
   const WorkloadConfig config = session.load_config();
+  if (options.group_by_phase && config.kind != WorkloadKind::decode) {
+    throw InputError(std::string("--group-by-phase splits a decode's prefill and decode phases; workload ") +
+                     workload_kind_name(config.kind) + " has one phase");
+  }
   session.check_outputs(config, true);
   Context ctx(resolve_device(config.device));
   session.apply_run_settings(ctx, config);
@@ -232,17 +236,31 @@ int profile_command(Session& session) {
     // One tidy table (--table): every variant's rows, a variant column first, one header.
     const std::string which = options.table.empty() ? "ops" : options.table;
     profiler::Rows all;
+    const auto append = [&](profiler::Rows part) {
+      if (all.columns.empty()) all.columns = part.columns;
+      all.rows.insert(all.rows.end(), part.rows.begin(), part.rows.end());
+    };
     for (size_t i = 0; i < profiles.size(); ++i) {
       const profiler::Profile& p = profiles[i];
+      if (options.group_by_phase && (which == "ops" || which == "kernels")) {
+        // --group-by-phase: each phase's rows (a decode's prefill, then its decode), a phase column.
+        for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
+          const profiler::Profile part = profiler::phase_profile(p, phase);
+          append(profiler::with_variant_column(
+              profiler::with_first_column(which == "ops" ? profiler::op_table_rows(part, table)
+                                                         : profiler::kernel_table_rows(part),
+                                          "phase", "Phase", phase),
+              p.label));
+        }
+        continue;
+      }
       profiler::Rows part;
       if (which == "ops") part = profiler::op_table_rows(p, table);
       else if (which == "kernels") part = profiler::kernel_table_rows(p);
       else if (which == "steps") part = profiler::step_table_rows(p);
       else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
       else continue;
-      part = profiler::with_variant_column(part, p.label);
-      if (all.columns.empty()) all.columns = part.columns;
-      all.rows.insert(all.rows.end(), part.rows.begin(), part.rows.end());
+      append(profiler::with_variant_column(part, p.label));
     }
     if (all.columns.empty()) {  // diffs of a run without compare: the header alone
       all = profiler::with_variant_column(profiler::diff_table_rows(profiles[0], profiles[0]), "");

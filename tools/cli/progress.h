@@ -11,6 +11,10 @@ namespace blockscope::cli {
 
 class Progress {
  public:
+  // Every Progress of this process says nothing (tensor parallelism: ranks other than 0, whose
+  // lines would repeat rank 0's).
+  static void silence_process();
+
   // A line at least this often while a variant runs and stderr is not a terminal.
   static constexpr double kQuietSeconds = 5.0;
 

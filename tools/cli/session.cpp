@@ -154,6 +154,7 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
     out << " batch=" << config.input.batch << " seq_len=" << config.input.seq_len;
   }
   out << " " << dtype_name(config.dtype) << " on " << ctx.device().str();
+  if (config.parallel.tensor > 1) out << ", tensor parallel over " << config.parallel.tensor << " ranks (per rank)";
   return out.str();
 }
 

@@ -37,6 +37,9 @@ struct Options {
   std::string sort_by;
   int row_limit = -1;
   bool group_by_shape = false;
+  // profile, decode workloads: the CSV op and kernel tables split by phase (a phase column); the
+  // text and JSON outputs always split a decode's phases.
+  bool group_by_phase = false;
   std::string columns;  // --columns: the op table's columns to show ("all": every one, unfitted)
   // --table: which tidy table --format csv prints (ops, kernels, steps, diffs); empty: not given (ops)
   std::string table;
