@@ -91,6 +91,22 @@ uint16_t double_to_f16(double x) {
   return sign | static_cast<uint16_t>((e + 15) << 10) | mant;
 }
 
+// GELU. The documentation (cublasLtEpilogue_t) says only "GELU, apply GELU point-wise transform
+// to the results (x:=GELU(x))" and, for GELU_BIAS, "GELU and Bias, apply Bias and then GELU
+// transform": it does not say which GELU. The sim uses the tanh approximation,
+//   GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+// because that is what the library is observed to compute: PyTorch's decomposition of
+// aten._addmm_activation (whose CUDA implementation is the cuBLASLt GELU_BIAS epilogue) uses
+// gelu(approximate="tanh") on CUDA and the erf form on the CPU. A caller that needs the erf
+// form must not use this epilogue; at x = -1 the two differ by ~1.5e-4, beyond f32 and f16
+// rounding.
+double gelu_tanh(double x) {
+  const double c = std::sqrt(2.0 / 3.14159265358979323846);
+  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+}
+
+}  // namespace
+
 double load_elem(const void* base, int64_t index, Elem e, bool tf32) {
   switch (e) {
     case Elem::F32: {
@@ -133,21 +149,6 @@ void store_elem(void* base, int64_t index, Elem e, double v) {
   }
 }
 
-// GELU. The documentation (cublasLtEpilogue_t) says only "GELU, apply GELU point-wise transform
-// to the results (x:=GELU(x))" and, for GELU_BIAS, "GELU and Bias, apply Bias and then GELU
-// transform": it does not say which GELU. The sim uses the tanh approximation,
-//   GELU(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
-// because that is what the library is observed to compute: PyTorch's decomposition of
-// aten._addmm_activation (whose CUDA implementation is the cuBLASLt GELU_BIAS epilogue) uses
-// gelu(approximate="tanh") on CUDA and the erf form on the CPU. A caller that needs the erf
-// form must not use this epilogue; at x = -1 the two differ by ~1.5e-4, beyond f32 and f16
-// rounding.
-double gelu_tanh(double x) {
-  const double c = std::sqrt(2.0 / 3.14159265358979323846);
-  return 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
-}
-
-}  // namespace
 
 // ---- Element types ---------------------------------------------------------------------------
 bool elem_of(uint32_t type, Elem* out) {

@@ -15,6 +15,11 @@ enum class Elem { F32, F16, BF16 };
 bool elem_of(uint32_t cuda_data_type, Elem* out);  // false for any other cudaDataType
 size_t elem_size(Elem e);
 const char* elem_name(Elem e);
+// Element `index` of an array of `e`, exactly (FAST_TF32 operands: rounded to TF32 first).
+double load_elem(const void* base, int64_t index, Elem e, bool tf32 = false);
+// Stores v rounded once, to nearest even, to `e` (overflow: infinity; NaN stays NaN). Also the
+// simulated NCCL's rounding of its f32 reductions.
+void store_elem(void* base, int64_t index, Elem e, double v);
 
 // One matrix operand: its element type, leading dimension and batch stride, in elements.
 struct Operand {

@@ -93,7 +93,7 @@ cudaError_t cudaDeviceSynchronize(void) {
     for (Capture* capture : open_captures()) capture->invalidated = true;
     return result(cudaErrorStreamCaptureUnsupported);
   }
-  return result(run_through(UINT64_MAX));
+  return result(run_device(current_device()));
 }
 
 // Runs what is queued, then frees every allocation of the current device and destroys its streams

@@ -236,7 +236,7 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
   }
   if (const cudaError_t error = submit(s, copy_name(kind), std::move(op)); error != cudaSuccess) return error;
   const bool to_pageable = (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost) && !is_pinned(dst, dst_span);
-  if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq);
+  if (!capturing && (synchronous || to_pageable)) return run_through(s->last_seq, s->device);
   return cudaSuccess;
 }
 

@@ -1,6 +1,6 @@
 // Internal to the sim's runtime API (runtime_api.cpp, devices.cpp, streams.cpp, memory.cpp,
-// graph.cpp, device_properties.cpp): the state behind the handles, the one global queue, the
-// capture rules. Not for other users.
+// graph.cpp, device_properties.cpp) and its NCCL subset (nccl.cpp): the state behind the
+// handles, the one global queue, the capture rules. Not for other users.
 //
 // Everything is guarded by one recursive mutex (state_mutex()): the sim is single-threaded
 // inside, whichever host thread calls it.
@@ -29,6 +29,7 @@ struct GraphMemory;
 // The runtime's opaque handle types, defined here: a handle is a pointer to one of these.
 struct CUstream_st {
   int device = 0;
+  uint64_t id = 0;       // unique per stream ever created: the queue's key for its ordering
   unsigned flags = 0;    // cudaStreamNonBlocking or not
   int priority = 0;      // kept and reported; the one FIFO runs every stream in enqueue order
   std::map<int, cudaLaunchAttributeValue> attributes;  // cudaStreamSetAttribute, by cudaLaunchAttributeID
@@ -76,7 +77,20 @@ struct CUmemPoolHandle_st {
 namespace blockscope::sim::detail {
 
 std::recursive_mutex& state_mutex();
-using Lock = std::lock_guard<std::recursive_mutex>;
+// Holds state_mutex() and counts the levels this thread holds, so that a host thread waiting for
+// another (a collective's peers) can release them all (with_state_released).
+class Lock {
+ public:
+  explicit Lock(std::recursive_mutex& mutex);
+  ~Lock();
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  std::recursive_mutex& mutex_;
+};
+// Runs `wait` with every level of state_mutex() this thread holds released, then takes them back.
+void with_state_released(const std::function<void()>& wait);
 
 // ---- Errors ---------------------------------------------------------------------------------
 // Records a failure as the calling thread's last error (what cudaGetLastError returns) and
@@ -124,17 +138,54 @@ void destroy_streams_and_events(int device);
 constexpr int kLeastStreamPriority = 0, kGreatestStreamPriority = -5;
 
 // ---- The queue (runtime_api.cpp) ---------------------------------------------------------------
+// One FIFO of every stream's ops, run in enqueue order, except that an op may wait at a gate (a
+// collective whose peers have not all arrived, a wait on an event recorded behind one): then the
+// later ops of its stream wait too — and, as the legacy default stream's implicit
+// synchronisation asks, the device's legacy stream behind a waiting blocking stream and the
+// blocking streams behind a waiting legacy stream — while every other stream goes on.
+
+// What a gated op waits for. Asked only once the op is next in its stream's order.
+class Gate {
+ public:
+  virtual ~Gate() = default;
+  virtual bool open() = 0;                       // the op may run now
+  virtual std::string waiting_for() const = 0;   // for the hang error: what has not happened
+  // The hang timeout ran out with this gate closed, or a fault dropped its op: `why` says which.
+  // Returns the devices whose next synchronising call must report it (post_device_fault).
+  virtual std::vector<int> abandon(const std::string& why) = 0;
+};
 
 // Appends an op on `stream` (or records it into the stream's open capture). `cleanup` ops (frees,
 // event records) still run when an earlier op faulted and the rest of the queue is dropped.
-cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> op, bool cleanup = false);
-// Runs the queue up to and including op `seq` (everything for UINT64_MAX). A fault stops it,
-// drops the remaining non-cleanup ops and returns cudaErrorLaunchFailure.
-cudaError_t run_through(uint64_t seq);
-// The same on a background thread, for host functions: a GPU's stream reaches them without the
-// host waiting. A fault there is returned by the next run_through.
+cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> op, bool cleanup = false,
+                   std::shared_ptr<Gate> gate = nullptr);
+// Runs the queue until op `seq` has run (everything for UINT64_MAX). A fault stops it, drops the
+// remaining non-cleanup ops and returns its code. When what it needs waits at a closed gate, the
+// host thread waits (the state lock released) for other threads to open it, up to the hang
+// timeout (nccl_timeout_seconds), then fails the gate: cudaErrorLaunchTimeout, its message
+// naming what never came. Also returns, once, a fault posted for `device` (-1: the current one).
+cudaError_t run_through(uint64_t seq, int device = -1);
+// Runs what can run towards op `seq` without waiting at a gate (queries).
+cudaError_t run_ready_through(uint64_t seq);
+// cudaDeviceSynchronize: runs until no op of `device` is queued (waiting as run_through does).
+cudaError_t run_device(int device);
+// Whether op `seq` is still queued (not yet run, nor dropped).
+bool op_pending(uint64_t seq);
+// The same as run_ready_through on a background thread, for host functions: a GPU's stream
+// reaches them without the host waiting; one behind a closed gate runs once the gate opens. A
+// fault there is returned by the next run_through.
 void run_in_background_through(uint64_t seq);
+// Wakes host threads waiting at gates (an op arrived that may open one).
+void notify_gates_changed();
+// A fault the next synchronising call on `device` returns once, although another host thread met
+// it (a failed collective is reported on every rank's device).
+void post_device_fault(int device, cudaError_t code);
+// The message cudaGetErrorString gives for `code`, from now on (a fault that no op threw).
+void set_fault(cudaError_t code, const std::string& message);
 uint64_t last_seq();
+// BLOCKSCOPE_SIM_NCCL_TIMEOUT_S (default 20): how long a host thread waits at a closed gate, and
+// ncclCommInitRank for its clique, before reporting a hang.
+double nccl_timeout_seconds();
 
 // ---- Capture --------------------------------------------------------------------------------
 struct Capture {

@@ -14,6 +14,8 @@
 //                         and linked in place of libcudart (devices.cpp, streams.cpp,
 //                         memory.cpp, graph.cpp, device_properties.cpp), and the cuBLASLt
 //                         subset (cublaslt.cpp, its GEMM: cublaslt_model.cpp)
+//   sim/nccl.cpp          the NCCL subset, declared by the toolkit's <nccl.h>, linked in place
+//                         of libnccl: collectives as gated ops of the queue
 //   sim/kernel_prelude.h  force-included into every .cu that nvcc-sim compiles
 //   sim/nvcc_sim/         the nvcc-sim driver: rewrites nvcc-style CUDA (<<<>>>, __shared__,
 //                         __device__ variables) into plain C++ for the host compiler

@@ -27,6 +27,7 @@ CUstream_st* legacy_stream(int device) {
   static bool initialised = [] {
     for (int d = 0; d < 8; ++d) {
       streams[d].device = d;
+      streams[d].id = static_cast<uint64_t>(d) + 1;
       streams[d].legacy = true;
     }
     return true;
@@ -54,6 +55,18 @@ void forget_capture_events(const Capture* capture) {
 }
 
 namespace {
+// A stream waiting for an event whose record op is still queued behind a gate.
+class EventRecordGate : public Gate {
+ public:
+  explicit EventRecordGate(uint64_t record_seq) : record_seq_(record_seq) {}
+  bool open() override { return !op_pending(record_seq_); }
+  std::string waiting_for() const override { return ""; }  // only for another op: never the one to blame
+  std::vector<int> abandon(const std::string&) override { return {}; }
+
+ private:
+  uint64_t record_seq_;
+};
+
 // Deletes and forgets every handle of `live` that belongs to `device`.
 template <class Handle>
 void destroy_handles_of(std::unordered_set<Handle*>& live, int device) {
@@ -84,7 +97,9 @@ extern "C" {
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
   if (stream == nullptr || (flags & ~unsigned{cudaStreamNonBlocking}) != 0) return result(cudaErrorInvalidValue);
   Lock lock(state_mutex());
+  static uint64_t next_id = 16;  // after the legacy streams' 1..8
   auto* s = new CUstream_st;
+  s->id = next_id++;
   s->device = current_device();
   s->flags = flags;
   s->priority = std::clamp(priority, kGreatestStreamPriority, kLeastStreamPriority);  // the runtime clamps too
@@ -215,7 +230,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   }
   if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
-  return result(run_through(s->last_seq));
+  return result(run_through(s->last_seq, s->device));
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
@@ -227,7 +242,10 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     return result(cudaErrorStreamCaptureUnsupported);
   }
   if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
-  return result(run_through(s->last_seq));  // "may run it": the sim completes the work now
+  // "May run it": the sim completes what can run now; work behind a collective still waiting for
+  // its peers is not ready.
+  if (const cudaError_t error = run_ready_through(s->last_seq); error != cudaSuccess) return result(error);
+  return op_pending(s->last_seq) ? cudaErrorNotReady : cudaSuccess;
 }
 
 cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
@@ -245,8 +263,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   CUevent_st* e = live_event(event);
   if (s == nullptr || e == nullptr) return result(cudaErrorInvalidResourceHandle);
   if (flags != 0 && flags != cudaEventWaitExternal) return result(cudaErrorInvalidValue);
-  // In the FIFO the wait is already satisfied (the record came first). During a capture it
-  // forks a stream into the capture or joins it back (graph.cpp).
+  // In the FIFO the wait is satisfied by order (the record came first), unless the record still
+  // waits behind a gate (a collective's peers): then the stream waits at a gate of its own.
+  // During a capture the wait forks a stream into the capture or joins it back (graph.cpp).
+  if (e->captured_in == nullptr && s->capture == nullptr && e->record_seq != 0 && op_pending(e->record_seq)) {
+    return result(submit(s, "cudaStreamWaitEvent", [] {}, false, std::make_shared<EventRecordGate>(e->record_seq)));
+  }
   if (e->captured_in != nullptr) {
     Capture* capture = e->captured_in;
     if (s->capture == nullptr) {
@@ -339,8 +361,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (e->captured_in != nullptr) return result(cudaErrorStreamCaptureUnsupported);
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   if (e->record_seq == 0) return cudaSuccess;  // never recorded: complete, per the docs
-  if (const cudaError_t error = run_through(e->record_seq); error != cudaSuccess) return result(error);
-  return e->completed ? cudaSuccess : result(cudaErrorNotReady);
+  if (const cudaError_t error = run_ready_through(e->record_seq); error != cudaSuccess) return result(error);
+  return e->completed ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -350,7 +372,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (e->captured_in != nullptr) return result(cudaErrorStreamCaptureUnsupported);
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   if (e->record_seq == 0) return cudaSuccess;
-  return result(run_through(e->record_seq));
+  return result(run_through(e->record_seq, e->device));
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
