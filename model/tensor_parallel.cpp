@@ -1,8 +1,12 @@
 #include "model/tensor_parallel.h"
 
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "profiler/nvtx.h"
 #include "runtime/error.h"
 
 namespace blockscope {
@@ -99,6 +103,31 @@ Communicator& tensor_parallel_group(int ranks) {
   return *world;
 }
 
+void run_on_gpus(int ranks, const std::function<void(Context& ctx, Communicator& comm)>& fn) {
+  std::unique_ptr<CommunicatorGroup> group = nccl_group_in_process(ranks);
+  std::mutex first_mutex;
+  std::exception_ptr first_error;  // the first rank's error to happen (the others' follow from the abort)
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        profiler::set_nvtx_rank(r);  // Nsight: this thread's ranges are rank.r/...
+        Context ctx(Device::cuda(r));
+        fn(ctx, group->rank(r));
+        ctx.synchronize();
+      } catch (const std::exception& error) {
+        {
+          std::lock_guard<std::mutex> lock(first_mutex);
+          if (!first_error) first_error = std::current_exception();
+        }
+        group->abort(detail::concat("rank ", r, " failed: ", error.what()));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
 ModelConfig shard_model(const ModelConfig& model, int ranks) {
   BS_CHECK(ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0 && model.d_ff % ranks == 0,
            "shard_model: ", ranks, " ranks do not divide the heads (", model.n_heads, "), kv heads (",
@@ -119,7 +148,7 @@ void shard_weights(Context& ctx, const ModelConfig& model, int64_t layers, const
       const Tensor& whole = full.at(spec.name);
       const ShareRule* rule = rule_for(spec.name);
       if (rule == nullptr || ranks == 1) {
-        out.add(spec.name, whole);  // replicated: shared, not copied
+        out.add(spec.name, whole.device() == ctx.device() ? whole : ctx.copy_from(whole));  // replicated
         continue;
       }
       const std::vector<float> host = to_floats(whole);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "model/config.h"
 #include "model/weights.h"
@@ -29,12 +30,19 @@ namespace blockscope {
 // InputError saying how to launch it.
 Communicator& tensor_parallel_group(int ranks);
 
+// Tensor parallelism between the GPUs of this process: fn(ctx, comm) on `ranks` host threads,
+// rank r's with a Context on cuda:r and its NCCL communicator (nccl_group_in_process). Returns
+// when every thread has. When a rank throws, the group is aborted (no rank waits for it in a
+// collective) and, after every thread has ended, the first rank's error to happen is rethrown.
+void run_on_gpus(int ranks, const std::function<void(Context& ctx, Communicator& comm)>& fn);
+
 // The model one of `ranks` ranks computes: n_heads / ranks heads, n_kv_heads / ranks kv heads,
 // d_ff / ranks hidden units (the config reader has refused ranks that do not divide them).
 ModelConfig shard_model(const ModelConfig& model, int ranks);
 
 // Rank `rank`'s share of layers [0, layers) of `full` (the names of block_weight_specs, shapes
-// of `model`), as contiguous tensors on ctx's device with the same names and dtype.
+// of `model`), as contiguous tensors on ctx's device with the same names and dtype (replicated
+// tensors shared with `full` where it is on ctx's device, else copied).
 void shard_weights(Context& ctx, const ModelConfig& model, int64_t layers, const WeightSet& full, int rank, int ranks,
                    WeightSet& out);
 

@@ -32,8 +32,10 @@ void load_input(Tensor& input, const std::string& path) {
 
 }  // namespace
 
-Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector<PathConfig>& paths)
+Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector<PathConfig>& paths,
+                   Communicator* group)
     : ctx_(ctx), config_(config), runner_(make_workload_runner(config)), paths_(config.paths) {
+  runner_->set_tensor_parallel_group(group);
   std::vector<PathConfig> all = paths;
   if (all.empty()) all.push_back(config.paths);
   memory_ = runner_->memory(all);

@@ -57,6 +57,9 @@ class WorkloadKindRunner {
   // Inputs and weights (seeded, or from the config's files) and the output. `paths`: every
   // path mix that will run, for what must be prepared once (packed gate|up weights).
   virtual void allocate(Context& ctx, const std::vector<PathConfig>& paths) = 0;
+  // parallel.tensor > 1: the group this rank belongs to (set before allocate; null: the MPI
+  // world, tensor_parallel_group in model/tensor_parallel.h).
+  void set_tensor_parallel_group(Communicator* group) { group_ = group; }
   // Before forward() with `paths` (one of those given to allocate, or a new one).
   virtual void prepare(Context& ctx, const PathConfig& paths) {}
   virtual void forward(Context& ctx, const PathConfig& paths) = 0;
@@ -71,6 +74,7 @@ class WorkloadKindRunner {
 
  protected:
   const WorkloadConfig config_;
+  Communicator* group_ = nullptr;
   Tensor input_, output_;
   std::vector<std::pair<std::string, Tensor>> named_;
 };
@@ -82,7 +86,10 @@ class Workload {
  public:
   // `paths` lists every path mix that will run (base and compare variants): the memory
   // estimate covers the worst, and fused MLP weights are packed once if any needs them.
-  Workload(Context& ctx, const WorkloadConfig& config, const std::vector<PathConfig>& paths);
+  // parallel.tensor > 1: `group` is this rank's (ranks as threads: run_on_gpus); null takes the
+  // MPI world (ranks as processes).
+  Workload(Context& ctx, const WorkloadConfig& config, const std::vector<PathConfig>& paths,
+           Communicator* group = nullptr);
 
   const WorkloadConfig& config() const { return config_; }
   const MemoryEstimate& memory() const { return memory_; }

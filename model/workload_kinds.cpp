@@ -124,16 +124,21 @@ class BlockRunner final : public WorkloadKindRunner {
     output_ = ctx.empty(shape, config_.dtype);
     const int ranks = static_cast<int>(config_.parallel.tensor);
     if (ranks > 1) {
-      BS_CHECK_INPUT(ctx.device().is_cpu(), "parallel.tensor = ", ranks, " on ", ctx.device().str(),
-                     ": tensor parallelism runs on the CPU over MPI for now (CUDA needs NCCL: not built yet); use "
-                     "--device cpu");
+      BS_CHECK_INPUT(group_ != nullptr || ctx.device().is_cpu(), "parallel.tensor = ", ranks, " on ",
+                     ctx.device().str(), " needs the GPU group of this process (run_on_gpus: what blockscope "
+                     "run, profile and check do with --device cuda and no mpirun)");
+      Communicator& group = group_ != nullptr ? *group_ : tensor_parallel_group(ranks);
+      BS_CHECK_INPUT(group.size() == ranks, "parallel.tensor = ", ranks, " but the group has ", group.size(), " ranks");
+      BS_CHECK_INPUT(ctx.device().is_cpu() || group.reduces_device_memory(), "parallel.tensor = ", ranks, " on ",
+                     ctx.device().str(), " with ", group.engine(),
+                     ": GPUs reduce over NCCL, in one process with a thread per GPU (run_on_gpus)");
       // This rank's shard of every layer (the whole weights stay the workload's named inputs:
       // the oracle computes the unsplit block).
-      Communicator& group = tensor_parallel_group(ranks);
       shard_weights(ctx, m, layers(), weights_, group.rank(), ranks, shard_);
       stack_ = std::make_unique<BlockStack>(ctx, shard_model(m, ranks), config_.dtype, shard_, layers(),
                                             config_.input.batch, config_.input.seq_len);
       stack_->set_communicator(&group);
+      if (config_.parallel.sequence_parallel) stack_->split_sequence(ctx);
     } else {
       stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
                                             config_.input.seq_len);

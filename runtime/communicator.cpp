@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "runtime/error.h"
@@ -34,9 +35,16 @@ bool launched_by_mpirun() {
   return false;
 }
 
-void check_arguments(const char* engine, void* data, int64_t count) {
-  BS_CHECK(count >= 0, engine, ": all_reduce_sum of a negative count (", count, ")");
-  BS_CHECK(count == 0 || data != nullptr, engine, ": all_reduce_sum of ", count, " elements at a null address");
+void check_arguments(const char* engine, const char* what, const void* data, int64_t count) {
+  BS_CHECK(count >= 0, engine, ": ", what, " of a negative count (", count, ")");
+  BS_CHECK(count == 0 || data != nullptr, engine, ": ", what, " of ", count, " elements at a null address");
+}
+
+// One rank's reduce-scatter or all-gather: its block is the whole of `send`.
+void copy_block(const char* what, const void* send, void* recv, int64_t count, DType dtype) {
+  check_arguments("single rank", what, send, count);
+  check_arguments("single rank", what, recv, count);
+  if (count > 0) std::memcpy(recv, send, static_cast<size_t>(count) * dtype_size(dtype));
 }
 
 class SingleRank final : public Communicator {
@@ -44,7 +52,15 @@ class SingleRank final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string engine() const override { return "single rank"; }
-  void all_reduce_sum(void* data, int64_t count, DType) override { check_arguments("single rank", data, count); }
+  void all_reduce_sum(void* data, int64_t count, DType) override {
+    check_arguments("single rank", "all_reduce_sum", data, count);
+  }
+  void reduce_scatter_sum(const void* send, void* recv, int64_t count, DType dtype) override {
+    copy_block("reduce_scatter_sum", send, recv, count, dtype);
+  }
+  void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
+    copy_block("all_gather", send, recv, count, dtype);
+  }
   std::vector<std::string> gather_to_root(const std::string& mine) override { return {mine}; }
   void barrier() override {}
   [[noreturn]] void abort_all(int exit_code) override {
@@ -92,29 +108,7 @@ class MpiCommunicator final : public Communicator {
   std::string engine() const override { return engine_; }
 
   void all_reduce_sum(void* data, int64_t count, DType dtype) override {
-    // (count, dtype, -count, -dtype, -bad) under MPI_MIN: every rank learns the least and the
-    // most of each, so all of them see a disagreement and all of them throw.
-    const bool bad = count < 0 || (count > 0 && data == nullptr);
-    const long long mine[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
-                               -static_cast<long long>(dtype), bad ? -1 : 0};
-    long long agreed[5] = {};
-    check_mpi(MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce (count and dtype check)",
-              rank_);
-    const long long fewest = agreed[0], most = -agreed[2];
-    const DType lowest = static_cast<DType>(agreed[1]), highest = static_cast<DType>(-agreed[3]);
-    if (agreed[4] < 0) {
-      check_arguments(engine_.c_str(), data, count);  // names this rank's problem, if it is this rank's
-      throw Error(ErrorKind::runtime, detail::concat("all_reduce_sum on rank ", rank_, " of ", size_,
-                                                     ": another rank passed a negative count or a null address"));
-    }
-    if (fewest != most || lowest != highest) {
-      throw Error(ErrorKind::runtime,
-                  detail::concat("all_reduce_sum on rank ", rank_, " of ", size_,
-                                 ": the ranks passed different counts or dtypes (counts from ", fewest, " to ", most,
-                                 ", dtypes ", dtype_name(lowest), " to ", dtype_name(highest), "; this rank: ", count,
-                                 " ", dtype_name(dtype),
-                                 "): every rank must reduce the same number of elements of one dtype"));
-    }
+    agree_on("all_reduce_sum", data, count, dtype);
     if (count == 0 || size_ == 1) return;
     if (dtype == DType::f32) {
       float* values = static_cast<float*>(data);
@@ -138,6 +132,34 @@ class MpiCommunicator final : public Communicator {
                 "MPI_Allreduce", rank_);
       narrow(wide.data(), n, dtype, part);
     }
+  }
+
+  // One MPI call each (counts within MPI's int; sequence-parallel blocks are far below).
+  void reduce_scatter_sum(const void* send, void* recv, int64_t count, DType dtype) override {
+    agree_on("reduce_scatter_sum", recv, count, dtype);
+    BS_CHECK(count * size_ <= INT_MAX, "reduce_scatter_sum: ", count, " elements per rank x ", size_,
+             " ranks exceeds one MPI call (INT_MAX)");
+    if (count == 0) return;
+    if (dtype == DType::f32) {
+      check_mpi(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
+                "MPI_Reduce_scatter_block", rank_);
+      return;
+    }
+    std::vector<float> wide(static_cast<size_t>(count * size_)), mine(static_cast<size_t>(count));
+    widen(send, count * size_, dtype, wide.data());
+    check_mpi(MPI_Reduce_scatter_block(wide.data(), mine.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
+              "MPI_Reduce_scatter_block", rank_);
+    narrow(mine.data(), count, dtype, recv);
+  }
+
+  void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
+    agree_on("all_gather", recv, count, dtype);
+    const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+    BS_CHECK(bytes * size_ <= INT_MAX, "all_gather: ", bytes, " bytes per rank x ", size_,
+             " ranks exceeds one MPI call (INT_MAX)");
+    if (count == 0) return;
+    check_mpi(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_),
+              "MPI_Allgather", rank_);
   }
 
   std::vector<std::string> gather_to_root(const std::string& mine) override {
@@ -172,6 +194,34 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Every rank passes the same count and dtype, and none a bad one: otherwise every rank throws
+  // (no rank waits for data that never comes).
+  void agree_on(const char* what, const void* data, int64_t count, DType dtype) {
+    // (count, dtype, -count, -dtype, -bad) under MPI_MIN: every rank learns the least and the
+    // most of each, so all of them see a disagreement and all of them throw.
+    const bool bad = count < 0 || (count > 0 && data == nullptr);
+    const long long mine[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
+                               -static_cast<long long>(dtype), bad ? -1 : 0};
+    long long agreed[5] = {};
+    check_mpi(MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce (count and dtype check)",
+              rank_);
+    const long long fewest = agreed[0], most = -agreed[2];
+    const DType lowest = static_cast<DType>(agreed[1]), highest = static_cast<DType>(-agreed[3]);
+    if (agreed[4] < 0) {
+      check_arguments(engine_.c_str(), what, data, count);  // names this rank's problem, if it is this rank's
+      throw Error(ErrorKind::runtime, detail::concat(what, " on rank ", rank_, " of ", size_,
+                                                     ": another rank passed a negative count or a null address"));
+    }
+    if (fewest != most || lowest != highest) {
+      throw Error(ErrorKind::runtime,
+                  detail::concat(what, " on rank ", rank_, " of ", size_,
+                                 ": the ranks passed different counts or dtypes (counts from ", fewest, " to ", most,
+                                 ", dtypes ", dtype_name(lowest), " to ", dtype_name(highest), "; this rank: ", count,
+                                 " ", dtype_name(dtype),
+                                 "): every rank must pass the same number of elements of one dtype"));
+    }
+  }
+
   static void widen(const void* from, int64_t n, DType dtype, float* to) {
     if (dtype == DType::f16) {
       const f16* in = static_cast<const f16*>(from);
@@ -267,6 +317,23 @@ Communicator* world_communicator() {
   return nullptr;
 #endif
 }
+
+void Communicator::all_reduce_sum_on_device(Context&, void*, int64_t, DType) {
+  throw Error(ErrorKind::runtime, engine() + " reduces host memory only: stage device tensors through the host");
+}
+void Communicator::reduce_scatter_sum_on_device(Context&, const void*, void*, int64_t, DType) {
+  throw Error(ErrorKind::runtime, engine() + " reduces host memory only: stage device tensors through the host");
+}
+void Communicator::all_gather_on_device(Context&, const void*, void*, int64_t, DType) {
+  throw Error(ErrorKind::runtime, engine() + " gathers host memory only: stage device tensors through the host");
+}
+
+#ifndef BLOCKSCOPE_WITH_NCCL
+std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks) {
+  throw InputError(detail::concat("tensor parallelism over ", ranks,
+                                  " GPUs needs CUDA and NCCL: this blockscope was built without them"));
+}
+#endif
 
 Communicator& single_rank_communicator() {
   static SingleRank single;

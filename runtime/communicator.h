@@ -11,12 +11,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "runtime/dtype.h"
 
 namespace blockscope {
+
+class Context;
 
 // The ranks of a tensor-parallel group and the collectives between them (engine(): which one).
 class Communicator {
@@ -37,6 +40,25 @@ class Communicator {
   // max): where they differ, every rank throws a runtime Error naming both counts and dtypes —
   // no rank waits for data that never comes. Messages above INT_MAX bytes are sent in chunks.
   virtual void all_reduce_sum(void* data, int64_t count, DType dtype) = 0;
+  // Whether all_reduce_sum_on_device reduces device memory itself (NCCL). Otherwise a CUDA
+  // tensor is staged through host memory and all_reduce_sum (ops/all_reduce).
+  virtual bool reduces_device_memory() const { return false; }
+  // `count` elements of `dtype` at `data`, device memory of ctx's GPU, become their sum over
+  // every rank, in place: enqueued on ctx's stream (no host wait), the same sum and rounding
+  // rules as all_reduce_sum. Only where reduces_device_memory(); others throw.
+  virtual void all_reduce_sum_on_device(Context& ctx, void* data, int64_t count, DType dtype);
+
+  // Sequence parallelism's pair, blocking, on host memory, with all_reduce_sum's agreement
+  // check and sum rules; `send` and `recv` must not overlap.
+  //   reduce_scatter_sum: `send` holds size()·count elements, block r at r·count; `recv` (count
+  //     elements) becomes the sum over the ranks of their block rank().
+  //   all_gather: `send` holds count elements; `recv` (size()·count) gets rank r's at r·count.
+  virtual void reduce_scatter_sum(const void* send, void* recv, int64_t count, DType dtype) = 0;
+  virtual void all_gather(const void* send, void* recv, int64_t count, DType dtype) = 0;
+  // The same on device memory of ctx's GPU, enqueued on its stream: only where
+  // reduces_device_memory() (others throw).
+  virtual void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype);
+  virtual void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype);
   // Rank 0 receives every rank's string, in rank order (its own first); other ranks get {}.
   virtual std::vector<std::string> gather_to_root(const std::string& mine) = 0;
   virtual void barrier() = 0;
@@ -56,6 +78,26 @@ void finalize_mpi();
 Communicator* world_communicator();
 // A communicator of one rank (all_reduce_sum does nothing): single-process runs and tests.
 Communicator& single_rank_communicator();
+
+// The ranks of a group inside one process, each used by its own host thread (one at a time),
+// and what ends them all when one fails.
+class CommunicatorGroup {
+ public:
+  virtual ~CommunicatorGroup() = default;
+  virtual int size() const = 0;
+  virtual Communicator& rank(int r) = 0;
+  // After an error on one rank's thread: every rank waiting in a collective of the group, or
+  // entering one later, gets an Error naming `why` instead of waiting for it forever.
+  virtual void abort(const std::string& why) = 0;
+};
+
+// NCCL between the GPUs of this process (runtime/cuda/nccl_group.cpp): `ranks` communicators
+// from ncclCommInitAll, rank r on CUDA device r (run_on_gpus in model/tensor_parallel.h gives
+// each its thread). Device tensors are reduced by NCCL on the rank's stream
+// (reduces_device_memory); the host collectives (gather_to_root, barrier, all_reduce_sum of
+// host memory) meet in this process. An InputError without CUDA or with fewer than `ranks`
+// GPUs; a runtime Error when NCCL cannot start (its message).
+std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks);
 
 namespace detail {
 // Tests only: the most elements one MPI call of all_reduce_sum carries (0: the default, INT_MAX

@@ -26,49 +26,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  bool crashed = false;
-  std::string out, err;
-};
+using Result = blockscope::testing::ProgramResult;
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const fs::path& path) { return blockscope::testing::read_text_file(path); }
 
 fs::path temp_dir() {
   return blockscope::testing::test_scratch_dir();
 }
 
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+std::string quote(const std::string& arg) { return blockscope::testing::shell_quote(arg); }
 
-// Runs the binary with `args` (each shell-quoted), capturing stdout, stderr and the exit code;
-// `env` ("COLUMNS=80 ") goes before the command.
+// The CLI with `args`; `env` ("COLUMNS=80 ") goes before the command.
 Result run_cli(const std::vector<std::string>& args, const std::string& env = "") {
-  const fs::path dir = temp_dir();
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  std::string command = quote(BLOCKSCOPE_CLI_PATH);
-  for (const std::string& arg : args) command += " " + quote(arg);
-  // Tests run many processes at once on small machines: keep each to two threads.
-  command = "OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 " + env + command + " >" + quote(out.string()) + " 2>" +
-            quote(err.string());
-  const int status = std::system(command.c_str());
-  Result result;
-  if (WIFEXITED(status)) {
-    result.code = WEXITSTATUS(status);
-  } else {
-    result.crashed = true;
-  }
-  result.out = read_file(out);
-  result.err = read_file(err);
-  return result;
+  return blockscope::testing::run_program(BLOCKSCOPE_CLI_PATH, args, env);
 }
 
 std::string source(const std::string& relative) { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/" + relative; }

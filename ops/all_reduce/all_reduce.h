@@ -3,11 +3,13 @@
 //
 //   t [any shape, contiguous, on ctx's device] -> t = the sum of every rank's t (in place)
 //
-// Through a Communicator (runtime/communicator.h): summed in f32 whatever the dtype (f16/bf16
-// rounded once), the same bits on every rank; counts or dtypes that differ between ranks are an
-// error on every rank. A CUDA tensor is staged through host memory (copy out, MPI, copy back)
-// until an NCCL engine exists. One "kernel" recorded: kernel_names::kAllReduce
-// ("all_reduce_sum"), the whole exchange's time (on CUDA the copies included).
+// Through a Communicator (runtime/communicator.h), the same bits on every rank; counts or dtypes
+// that differ between ranks are an error on every rank. MPI sums in f32 whatever the dtype
+// (f16/bf16 rounded once). On CUDA: NCCL's ncclAllReduce on the context's stream where the
+// communicator reduces device memory (a GPU group in one process: f16/bf16 summed by NCCL in
+// their own type), else the tensor is staged through host memory (copy out, MPI, copy back).
+// One "kernel" recorded: kernel_names::kAllReduce ("all_reduce_sum"), the collective's time
+// (when staged, the copies included).
 //
 // Recorded as op "all_reduce", family collective, with
 //   FLOPs = (n − 1) · numel          (the additions)

@@ -1,5 +1,6 @@
 #include "test/support/test_support.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 
 namespace blockscope::testing {
 
@@ -50,6 +52,38 @@ std::filesystem::path test_scratch_dir() {
   const std::filesystem::path dir = scratch_root() / name;
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+std::string shell_quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ProgramResult run_program(const std::string& path, const std::vector<std::string>& args, const std::string& env) {
+  const std::filesystem::path dir = test_scratch_dir();
+  const std::filesystem::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  std::string command = shell_quote(path);
+  for (const std::string& arg : args) command += " " + shell_quote(arg);
+  command = "OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=1 " + env + command + " >" + shell_quote(out.string()) + " 2>" +
+            shell_quote(err.string());
+  const int status = std::system(command.c_str());
+  ProgramResult result;
+  if (WIFEXITED(status)) {
+    result.code = WEXITSTATUS(status);
+  } else {
+    result.crashed = true;
+  }
+  result.out = read_text_file(out);
+  result.err = read_text_file(err);
+  return result;
 }
 
 uint64_t fresh_seed() {

@@ -29,6 +29,20 @@ const std::filesystem::path& scratch_root();
 // missing): tests of one binary never share files, in one process or in parallel ones.
 std::filesystem::path test_scratch_dir();
 
+// A program run as a child process with `args` (each shell-quoted; `env`, e.g. "COLUMNS=80 ",
+// goes before it), its stdout and stderr captured through files in test_scratch_dir(); OpenMP
+// and OpenBLAS held to 2 and 1 threads (tests run many processes at once on small machines).
+struct ProgramResult {
+  int code = -1;         // the exit status
+  bool crashed = false;  // ended by a signal
+  std::string out, err;
+};
+ProgramResult run_program(const std::string& path, const std::vector<std::string>& args, const std::string& env = "");
+// `arg` in single quotes for a POSIX shell.
+std::string shell_quote(const std::string& arg);
+// A file's whole contents ("" when it cannot be read).
+std::string read_text_file(const std::filesystem::path& path);
+
 // Uniform values in [lo, hi), never all zero; deterministic for a seed.
 std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 

@@ -52,14 +52,30 @@ int check_command(Session& session) {
   const WorkloadConfig config = session.load_config();
   session.check_outputs(config, false);
   std::vector<Device> devices;
+  // Tensor parallelism: under mpirun the CPU ranks, one process each; otherwise the GPUs of this
+  // process as one group (run_on_gpus: cuda:0 .. cuda:N-1, a thread each).
+  const int64_t ranks = config.parallel.tensor;
+  const bool gpu_group = ranks > 1 && world_communicator() == nullptr;
   if (!options.device.empty() && options.device != "auto") {
     devices.push_back(resolve_device(options.device));
+    BS_CHECK_INPUT(!gpu_group || !devices[0].is_cuda() || devices[0] == Device::cuda(0), "parallel.tensor = ", ranks, " on ",
+                   devices[0].str(), ": a GPU group is cuda:0 .. cuda:", ranks - 1,
+                   " (--device cuda), or run one process per rank: mpirun -np ", ranks, " blockscope check ... --device cpu");
+  } else if (gpu_group) {
+    const int gpus = cuda_available() ? cuda_device_count() : 0;
+    BS_CHECK_INPUT(gpus >= ranks, "parallel.tensor = ", ranks, " needs ", ranks, " ranks: one process each (mpirun -np ",
+                   ranks, " blockscope check ... --device cpu) or ", ranks, " GPUs in this process (", gpus, " present)");
+    devices.push_back(Device::cuda(0));
   } else {
     devices.push_back(Device::cpu());
-    // Tensor parallelism runs on the CPU over MPI only (model/tensor_parallel.h).
-    if (cuda_available() && config.parallel.tensor == 1)
+    if (cuda_available() && ranks == 1)
       for (int i = 0; i < cuda_device_count(); ++i) devices.push_back(Device::cuda(i));
   }
+  // A row's device: the GPU group's range, or the one device.
+  const auto device_label = [&](const Device& device) {
+    return gpu_group && device.is_cuda() ? "cuda:0-" + std::to_string(ranks - 1) : device.str();
+  };
+  std::string engine;  // of the tensor-parallel group, for the header
   const std::vector<PathConfig> mixes = path_mixes(config);
   // The naive path's bound, derived from the workload's shapes and dtype (reference/error_model.h).
   const double naive_bound = reference::workload_error_bound(config);
@@ -95,54 +111,67 @@ int check_command(Session& session) {
       runs.push_back(run);
     }
   }
+  // One device's (or GPU group's) run of every mix: `group` is the rank's in a GPU group (null
+  // otherwise); only rank 0 measures and reports, the other ranks run the same forwards.
+  const auto check_run = [&](Context& ctx, const Device& device, const WorkloadConfig& run, Communicator* group) {
+    const bool reports = (group == nullptr || group->rank() == 0) && session.rank == 0;  // mpirun: rank 0 too
+    if (group != nullptr && reports) engine = group->engine();
+    session.apply_run_settings(ctx, run);
+    if (&device == &devices.front() && &run == &runs.front() && reports) announce_large_workload("check", run);
+    Workload workload(ctx, run, mixes, group);
+    const std::string layout =
+        run.kind == WorkloadKind::decode ? std::string(",kv_cache=") + ops::kv_layout_name(run.decode.kv_cache.layout) : "";
+    if (reports && expected_output.empty()) {
+      for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = reference::from_tensor(tensor);
+      expected_output = reference::blockref::workload_output(config, named).data;
+    }
+    std::vector<double> naive_errors;
+    for (size_t i = 0; i < mixes.size(); ++i) {
+      if (reports) session.set_activity("checking " + paths_str(mixes[i], config.kind) + " on " + device_label(device));
+      check_interrupted("between path mixes");
+      workload.set_paths(mixes[i]);
+      Tensor out = workload.output();
+      fill_nan(out);  // an element the path forgets to write shows up as NaN
+      workload.forward();
+      ctx.synchronize();
+      if (!reports) continue;
+      const std::vector<float> output = to_floats(workload.output());
+      Row row{device_label(device), paths_str(mixes[i], config.kind) + layout, {}, {}, true};
+      row.errors.push_back(reference::max_relative_error(output, expected_output));
+      if (per_op) {
+        std::map<std::string, Tensor> ran;  // the last layer's op inputs and outputs, as run
+        reference::blockref::Named op_inputs;
+        for (const auto& [name, tensor] : workload.intermediates()) {
+          ran[name] = tensor;
+          op_inputs[name] = reference::from_tensor(tensor);
+        }
+        const reference::blockref::Named expected_ops = reference::blockref::last_layer_ops(config, named, op_inputs);
+        for (const auto& [measure, tensor] : op_outputs) {
+          row.errors.push_back(reference::max_relative_error(to_floats(ran.at(tensor)), expected_ops.at(tensor).data));
+        }
+      }
+      if (i == 0) naive_errors = row.errors;
+      for (size_t m = 0; m < measures.size(); ++m) {
+        const double bound = i == 0 ? naive_bound
+                                    : reference::accuracy_bound(naive_errors[m], config.dtype);
+        row.bounds.push_back(bound);
+        row.ok = row.ok && std::isfinite(row.errors[m]) && row.errors[m] <= bound;
+      }
+      all_ok = all_ok && row.ok;
+      rows.push_back(row);
+    }
+    if (!options.dump.empty() && device == devices.front() && &run == &runs.front())
+      session.write_dump(ctx, workload, options.dump, reports);
+  };
   for (const Device& device : devices) {
     for (const WorkloadConfig& run : runs) {
-      Context ctx(device);
-      session.apply_run_settings(ctx, run);
-      if (&device == &devices.front() && &run == &runs.front()) announce_large_workload("check", run);
-      Workload workload(ctx, run, mixes);
-      const std::string layout =
-          run.kind == WorkloadKind::decode ? std::string(",kv_cache=") + ops::kv_layout_name(run.decode.kv_cache.layout) : "";
-      if (expected_output.empty()) {
-        for (const auto& [name, tensor] : workload.inputs_and_weights()) named[name] = reference::from_tensor(tensor);
-        expected_output = reference::blockref::workload_output(config, named).data;
+      if (gpu_group && device.is_cuda()) {
+        run_on_gpus(static_cast<int>(config.parallel.tensor),
+                    [&](Context& ctx, Communicator& comm) { check_run(ctx, device, run, &comm); });
+      } else {
+        Context ctx(device);
+        check_run(ctx, device, run, nullptr);
       }
-      std::vector<double> naive_errors;
-      for (size_t i = 0; i < mixes.size(); ++i) {
-        session.set_activity("checking " + paths_str(mixes[i], config.kind) + " on " + device.str());
-        check_interrupted("between path mixes");
-        workload.set_paths(mixes[i]);
-        Tensor out = workload.output();
-        fill_nan(out);  // an element the path forgets to write shows up as NaN
-        workload.forward();
-        ctx.synchronize();
-        const std::vector<float> output = to_floats(workload.output());
-        Row row{device.str(), paths_str(mixes[i], config.kind) + layout, {}, {}, true};
-        row.errors.push_back(reference::max_relative_error(output, expected_output));
-        if (per_op) {
-          std::map<std::string, Tensor> ran;  // the last layer's op inputs and outputs, as run
-          reference::blockref::Named op_inputs;
-          for (const auto& [name, tensor] : workload.intermediates()) {
-            ran[name] = tensor;
-            op_inputs[name] = reference::from_tensor(tensor);
-          }
-          const reference::blockref::Named expected_ops = reference::blockref::last_layer_ops(config, named, op_inputs);
-          for (const auto& [measure, tensor] : op_outputs) {
-            row.errors.push_back(reference::max_relative_error(to_floats(ran.at(tensor)), expected_ops.at(tensor).data));
-          }
-        }
-        if (i == 0) naive_errors = row.errors;
-        for (size_t m = 0; m < measures.size(); ++m) {
-          const double bound = i == 0 ? naive_bound
-                                      : reference::accuracy_bound(naive_errors[m], config.dtype);
-          row.bounds.push_back(bound);
-          row.ok = row.ok && std::isfinite(row.errors[m]) && row.errors[m] <= bound;
-        }
-        all_ok = all_ok && row.ok;
-        rows.push_back(row);
-      }
-      if (!options.dump.empty() && device == devices.front() && &run == &runs.front())
-        session.write_dump(ctx, workload, options.dump);
     }
   }
 
@@ -193,15 +222,16 @@ int check_command(Session& session) {
               "each recomputed in float64 from the inputs the run gave it\n";
     }
     if (config.parallel.tensor > 1) {
-      head << "tensor parallel over " << config.parallel.tensor << " ranks ("
-           << tensor_parallel_group(static_cast<int>(config.parallel.tensor)).engine()
-           << "): the output every rank holds after the last all-reduce against the unsplit block\n";
+      head << "tensor parallel over " << config.parallel.tensor << " ranks"
+           << (config.parallel.sequence_parallel ? " with sequence parallelism" : "") << " ("
+           << (gpu_group ? engine : tensor_parallel_group(static_cast<int>(config.parallel.tensor)).engine())
+           << "): the output rank 0 holds after the last all-reduce against the unsplit block\n";
     }
     profiler::TextLayout layout;
     layout.max_width = width;
     layout.show_all = "a wider COLUMNS shows them";
     std::cout << profiler::wrap_text(head.str(), width) << "\n" << profiler::render(table, format, layout);
-    if (devices.size() == 1 && devices[0].is_cpu() && options.device.empty()) {
+    if (devices.size() == 1 && devices[0].is_cpu() && options.device.empty() && ranks == 1) {
       std::printf("\n(no CUDA GPU available: checked the CPU only)\n");
     }
     std::printf("\n%s\n", all_ok ? "all paths within the accuracy rule" : "some paths break the accuracy rule");

@@ -33,6 +33,17 @@ int info_command(Session& session) {
   info["cuda_built"] = cuda_built();
   info["cuda_available"] = cuda_available();
   info["cuda_simulated"] = cuda_simulated();
+  // Tensor parallelism's engines: MPI between processes (CPU ranks), NCCL between GPUs.
+#ifdef BLOCKSCOPE_WITH_MPI
+  info["mpi_built"] = true;
+#else
+  info["mpi_built"] = false;
+#endif
+#ifdef BLOCKSCOPE_WITH_NCCL
+  info["nccl_built"] = true;
+#else
+  info["nccl_built"] = false;
+#endif
   info["gemm_library"] = cpu::gemm_library();  // the default
   info["gemm_libraries"] = nlohmann::json::array();
   for (cpu::GemmLibrary library : cpu::linked_gemm_libraries()) info["gemm_libraries"].push_back(cpu::gemm_library_name(library));
@@ -158,7 +169,8 @@ int info_command(Session& session) {
   } else if (cuda_built()) {
     head << (cuda_available() ? ", GPU available" : ", no GPU present");
   }
-  head << "\n";
+  head << "\nTensor parallelism: MPI " << (info["mpi_built"].get<bool>() ? "built" : "not built") << " (CPU ranks, mpirun), NCCL "
+       << (info["nccl_built"].get<bool>() ? "built" : "not built") << " (GPUs of one process)\n";
   std::string libraries;
   for (cpu::GemmLibrary library : cpu::linked_gemm_libraries())
     libraries += std::string(libraries.empty() ? "" : ", ") + cpu::gemm_library_name(library);

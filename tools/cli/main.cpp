@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/nvtx.h"
 #include "runtime/communicator.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
@@ -284,6 +285,7 @@ int main(int argc, char** argv) {
   std::string who = "blockscope";
   if (world != nullptr) {
     session.rank = world->rank();
+    bs::profiler::set_nvtx_rank(world->rank());  // Nsight: rank.N/... on every rank's ranges
     who += " (rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
     if (world->rank() != 0) {  // rank 0 prints; the others say only their errors
       std::freopen("/dev/null", "w", stdout);

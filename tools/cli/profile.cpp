@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "profiler/diff.h"
@@ -16,7 +17,6 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
-#include "model/tensor_parallel.h"
 #include "tools/cli/decode_summary.h"
 #include "tools/cli/progress.h"
 #include "tools/cli/rank_summary.h"
@@ -51,25 +51,18 @@ void remeasure_a_beaten_peak(Context& ctx, DType dtype, const std::vector<profil
                            op, fastest, cached, now.tflops, now.gbps);
 }
 
-}  // namespace
-
-int profile_command(Session& session) {
+// One rank's profile of every variant (the only rank without tensor parallelism). `group`: the
+// tensor-parallel group (MPI's world, or a GPU group's rank: then this runs on the rank's thread);
+// only rank 0 prints and writes, the others run the same steps and collectives silently.
+void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Communicator* group) {
   const Options& options = session.options;
   const profiler::Format format = session.format();
-  if (!options.table.empty() && format != profiler::Format::csv) {
-    throw InputError("--table " + options.table + " picks the one table --format csv prints; with --format " + options.format +
-                     " it would be ignored (add --format csv)");
-  }
-  const WorkloadConfig config = session.load_config();
-  if (options.group_by_phase && config.kind != WorkloadKind::decode) {
-    throw InputError(std::string("--group-by-phase splits a decode's prefill and decode phases; workload ") +
-                     workload_kind_name(config.kind) + " has one phase");
-  }
-  session.check_outputs(config, true);
-  Context ctx(resolve_device(config.device));
+  const bool reports = group == nullptr || group->rank() == 0;
+  std::ostringstream discarded;  // what a silent rank would have printed
+  std::ostream& out = reports ? std::cout : discarded;
   session.apply_run_settings(ctx, config);
-  announce_large_workload("profile", config);
-  Workload workload(ctx, config, all_variant_paths(config));
+  if (reports) announce_large_workload("profile", config);
+  Workload workload(ctx, config, all_variant_paths(config), group);
 
   profiler::Schedule schedule;
   schedule.wait = config.profile.wait;
@@ -90,18 +83,18 @@ int profile_command(Session& session) {
   for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
 
   if (format == profiler::Format::table) {
-    std::cout << workload_title(config, ctx) << "\n";
+    out << workload_title(config, ctx) << "\n";
     const profiler::Peaks peaks = profiler::device_peaks(ctx, config.dtype);
     const BackendInfo info = ctx.backend().info(config.dtype);
     std::string device = "Device: " + info.description;
     if (peaks.tflops > 0) {
       device += fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
     }
-    std::cout << profiler::wrap_line(device, profiler::terminal_width());
-    if (!info.dtype_note.empty()) std::cout << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
-    std::cout << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
+    out << profiler::wrap_line(device, profiler::terminal_width());
+    if (!info.dtype_note.empty()) out << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
+    out << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
                              schedule.warmup, schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
-    std::cout.flush();
+    out.flush();
   }
   // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
   // CSV: section headers as comment lines, so each table stays parseable.
@@ -113,24 +106,22 @@ int profile_command(Session& session) {
       // Prefill and decode are two workloads in one: each phase has its own tables.
       for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
         const profiler::Profile part = profiler::phase_profile(p, phase);
-        std::cout << open << part.label << close << "\n";
-        std::cout << profiler::op_table(part, table, format) << "\n";
-        std::cout << profiler::kernel_table(part, format, fitted) << "\n";
+        out << open << part.label << close << "\n";
+        out << profiler::op_table(part, table, format) << "\n";
+        out << profiler::kernel_table(part, format, fitted) << "\n";
       }
-      std::cout << profiler::wrap_text(decode_summary_text(config, p), profiler::terminal_width());
-      std::cout.flush();
+      out << profiler::wrap_text(decode_summary_text(config, p), profiler::terminal_width());
+      out.flush();
       return;
     }
-    std::cout << open << p.label << close << "\n";
-    std::cout << profiler::op_table(p, table, format) << "\n";
-    std::cout << profiler::kernel_table(p, format, fitted) << "\n";
-    std::cout.flush();
+    out << open << p.label << close << "\n";
+    out << profiler::op_table(p, table, format) << "\n";
+    out << profiler::kernel_table(p, format, fitted) << "\n";
+    out.flush();
   };
 
-  // Tensor parallelism (mpirun -np N): every rank profiles every variant; rank 0 gathers their
-  // profiles and prints each rank's op table, the per-rank summary and the merged op table.
-  Communicator* group = config.parallel.tensor > 1 ? &tensor_parallel_group(static_cast<int>(config.parallel.tensor))
-                                                   : nullptr;
+  // Tensor parallelism: every rank profiles every variant; rank 0 gathers their profiles and
+  // prints each rank's op table, the per-rank summary and the merged op table.
   std::vector<nlohmann::json> rank_summaries;  // --format json: per variant
   const auto gather_ranks = [&](const profiler::Profile& mine) {
     const std::vector<std::string> all = group->gather_to_root(profiler::profile_to_json(mine).dump());
@@ -150,27 +141,28 @@ int profile_command(Session& session) {
     rank_summaries.push_back(summary);
     if (format != profiler::Format::table) return;
     for (size_t r = 1; r < ranks.size(); ++r) {
-      std::cout << open << label << " / rank " << r << close << "\n" << profiler::op_table(ranks[r], table, format) << "\n";
+      out << open << label << " / rank " << r << close << "\n" << profiler::op_table(ranks[r], table, format) << "\n";
     }
-    std::cout << open << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group->engine() << ")"
+    out << open << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group->engine() << ")"
               << close << "\n";
-    std::cout << profiler::render(rank_rows(ranks), format, fitted) << slowest_rank_line(ranks) << "\n\n";
-    std::cout << open << label << " / merged across ranks" << close << "\n";
-    std::cout << profiler::render(merged_op_rows(ranks), format, fitted) << "\n";
-    std::cout.flush();
+    out << profiler::render(rank_rows(ranks), format, fitted) << slowest_rank_line(ranks) << "\n\n";
+    out << open << label << " / merged across ranks" << close << "\n";
+    out << profiler::render(merged_op_rows(ranks), format, fitted) << "\n";
+    out.flush();
   };
 
   // One trace for every variant, written as each is measured.
   const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
   std::unique_ptr<profiler::TraceWriter> trace_writer;
-  if (!trace.empty()) trace_writer = std::make_unique<profiler::TraceWriter>(trace);
+  if (!trace.empty() && reports) trace_writer = std::make_unique<profiler::TraceWriter>(trace);
 
   std::vector<profiler::Profile> profiles;
   std::vector<size_t> profiled;  // index into variants of each profile
-  Progress progress("profile", variants.size());
+  std::vector<std::vector<profiler::Profile>> other_ranks;  // per profile: ranks 1.. (rank 0 gathers them)
+  Progress progress("profile", variants.size(), !reports);
   for (size_t v = 0; v < variants.size(); ++v) {
     const auto& [label, paths] = variants[v];
-    session.set_activity("profiling " + paths_str(paths, config.kind) + " on " + ctx.device().str());
+    if (reports) session.set_activity("profiling " + paths_str(paths, config.kind) + " on " + ctx.device().str());
     workload.set_paths(paths);
     progress.start(v, label);
     try {
@@ -178,21 +170,37 @@ int profile_command(Session& session) {
           ctx, label, schedule, [&](int) { workload.forward(); },
           [&](int done, int total) { progress.step(done, total); }));
       profiles.back().workload = workload_title(config, ctx);
+      if (group != nullptr) {
+        profiles.back().rank = group->rank();
+        profiles.back().ranks = group->size();
+      }
       profiled.push_back(v);
       const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profiles.back());
-      if (group != nullptr) print_ranks(gather_ranks(profiles.back()));
-      if (trace_writer) trace_writer->add(profiles.back());
+      std::vector<profiler::Profile> ranks;  // every rank's, on rank 0 under tensor parallelism
+      if (group != nullptr) {
+        ranks = gather_ranks(profiles.back());
+        print_ranks(ranks);
+      }
+      other_ranks.emplace_back(ranks.size() > 1 ? ranks.begin() + 1 : ranks.end(), ranks.end());
+      // The trace: one pair of processes (host, device) per variant, and per rank of a variant.
+      if (trace_writer && ranks.empty()) trace_writer->add(profiles.back());
+      for (profiler::Profile rank : ranks) {
+        if (!trace_writer) break;
+        rank.label += " / rank " + std::to_string(rank.rank);
+        trace_writer->add(rank);
+      }
     } catch (const Error& error) {
       progress.clear();
       // A compare: variant this device cannot run (its op refuses the inputs before launching
       // anything: invalid_input) is skipped, said with the reason, and the others still print
       // and save. The base variant, and any runtime failure, stays an error.
       if (v == 0 || error.kind() != ErrorKind::invalid_input) throw;
-      std::cout.flush();
-      std::cerr << "blockscope: profile: variant '" << label << "' skipped on " << ctx.device().str() << ": "
-                << error.what() << "\n";
+      out.flush();
+      if (reports)
+        std::cerr << "blockscope: profile: variant '" << label << "' skipped on " << ctx.device().str() << ": "
+                  << error.what() << "\n";
     }
   }
 
@@ -204,12 +212,12 @@ int profile_command(Session& session) {
       json value = json::parse(text, nullptr, false);
       return value.is_discarded() ? json(text) : value;
     };
-    json out;
-    out["workload"] = workload_title(config, ctx);
-    out["device"] = ctx.device().str();
-    out["device_name"] = ctx.backend().info(config.dtype).description;
-    out["dtype"] = dtype_name(config.dtype);
-    out["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
+    json document;
+    document["workload"] = workload_title(config, ctx);
+    document["device"] = ctx.device().str();
+    document["device_name"] = ctx.backend().info(config.dtype).description;
+    document["dtype"] = dtype_name(config.dtype);
+    document["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
                        {"cold_step", schedule.keep_cold_step}};
     for (const profiler::Profile& p : profiles) {
       json variant = {{"label", p.label},
@@ -223,15 +231,15 @@ int profile_command(Session& session) {
         }
         variant["decode"] = decode_summary_json(config, p);
       }
-      out["variants"].push_back(variant);
+      document["variants"].push_back(variant);
     }
-    if (!rank_summaries.empty()) out["tensor_parallel"] = rank_summaries;
+    if (!rank_summaries.empty()) document["tensor_parallel"] = rank_summaries;
     for (size_t i = 1; i < profiles.size(); ++i) {
-      out["diffs"].push_back({{"before", profiles[0].label},
+      document["diffs"].push_back({{"before", profiles[0].label},
                               {"after", profiles[i].label},
                               {"diff", parsed(profiler::diff_profiles(profiles[0], profiles[i], format))}});
     }
-    std::cout << out.dump(2) << "\n";
+    out << document.dump(2) << "\n";
   } else if (format == profiler::Format::csv) {
     // One tidy table (--table): every variant's rows, a variant column first, one header.
     const std::string which = options.table.empty() ? "ops" : options.table;
@@ -267,13 +275,13 @@ int profile_command(Session& session) {
       all.rows.clear();
     }
     // --columns picks the op table's columns (what check_columns validated them against).
-    std::cout << profiler::render(all, format, which == "ops" ? table.layout : profiler::TextLayout{});
+    out << profiler::render(all, format, which == "ops" ? table.layout : profiler::TextLayout{});
   } else {
     for (size_t i = 1; i < profiles.size(); ++i) {
-      std::cout << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
+      out << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
     }
   }
-  std::cout.flush();
+  out.flush();
 
   if (trace_writer) {
     trace_writer->finish();
@@ -281,7 +289,7 @@ int profile_command(Session& session) {
     std::cerr << "wrote trace " << trace << " (" << profiles.size() << " variant" << (profiles.size() == 1 ? "" : "s")
               << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
   }
-  if (!options.report.empty()) {
+  if (!options.report.empty() && reports) {
     profiler::ReportOptions report;
     report.title = workload_title(config, ctx);
     report.table = table;
@@ -291,14 +299,39 @@ int profile_command(Session& session) {
               << (profiles.size() == 1 ? "" : "s") << "; open it in a browser, it needs nothing else)\n";
   }
   for (size_t i = 0; i < profiles.size(); ++i) {
-    if (!options.save.empty()) {
+    if (!options.save.empty() && reports) {
       const std::string path = i == 0 ? options.save : variant_path(options.save, variants[profiled[i]].first);
       profiler::save_profile(profiles[i], path);
       session.wrote(path);
       std::cerr << "saved profile " << path << "\n";
+      // Tensor parallelism: every other rank's beside it (PATH.rankN.json), each keeping its rank.
+      for (const profiler::Profile& rank : other_ranks[i]) {
+        const std::string rank_path = variant_path(path, "rank" + std::to_string(rank.rank));
+        profiler::save_profile(rank, rank_path);
+        session.wrote(rank_path);
+        std::cerr << "saved profile " << rank_path << " (rank " << rank.rank << " of " << rank.ranks << ")\n";
+      }
     }
   }
-  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump);
+  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump, reports);
+}
+
+}  // namespace
+
+int profile_command(Session& session) {
+  const Options& options = session.options;
+  const profiler::Format format = session.format();
+  if (!options.table.empty() && format != profiler::Format::csv) {
+    throw InputError("--table " + options.table + " picks the one table --format csv prints; with --format " + options.format +
+                     " it would be ignored (add --format csv)");
+  }
+  const WorkloadConfig config = session.load_config();
+  if (options.group_by_phase && config.kind != WorkloadKind::decode) {
+    throw InputError(std::string("--group-by-phase splits a decode's prefill and decode phases; workload ") +
+                     workload_kind_name(config.kind) + " has one phase");
+  }
+  session.check_outputs(config, true);
+  for_each_local_rank(config, [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
   return 0;
 }
 

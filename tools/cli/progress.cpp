@@ -21,8 +21,10 @@ void erase_line() { raw_stderr() << "\r\033[K" << std::flush; }
 
 void Progress::silence_process() { g_silent = true; }
 
-Progress::Progress(std::string command, size_t variants)
-    : command_(std::move(command)), variants_(variants), terminal_(isatty(STDERR_FILENO) != 0) {}
+Progress::Progress(std::string command, size_t variants, bool silent)
+    : command_(std::move(command)), variants_(variants), terminal_(isatty(STDERR_FILENO) != 0), silent_(silent) {}
+
+bool Progress::quiet() const { return silent_ || g_silent; }
 
 double Progress::seconds_since(std::chrono::steady_clock::time_point start) const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -31,7 +33,7 @@ double Progress::seconds_since(std::chrono::steady_clock::time_point start) cons
 std::string Progress::prefix() const { return fmt::format("{}: [{}/{}] {}", command_, index_ + 1, variants_, label_); }
 
 void Progress::note(const std::string& what) const {
-  if (g_silent) return;
+  if (quiet()) return;
   if (terminal_) erase_line();
   std::cerr << command_ << ": " << what << "\n";
 }
@@ -40,11 +42,11 @@ void Progress::start(size_t index, const std::string& label) {
   index_ = index;
   label_ = label;
   started_ = last_line_ = std::chrono::steady_clock::now();
-  if (!terminal_ && !g_silent) std::cerr << prefix() << " ...\n";
+  if (!terminal_ && !quiet()) std::cerr << prefix() << " ...\n";
 }
 
 void Progress::step(int done, int total, const char* unit) {
-  if (g_silent) return;
+  if (quiet()) return;
   if (terminal_) {
     const int width = 20, filled = total > 0 ? width * done / total : width;
     erase_line();
@@ -57,13 +59,13 @@ void Progress::step(int done, int total, const char* unit) {
 }
 
 void Progress::done(const std::string& summary) const {
-  if (g_silent) return;
+  if (quiet()) return;
   if (terminal_) erase_line();
   std::cerr << fmt::format("{} done in {:.1f} s: {}\n", prefix(), seconds_since(started_), summary);
 }
 
 void Progress::clear() const {
-  if (g_silent) return;
+  if (quiet()) return;
   if (terminal_) erase_line();
 }
 

@@ -18,8 +18,9 @@ class Progress {
   // A line at least this often while a variant runs and stderr is not a terminal.
   static constexpr double kQuietSeconds = 5.0;
 
-  // `command` prefixes every line ("profile", "run").
-  Progress(std::string command, size_t variants);
+  // `command` prefixes every line ("profile", "run"). A `silent` one says nothing (the ranks
+  // other than 0 of a GPU group, threads of this process).
+  Progress(std::string command, size_t variants, bool silent = false);
 
   // A stage before the variants: "building the workload: 16.00 GiB of weights".
   void note(const std::string& what) const;
@@ -35,9 +36,11 @@ class Progress {
   double seconds_since(std::chrono::steady_clock::time_point start) const;
   std::string prefix() const;
 
+  bool quiet() const;  // silent, or the process silenced
+
   std::string command_;
   size_t variants_;
-  bool terminal_;
+  bool terminal_, silent_;
   size_t index_ = 0;
   std::string label_;
   std::chrono::steady_clock::time_point started_, last_line_;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <sstream>
 
 #include "profiler/session.h"
 #include "profiler/render.h"
@@ -24,15 +25,20 @@
 
 namespace blockscope::cli {
 
-int run_command(Session& session) {
+namespace {
+
+// One rank's run of every variant (the only rank without tensor parallelism). `group`: the
+// tensor-parallel group (MPI's world, or a GPU group's rank: then this runs on the rank's
+// thread); only rank 0 prints and writes, the others run the same forwards silently.
+void run_on(Session& session, const WorkloadConfig& config, Context& ctx, Communicator* group) {
   const Options& options = session.options;
   const profiler::Format format = session.format();
-  const WorkloadConfig config = session.load_config();
-  session.check_outputs(config, false);
-  Context ctx(resolve_device(config.device));
+  const bool reports = group == nullptr || group->rank() == 0;
+  std::ostringstream discarded;  // what a silent rank would have printed
+  std::ostream& out = reports ? std::cout : discarded;
   session.apply_run_settings(ctx, config);
-  announce_large_workload("run", config);
-  Workload workload(ctx, config, all_variant_paths(config));
+  if (reports) announce_large_workload("run", config);
+  Workload workload(ctx, config, all_variant_paths(config), group);
 
   struct Row {
     std::string label;
@@ -43,11 +49,11 @@ int run_command(Session& session) {
   std::vector<std::pair<std::string, PathConfig>> variants{{"base", config.paths}};
   for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
   const bool use_graph = config.run.cuda_graph && ctx.device().is_cuda();
-  Progress progress("run", variants.size());
+  Progress progress("run", variants.size(), !reports);
   const int forwards = config.run.warmup + config.run.iters;
   for (size_t v = 0; v < variants.size(); ++v) {
     const auto& [label, paths] = variants[v];
-    session.set_activity("running " + paths_str(paths, config.kind) + " on " + ctx.device().str());
+    if (reports) session.set_activity("running " + paths_str(paths, config.kind) + " on " + ctx.device().str());
     progress.start(v, label);
     workload.set_paths(paths);
     for (int i = 0; i < config.run.warmup; ++i) {
@@ -95,22 +101,22 @@ int run_command(Session& session) {
                           flops > 0 ? flops / (r.median_ms * 1e-3) / 1e12 : 0.0});
   }
   if (format == profiler::Format::json) {
-    nlohmann::json out;
-    out["workload"] = workload_title(config, ctx);
-    out["device"] = ctx.device().str();
-    out["dtype"] = dtype_name(config.dtype);
-    out["warmup"] = config.run.warmup;
-    out["iters"] = config.run.iters;
-    out["memory_estimate_bytes"] = workload.memory().total();
-    out["flops_per_forward"] = flops;
-    out["variants"] = profiler::rows_json(table);
-    std::cout << out.dump(2) << "\n";
+    nlohmann::json document;
+    document["workload"] = workload_title(config, ctx);
+    document["device"] = ctx.device().str();
+    document["dtype"] = dtype_name(config.dtype);
+    document["warmup"] = config.run.warmup;
+    document["iters"] = config.run.iters;
+    document["memory_estimate_bytes"] = workload.memory().total();
+    document["flops_per_forward"] = flops;
+    document["variants"] = profiler::rows_json(table);
+    out << document.dump(2) << "\n";
   } else if (format == profiler::Format::csv) {
-    std::cout << profiler::render(table, format);
+    out << profiler::render(table, format);
   } else {
     const size_t width = profiler::terminal_width();
-    std::cout << profiler::wrap_line(workload_title(config, ctx), width);
-    std::cout << profiler::wrap_line("memory estimate " + profiler::format_bytes(static_cast<double>(workload.memory().total())) +
+    out << profiler::wrap_line(workload_title(config, ctx), width);
+    out << profiler::wrap_line("memory estimate " + profiler::format_bytes(static_cast<double>(workload.memory().total())) +
                                          ", " + std::to_string(config.run.warmup) + " warm-up + " +
                                          std::to_string(config.run.iters) + " timed forwards per variant",
                                      width)
@@ -118,20 +124,19 @@ int run_command(Session& session) {
     profiler::TextLayout layout;
     layout.max_width = width;
     layout.show_all = "a wider COLUMNS shows them";
-    std::cout << profiler::render(table, format, layout);
+    out << profiler::render(table, format, layout);
     if (config.kind == WorkloadKind::decode && config.decode.cuda_graph) {
-      std::cout << "\n" << profiler::wrap_text(decode_graph_note(ctx.device().str()) + "\n", width);
+      out << "\n" << profiler::wrap_text(decode_graph_note(ctx.device().str()) + "\n", width);
     }
     if (use_graph) {
-      std::printf("\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n");
+      out << "\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n";
     } else if (config.run.cuda_graph) {
-      std::printf("\nnote: run.cuda_graph applies to CUDA devices; on %s the forwards ran eagerly\n",
-                  ctx.device().str().c_str());
+      out << "\nnote: run.cuda_graph applies to CUDA devices; on " << ctx.device().str() << " the forwards ran eagerly\n";
     }
   }
-  std::fflush(stdout);
+  out.flush();
   if (!options.trace.empty()) {
-    session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
+    if (reports) session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
     workload.set_paths(config.paths);
     profiler::Schedule schedule;
     schedule.wait = config.profile.wait;
@@ -139,11 +144,22 @@ int run_command(Session& session) {
     schedule.active = config.profile.active;
     const profiler::Profile profile = profiler::profile_steps(
         ctx, "base " + paths_str(config.paths, config.kind), schedule, [&](int) { workload.forward(); });
-    profiler::write_chrome_trace(profile, options.trace);
-    session.wrote(options.trace);
-    std::cerr << "wrote trace " << options.trace << "\n";
+    if (reports) {
+      profiler::write_chrome_trace(profile, options.trace);
+      session.wrote(options.trace);
+      std::cerr << "wrote trace " << options.trace << "\n";
+    }
   }
-  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump);
+  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump, reports);
+}
+
+
+}  // namespace
+
+int run_command(Session& session) {
+  const WorkloadConfig config = session.load_config();
+  session.check_outputs(config, false);
+  for_each_local_rank(config, [&](Context& ctx, Communicator* group) { run_on(session, config, ctx, group); });
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/safetensors.h"
+#include "model/tensor_parallel.h"
 #include "profiler/table.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
@@ -99,10 +100,11 @@ std::vector<std::string> Session::remove_outputs() {
   return removed;
 }
 
-void Session::write_dump(Context& ctx, Workload& workload, const std::string& path) {
+void Session::write_dump(Context& ctx, Workload& workload, const std::string& path, bool writes) {
   workload.set_paths(workload.config().paths);
   workload.forward();
   ctx.synchronize();
+  if (!writes) return;
   write_safetensors(path, workload.dump_tensors(), workload.dump_metadata());
   wrote(path);
   std::cerr << "wrote " << path << " (input, output and " << workload.inputs_and_weights().size() - 1
@@ -116,6 +118,19 @@ void announce_large_workload(const std::string& command, const WorkloadConfig& c
   std::cerr << command << ": building the workload: " << profiler::format_bytes(static_cast<double>(estimate.weights))
             << " of weights" << (config.weights.file.empty() ? " to initialise" : " to read") << ", "
             << profiler::format_bytes(static_cast<double>(estimate.total())) << " in all\n";
+}
+
+void for_each_local_rank(const WorkloadConfig& config, const std::function<void(Context&, Communicator*)>& rank) {
+  const Device device = resolve_device(config.device);
+  const int ranks = static_cast<int>(config.parallel.tensor);
+  if (ranks > 1 && device.is_cuda() && world_communicator() == nullptr) {
+    BS_CHECK_INPUT(device == Device::cuda(0), "parallel.tensor = ", ranks, " on ", device.str(),
+                   ": a GPU group is cuda:0 .. cuda:", ranks - 1, " (--device cuda)");
+    run_on_gpus(ranks, [&](Context& ctx, Communicator& comm) { rank(ctx, &comm); });
+    return;
+  }
+  Context ctx(device);
+  rank(ctx, ranks > 1 ? &tensor_parallel_group(ranks) : nullptr);
 }
 
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {
@@ -154,7 +169,9 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
     out << " batch=" << config.input.batch << " seq_len=" << config.input.seq_len;
   }
   out << " " << dtype_name(config.dtype) << " on " << ctx.device().str();
-  if (config.parallel.tensor > 1) out << ", tensor parallel over " << config.parallel.tensor << " ranks (per rank)";
+  if (config.parallel.tensor > 1)
+    out << ", tensor parallel over " << config.parallel.tensor << " ranks"
+        << (config.parallel.sequence_parallel ? " with sequence parallelism" : "") << " (per rank)";
   return out.str();
 }
 

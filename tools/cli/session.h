@@ -4,6 +4,7 @@
 // starts with.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,8 +76,9 @@ class Session {
   std::vector<std::string> remove_outputs();
 
   // --dump: one forward of the base paths, then input, output and every weight (Hugging Face
-  // names) to a .safetensors file.
-  void write_dump(Context& ctx, Workload& workload, const std::string& path);
+  // names) to a .safetensors file. Tensor parallelism: every rank runs the forward (its
+  // collectives need them all), only the one with `writes` writes.
+  void write_dump(Context& ctx, Workload& workload, const std::string& path, bool writes = true);
 
  private:
   std::string activity_;
@@ -86,6 +88,13 @@ class Session {
 // Before a workload with weights of 256 MiB or more is built (seconds of initialising or
 // reading), a line on stderr saying so: "profile: building the workload: 14.96 GiB of weights".
 void announce_large_workload(const std::string& command, const WorkloadConfig& config);
+
+// The ranks of the workload this process runs, each given its Context and tensor-parallel group:
+// one call on the config's device (group null without parallel.tensor, MPI's world under
+// mpirun), or — --device cuda with parallel.tensor = N and no mpirun — one per GPU of
+// cuda:0 .. cuda:N-1, each on its own thread (run_on_gpus: an error on one rank ends them all
+// and is rethrown). Only the call whose group is null or of rank 0 reports.
+void for_each_local_rank(const WorkloadConfig& config, const std::function<void(Context&, Communicator*)>& rank);
 
 // The paths of the base variant, then of every compare: entry.
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
