@@ -4,12 +4,14 @@
 #include <string>
 
 #include "ops/activation/activation.h"
+#include "ops/all_gather/all_gather.h"
 #include "ops/all_reduce/all_reduce.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/linear/linear.h"
 #include "ops/norm/norm.h"
+#include "ops/reduce_scatter/reduce_scatter.h"
 #include "ops/rope/rope.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
@@ -181,6 +183,7 @@ void Block::forward(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& 
 void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& paths, ops::KvCache& cache,
                    const DecodeStep& step) {
   BS_CHECK(seq_ == 1, "Block::decode on a block built for ", seq_, " tokens per sequence (decode takes 1)");
+  BS_CHECK(!sequence_parallel_, "Block::decode: sequence parallelism splits a forward's tokens, not a decode step's");
   check_io(x, y, paths);
   const int64_t d = model_.d_model;
   profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
@@ -196,9 +199,33 @@ void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& p
   }
 }
 
+void Block::split_sequence(Context& ctx, bool gather_output) {
+  BS_CHECK(comm_ != nullptr, "split_sequence before set_communicator");
+  const int64_t T = batch_ * seq_, ranks = comm_->size();
+  BS_CHECK(T % ranks == 0, "sequence parallelism: ", ranks, " ranks do not divide ", T, " tokens");
+  sequence_parallel_ = true;
+  gather_output_ = gather_output;
+  rows_normed_ = ctx.empty({T / ranks, model_.d_model}, normed_.dtype());
+  rows_sum_ = ctx.empty({T / ranks, model_.d_model}, normed_.dtype());
+}
+
+Tensor Block::my_rows(const Tensor& t2d) const {
+  const int64_t rows = t2d.size(0) / comm_->size();
+  return t2d.slice(0, comm_->rank() * rows, (comm_->rank() + 1) * rows);
+}
+
+void Block::norm_and_gather(Context& ctx, const Tensor& x_rows, const Tensor& weight, const Tensor& bias) {
+  norm(ctx, x_rows, weight, bias, rows_normed_);
+  ops::all_gather(ctx, rows_normed_, normed_, *comm_);
+}
+
 void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write) {
   const int64_t B = batch_, S = seq_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
-  norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
+  if (sequence_parallel_) {
+    norm_and_gather(ctx, my_rows(x2d), norm1_w_, norm1_b_);
+  } else {
+    norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
+  }
   if (model_.family == ModelFamily::gpt2) {
     // One fused projection [T, 3d]; its columns are q | k | v, each split into H heads of D.
     ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
@@ -240,6 +267,12 @@ void Block::project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads
   const ops::WeightLayout layout =
       model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
   ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
+  if (sequence_parallel_) {  // this rank's rows of the sum of every rank's heads' share
+    ops::reduce_scatter(ctx, proj_, rows_sum_, *comm_);
+    Tensor residual_rows = my_rows(residual_);
+    ops::add(ctx, my_rows(x2d), rows_sum_, residual_rows);
+    return;
+  }
   if (comm_ != nullptr) ops::all_reduce(ctx, proj_, *comm_);  // row-parallel: each rank's heads' share
   ops::add(ctx, x2d, proj_, residual_);
 }
@@ -288,6 +321,20 @@ std::vector<std::pair<std::string, Tensor>> Block::op_tensors() const {
 }
 
 void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
+  if (sequence_parallel_) {
+    const Tensor residual_rows = my_rows(residual_);
+    norm_and_gather(ctx, residual_rows, norm2_w_, norm2_b_);
+    ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
+    ops::reduce_scatter(ctx, mlp_out_, rows_sum_, *comm_);  // this rank's rows of every rank's d_ff share
+    if (!gather_output_) {  // the next layer reads only these rows
+      Tensor y_rows = my_rows(y2d);
+      ops::add(ctx, residual_rows, rows_sum_, y_rows);
+      return;
+    }
+    ops::add(ctx, residual_rows, rows_sum_, rows_normed_);
+    ops::all_gather(ctx, rows_normed_, y2d, *comm_);
+    return;
+  }
   norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
   ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
   if (comm_ != nullptr) ops::all_reduce(ctx, mlp_out_, *comm_);  // row-parallel: each rank's d_ff share

@@ -94,6 +94,13 @@ class Block {
   // attention output projection's and the MLP's partial sums are all-reduced over `comm`
   // before each residual add. nullptr (the default): one rank, no collective.
   void set_communicator(Communicator* comm) { comm_ = comm; }
+  // Sequence parallelism (Megatron's, with set_communicator's group of R ranks): the norms and
+  // residual adds run on this rank's block of the T tokens (rows [rank·T/R, (rank + 1)·T/R)),
+  // an all-gather before each column-parallel GEMM and a reduce-scatter in place of each
+  // all-reduce — the same bytes on the wire, 1/R of the norm work. The block reads only its
+  // rows of x and writes only its rows of y, unless `gather_output` (a single block, a stack's
+  // last layer): then y is whole on every rank.
+  void split_sequence(Context& ctx, bool gather_output);
 
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
@@ -104,6 +111,10 @@ class Block {
   // residual_ = x2d + proj_ (prefill and decode alike).
   void project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads2d, const PathConfig& paths);
   void mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths);
+  // Sequence parallelism: this rank's block of rows of a [T, d] tensor.
+  Tensor my_rows(const Tensor& t2d) const;
+  // norm(x_rows) on this rank's rows, all-gathered into normed_ (the GEMMs' whole input).
+  void norm_and_gather(Context& ctx, const Tensor& x_rows, const Tensor& weight, const Tensor& bias);
   void norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const;
   // Every activation buffer below with its block_buffer_specs name (allocation, sizes and
   // sharing all walk it).
@@ -112,6 +123,8 @@ class Block {
   ModelConfig model_;
   int64_t layer_, batch_, seq_;
   Communicator* comm_ = nullptr;  // tensor parallelism: the ranks proj_ and mlp_out_ are summed over
+  bool sequence_parallel_ = false, gather_output_ = false;  // split_sequence
+  Tensor rows_normed_, rows_sum_;  // sequence parallelism: [T/R, d] each, this rank's rows
   // Weights (bound from the WeightSet; shared storage, no copy).
   Tensor norm1_w_, norm1_b_, norm2_w_, norm2_b_;
   Tensor qkv_w_, qkv_b_;                  // gpt2: fused c_attn [d, 3d] (in, out)
@@ -147,6 +160,11 @@ class BlockStack {
   // Every layer a tensor-parallel shard (Block::set_communicator).
   void set_communicator(Communicator* comm) {
     for (Block& block : blocks_) block.set_communicator(comm);
+  }
+  // Sequence parallelism (Block::split_sequence): the layers pass their rows on, the last one
+  // gathers the whole output.
+  void split_sequence(Context& ctx) {
+    for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i].split_sequence(ctx, i + 1 == blocks_.size());
   }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].

@@ -133,6 +133,9 @@ struct DecodeConfig {
 // output and the MLP's second projection. Launched with one process per rank (mpirun -np N).
 struct ParallelConfig {
   int64_t tensor = 1;
+  // Megatron's sequence parallelism: the norms and residual adds on each rank's block of the
+  // B·S tokens, a reduce-scatter and an all-gather in place of each all-reduce.
+  bool sequence_parallel = false;
 };
 
 // matmul_add: a [m, k] · b [k, n] + c [n]; linear: x [m, k] · W[n, k]ᵀ + b; softmax: x [m, n].

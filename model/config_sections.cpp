@@ -203,10 +203,15 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
 }
 
 void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& config) {
-  Section s(reader, top.value("parallel"), "parallel", {"tensor"});
+  Section s(reader, top.value("parallel"), "parallel", {"tensor", "sequence_parallel"});
   config.parallel.tensor = s.get_int("tensor", 1, 1, 1024);
+  config.parallel.sequence_parallel = s.get_bool("sequence_parallel", false);
   const int64_t n = config.parallel.tensor;
-  if (n == 1) return;
+  if (n == 1) {
+    if (config.parallel.sequence_parallel)
+      s.fail("sequence_parallel", "splits the tokens over the ranks of tensor parallelism: set parallel.tensor > 1");
+    return;
+  }
   if (config.kind != WorkloadKind::block && config.kind != WorkloadKind::stack) {
     s.fail("tensor", std::string("tensor parallelism splits blocks and stacks; workload ") +
                          workload_kind_name(config.kind) + " runs on one rank (parallel.tensor: 1)");
@@ -220,6 +225,11 @@ void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& con
       s.fail("tensor", std::to_string(n) + " ranks do not divide " + key + " = " + std::to_string(value) +
                            " (each rank holds 1/" + std::to_string(n) + " of the heads, the kv heads and d_ff)");
     }
+  }
+  const int64_t tokens = config.input.batch * config.input.seq_len;
+  if (config.parallel.sequence_parallel && tokens % n != 0) {
+    s.fail("sequence_parallel", std::to_string(n) + " ranks do not divide the " + std::to_string(tokens) +
+                                    " tokens (input.batch x input.seq_len): each rank holds an equal block of them");
   }
 }
 

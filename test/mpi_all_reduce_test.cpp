@@ -179,6 +179,55 @@ TEST(MpiCommunicator, GatherToRootReturnsEveryRanksStringInRankOrder) {
 
 // A count or dtype that differs between ranks is an error on every rank, naming both, and not a
 // hang; the communicator works afterwards.
+// Sequence parallelism's pair: reduce_scatter_sum gives each rank the float64 oracle's sum of
+// its block (same bound as all_reduce_sum); all_gather puts rank r's input at r·count, exactly.
+TEST(MpiCommunicator, ReduceScatterAndAllGatherAgainstTheOracle) {
+  SKIP_WITHOUT_RANKS();
+  Communicator& comm = *world();
+  const uint64_t base = shared_seed(comm);
+  Context cpu(Device::cpu());
+  const int64_t ranks = comm.size();
+  for (DType dtype : kDTypes) {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{4099}}) {
+      const uint64_t seed = base + static_cast<uint64_t>(n) * 17 + static_cast<uint64_t>(dtype);
+      SCOPED_TRACE(::testing::Message() << "base seed " << seed << " " << dtype_name(dtype) << " n=" << n << " rank "
+                                        << comm.rank());
+      const Tensor send = bt::random_tensor(cpu, {ranks * n}, dtype, rank_seed(seed, comm.rank()));
+      Tensor mine = bt::poisoned_tensor(cpu, {n}, dtype);
+      comm.reduce_scatter_sum(send.data(), mine.data(), n, dtype);
+      std::vector<std::vector<float>> addends;  // every rank's block comm.rank()
+      for (int r = 0; r < comm.size(); ++r) {
+        const std::vector<float> all = to_floats(bt::random_tensor(cpu, {ranks * n}, dtype, rank_seed(seed, r)));
+        addends.emplace_back(all.begin() + comm.rank() * n, all.begin() + (comm.rank() + 1) * n);
+      }
+      const SumCheck check = check_sum(to_floats(mine), addends, dtype);
+      EXPECT_LE(check.worst_excess, 0.0) << "element " << check.worst_index << ": got " << check.got << ", the sum is "
+                                         << check.want << ", bound " << check.bound;
+      Tensor gathered = bt::poisoned_tensor(cpu, {ranks * n}, dtype);
+      comm.all_gather(mine.data(), gathered.data(), n, dtype);
+      const std::vector<std::string> blocks = comm.gather_to_root(bytes_of(mine));
+      if (comm.rank() == 0) {  // rank r's block of the gathered tensor is rank r's reduce-scattered block
+        const std::string all = bytes_of(gathered);
+        const size_t block = static_cast<size_t>(n) * dtype_size(dtype);
+        for (size_t r = 0; r < blocks.size(); ++r)
+          EXPECT_TRUE(all.compare(r * block, block, blocks[r]) == 0) << "block " << r << " of the all-gather";
+      }
+    }
+  }
+  // Counts that differ: an error on every rank, naming the collective.
+  std::vector<float> send(static_cast<size_t>(ranks * 8), 1.0f), recv(static_cast<size_t>(ranks * 8));
+  for (int which = 0; which < 2; ++which) {
+    try {
+      if (which == 0) comm.reduce_scatter_sum(send.data(), recv.data(), 3 + comm.rank(), DType::f32);
+      else comm.all_gather(send.data(), recv.data(), 3 + comm.rank(), DType::f32);
+      ADD_FAILURE() << "no error on rank " << comm.rank();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(which == 0 ? "reduce_scatter_sum on rank" : "all_gather on rank"),
+                std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(MpiCommunicator, MismatchedCountsOrDtypesAreAnErrorOnEveryRank) {
   SKIP_WITHOUT_RANKS();
   Communicator& comm = *world();

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ops/activation/activation.h"
+#include "ops/all_gather/all_gather.h"
 #include "ops/all_reduce/all_reduce.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
@@ -19,6 +20,7 @@
 #include "ops/linear/linear.h"
 #include "ops/mlp/mlp.h"
 #include "ops/norm/norm.h"
+#include "ops/reduce_scatter/reduce_scatter.h"
 #include "ops/rope/rope.h"
 #include "ops/softmax/softmax.h"
 #include "profiler/recorder.h"
@@ -1031,25 +1033,31 @@ OpCases decode_attention_cases() {
 
 // ---- collectives ---------------------------------------------------------------------------
 
-// One process: ranks = 1 (single_rank_communicator), so the sum over ranks is the input itself,
-// and FLOPs and bus bytes are 0. test/mpi_all_reduce_test.cpp runs 2 ranks under mpirun.
-OpCases all_reduce_cases() {
-  OpCases entry{"all_reduce", {}, {}};
+// The collectives run in one process: ranks = 1 (single_rank_communicator), so the result is
+// the input itself, and FLOPs and bus bytes are 0; these shapes, each with its `run`.
+std::vector<OpCase> one_rank_cases(const std::function<void(Context&, const Tensors&, Tensor&)>& run) {
+  std::vector<OpCase> cases;
   for (const Shape& s : {Shape{7, 33}, Shape{1}, Shape{3, 5, 17}, Shape{2500}, Shape{0, 4}}) {
     OpCase c;
     c.label = shape_label(s) + " ranks=1";
     c.call = sizes({{"N", shape_numel(s)}, {"ranks", 1}});
     c.inputs = {input(s)};
     c.output = s;
-    c.run = [](Context& ctx, const Tensors&, Tensor& out) {
-      ops::all_reduce(ctx, out, single_rank_communicator());
-    };
+    c.run = run;
     c.reference = [](const Refs& in) { return in[0]; };
     c.accuracy = exact();
-    c.in_place_only = true;
     c.bit_identical_across_devices = true;
-    entry.cases.push_back(std::move(c));
+    cases.push_back(std::move(c));
   }
+  return cases;
+}
+
+// test/mpi_all_reduce_test.cpp runs 2 ranks under mpirun.
+OpCases all_reduce_cases() {
+  OpCases entry{"all_reduce", {}, {}};
+  entry.cases = one_rank_cases(
+      [](Context& ctx, const Tensors&, Tensor& out) { ops::all_reduce(ctx, out, single_rank_communicator()); });
+  for (OpCase& c : entry.cases) c.in_place_only = true;
   entry.bad_calls = {
       {"a strided tensor",
        [](Context& ctx, DType dt, Needles* needles) {
@@ -1067,6 +1075,38 @@ OpCases all_reduce_cases() {
   return entry;
 }
 
+// Sequence parallelism's pair (one rank: its block is the whole tensor). test/mpi_all_reduce_test.cpp
+// runs 2 ranks under mpirun, test/tensor_parallel_gpu_test.cpp GPUs over NCCL.
+OpCases row_block_collective_cases(const char* name,
+                                   void (*op)(Context&, const Tensor&, Tensor&, Communicator&)) {
+  OpCases entry{name, {}, {}};
+  entry.cases = one_rank_cases(
+      [op](Context& ctx, const Tensors& in, Tensor& out) { op(ctx, in[0], out, single_rank_communicator()); });
+  entry.bad_calls = {
+      {"blocks that do not stack",
+       [name, op](Context& ctx, DType dt, Needles* needles) {
+         const Tensor x = ctx.empty({6, 4}, dt);
+         Tensor out = ctx.empty({6, 5}, dt);
+         *needles = {name, x.str(), out.str(), "blocks"};
+         op(ctx, x, out, single_rank_communicator());
+       }},
+      {"a strided tensor",
+       [name, op](Context& ctx, DType dt, Needles* needles) {
+         const Tensor x = ctx.empty({6, 4}, dt).transpose(0, 1);
+         Tensor out = ctx.empty({4, 6}, dt);
+         *needles = {name, x.str(), "contiguous"};
+         op(ctx, x, out, single_rank_communicator());
+       }},
+      {"out aliasing x",
+       [name, op](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({6, 4}, dt);
+         *needles = {name, "overlaps"};
+         op(ctx, x, x, single_rank_communicator());
+       }},
+  };
+  return entry;
+}
+
 const std::vector<OpCases>& op_cases() {
   static const std::vector<OpCases> cases = {
       add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
@@ -1074,6 +1114,8 @@ const std::vector<OpCases>& op_cases() {
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
       rope_cases(),       linear_cases(),      batched_matmul_cases(), attention_cases(),
       kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), all_reduce_cases(),
+      row_block_collective_cases("reduce_scatter", ops::reduce_scatter),
+      row_block_collective_cases("all_gather", ops::all_gather),
   };
   return cases;
 }

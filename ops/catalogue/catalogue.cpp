@@ -1,6 +1,7 @@
 #include "ops/catalogue/catalogue.h"
 
 #include "ops/activation/backends.h"
+#include "ops/all_gather/backends.h"
 #include "ops/all_reduce/backends.h"
 #include "ops/attention/backends.h"
 #include "ops/common/flops.h"
@@ -11,6 +12,7 @@
 #include "ops/linear/skinny_gemm.h"
 #include "ops/mlp/mlp.h"
 #include "ops/norm/backends.h"
+#include "ops/reduce_scatter/backends.h"
 #include "ops/rope/backends.h"
 #include "ops/softmax/backends.h"
 #include "runtime/error.h"
@@ -133,6 +135,17 @@ OpCost kv_cache_write_cost(const OpCall& c) {
 OpCost all_reduce_cost(const OpCall& c) {
   const int ranks = static_cast<int>(c.size("ranks"));
   return {all_reduce_flops(d(c.size("N")), ranks), all_reduce_bus_bytes(d(c.size("N")) * elem(c), ranks)};
+}
+
+// Sequence parallelism: N elements of the whole tensor (reduce_scatter's input, all_gather's
+// output) over `ranks`: the additions of one rank's block, and the bus bytes (reduce_scatter.h).
+OpCost reduce_scatter_cost(const OpCall& c) {
+  const int ranks = static_cast<int>(c.size("ranks"));
+  const double n = d(c.size("N"));
+  return {ranks <= 1 ? 0.0 : n * (ranks - 1) / ranks, reduce_scatter_bus_bytes(n * elem(c), ranks)};
+}
+OpCost all_gather_cost(const OpCall& c) {
+  return {0.0, reduce_scatter_bus_bytes(d(c.size("N")) * elem(c), static_cast<int>(c.size("ranks")))};
 }
 
 // L: the sequences' lengths summed (the cached rows read).
@@ -351,6 +364,14 @@ std::vector<OpSpec> make_catalogue() {
        "t = the sum of every rank's t, in place; t N elements, contiguous; bytes: the bus bytes, "
        "N * element size * 2(ranks - 1)/ranks",
        all_reduce_cost, one_kernel<kernel_names::kAllReduce>},
+      {"reduce_scatter", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+       "out = this rank's block of rows of the sum of every rank's x; x [ranks * n, ...] N elements, out [n, ...]; "
+       "bytes: the bus bytes, N * element size * (ranks - 1)/ranks",
+       reduce_scatter_cost, one_kernel<kernel_names::kReduceScatter>},
+      {"all_gather", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+       "out = every rank's x in rank order along dim 0; x [n, ...], out [ranks * n, ...] N elements; bytes: the "
+       "bus bytes, N * element size * (ranks - 1)/ranks",
+       all_gather_cost, one_kernel<kernel_names::kAllGather>},
   };
 }
 
