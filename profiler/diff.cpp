@@ -301,6 +301,14 @@ std::vector<std::string> profile_mismatches(const Profile& before, const Profile
   if (before.simulated != after.simulated) {
     lines.push_back("one profile was measured on the simulated GPU, the other was not: their times do not compare");
   }
+  if (before.ranks != after.ranks) {  // TP = 1 against TP = N: said, not refused (that is the point)
+    const auto split = [](const Profile& p) {
+      return p.ranks > 1 ? "rank " + std::to_string(p.rank) + " of " + std::to_string(p.ranks) + " (tensor parallel)"
+                         : std::string("unsplit");
+    };
+    lines.push_back("the profiles split the workload differently: before " + split(before) + ", after " + split(after) +
+                    " — a rank computes its share of every op and adds the all-reduces");
+  }
   return lines;
 }
 

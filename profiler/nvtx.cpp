@@ -1,10 +1,11 @@
 #include "profiler/nvtx.h"
 
+#include <string>
+
 #ifdef BLOCKSCOPE_WITH_NVTX
 #include <nvtx3/nvToolsExt.h>
 
 #include <mutex>
-#include <string>
 #include <unordered_map>
 #endif
 
@@ -25,6 +26,12 @@ const char* family_name(Family family) {
   }
   return "?";
 }
+
+namespace {
+thread_local int t_nvtx_rank = -1;  // set_nvtx_rank
+}  // namespace
+
+void set_nvtx_rank(int rank) { t_nvtx_rank = rank < 0 ? -1 : rank; }
 
 #ifdef BLOCKSCOPE_WITH_NVTX
 namespace {
@@ -64,7 +71,10 @@ nvtxStringHandle_t registered(const char* name) {
 
 }  // namespace
 
-void nvtx_push(const char* name, Family family) {
+void nvtx_push(const char* plain_name, Family family) {
+  // A tensor-parallel rank's ranges: "rank.N/" before the name (kept alive for the call).
+  const std::string ranked = t_nvtx_rank >= 0 ? "rank." + std::to_string(t_nvtx_rank) + "/" + plain_name : std::string();
+  const char* name = t_nvtx_rank >= 0 ? ranked.c_str() : plain_name;
   nvtxEventAttributes_t attributes = {};
   attributes.version = NVTX_VERSION;
   attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;

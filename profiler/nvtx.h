@@ -15,4 +15,9 @@ const char* family_name(Family family);
 void nvtx_push(const char* name, Family family);
 void nvtx_pop();
 
+// Tensor parallelism: the calling thread's ranges are named "rank.N/<name>" from now on (N ≥ 0;
+// -1 goes back to plain names), so Nsight shows which rank a range belongs to when ranks are
+// threads of one process (run_on_gpus) or processes of one report (mpirun).
+void set_nvtx_rank(int rank);
+
 }  // namespace blockscope::profiler

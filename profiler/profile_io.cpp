@@ -137,7 +137,7 @@ json profile_to_json(const Profile& profile) {
                        {"device_start_us", kernel.device_start_us},
                        {"device_end_us", kernel.device_end_us}});
   }
-  return {{"format", kFormatName},
+  json document = {{"format", kFormatName},
           {"version", kVersion},
           {"label", profile.label},
           {"device", profile.device},
@@ -154,6 +154,8 @@ json profile_to_json(const Profile& profile) {
                                         : json()},
           {"ops", ops},
           {"kernels", kernels}};
+  if (profile.ranks > 1) document["tensor_parallel"] = {{"rank", profile.rank}, {"ranks", profile.ranks}};
+  return document;
 }
 
 Profile profile_from_json(const json& document, const std::string& source) {
@@ -179,6 +181,16 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.peaks.source = document["peaks"].is_object() && document["peaks"].contains("source") ? peaks.string("source") : "";
   profile.active_steps = static_cast<int>(top.integer("active_steps"));
   if (profile.active_steps < 0) top.fail("active_steps", "must not be negative");
+  // Optional: only a tensor-parallel rank's profile has it.
+  if (document.contains("tensor_parallel")) {
+    const Reader tp = top.child("tensor_parallel");
+    const int64_t rank = tp.integer("rank"), ranks = tp.integer("ranks");
+    if (ranks < 1 || ranks > (1 << 20) || rank < 0 || rank >= ranks)
+      top.fail("tensor_parallel", "rank " + std::to_string(rank) + " of " + std::to_string(ranks) +
+                                      " ranks: needs 0 <= rank < ranks <= 2^20");
+    profile.rank = static_cast<int>(rank);
+    profile.ranks = static_cast<int>(ranks);
+  }
   // Optional: profiles saved before the schedule was kept have none (null or missing).
   if (document.contains("schedule") && !document["schedule"].is_null()) {
     const Reader schedule = top.child("schedule");

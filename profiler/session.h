@@ -40,6 +40,8 @@ struct Profile {
   // (kernels run as CPU fibers), never GPU times; tables say so and % of peak is not shown.
   bool simulated = false;
   int cpu_threads = 0;  // the CPU backend's threads (0: a device, or not recorded)
+  // Tensor parallelism: the rank this profile was recorded on, of `ranks` (1: not split).
+  int rank = 0, ranks = 1;
   Peaks peaks;
   int active_steps = 0;     // steps kept (averages per step divide by this)
   std::optional<Schedule> schedule;  // how the steps were run (absent in profiles saved before it was)

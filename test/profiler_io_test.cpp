@@ -94,6 +94,28 @@ TEST(ProfileJson, ScheduleRoundTripsAndIsOptional) {
   }
 }
 
+// A tensor-parallel rank's profile keeps its rank; other profiles have no such key; a rank
+// outside its group is refused naming the key.
+TEST(ProfileJson, TheRankOfATensorParallelProfileRoundTrips) {
+  Profile profile = detailed_profile(testing::fresh_seed());
+  EXPECT_FALSE(profile_to_json(profile).contains("tensor_parallel"));
+  profile.rank = 2;
+  profile.ranks = 4;
+  json saved = profile_to_json(profile);
+  const Profile back = profile_from_json(saved, "memory");
+  EXPECT_EQ(back.rank, 2);
+  EXPECT_EQ(back.ranks, 4);
+  for (const auto& [rank, ranks] : std::vector<std::pair<int64_t, int64_t>>{{4, 4}, {-1, 2}, {0, 0}, {0, int64_t{1} << 40}}) {
+    saved["tensor_parallel"] = {{"rank", rank}, {"ranks", ranks}};
+    try {
+      profile_from_json(saved, "tp.json");
+      ADD_FAILURE() << "rank " << rank << " of " << ranks << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("tp.json: tensor_parallel"), std::string::npos) << error.what();
+    }
+  }
+}
+
 class ProfileFile : public ::testing::Test {
  protected:
   void SetUp() override {

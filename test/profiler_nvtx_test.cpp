@@ -107,6 +107,23 @@ TEST(Nvtx, NestedScopesPushAndPopInOrder) {
   EXPECT_EQ(log->lines(), expected);
 }
 
+// Tensor parallelism: a rank's thread names its ranges rank.N/...; other threads keep theirs.
+TEST(Nvtx, ARanksRangesCarryItsRank) {
+  GET_NVTX_LOG(log);
+  Context ctx(Device::cpu());
+  set_nvtx_rank(3);
+  { RegionScope block(ctx, "block.0"); }
+  set_nvtx_rank(-1);
+  { RegionScope block(ctx, "block.1"); }
+  const std::vector<std::string> expected = {
+      "push|blockscope|rank.3/block.0|0|registered|ff9e9e9e",
+      "pop|blockscope|0",
+      "push|blockscope|block.1|0|registered|ff9e9e9e",
+      "pop|blockscope|0",
+  };
+  EXPECT_EQ(log->lines(), expected);
+}
+
 TEST(Nvtx, StringsAreRegisteredOncePerName) {
   GET_NVTX_LOG(log);
   Context ctx(Device::cpu());

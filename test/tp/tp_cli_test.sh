@@ -44,13 +44,52 @@ done
 run check_gpt2_4ranks 0 "$mpiexec" -np 4 "$cli" check "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=4
 expect check_gpt2_4ranks "all paths within the accuracy rule"
 
+# Sequence parallelism: the norms and residual adds on each rank's block of tokens, a
+# reduce-scatter and an all-gather for each all-reduce; tiny-gpt2 is a 2-layer stack (the rows
+# pass from layer to layer without a gather), tiny-llama one block; 4 ranks on 4·8 tokens.
+for config in tiny-gpt2 tiny-llama; do
+  for dtype in f32 bf16; do
+    run "sp_${config}_${dtype}" 0 "$mpiexec" -np 2 "$cli" check "$blocks/$config.yaml" --device cpu --dtype "$dtype" \
+        --set parallel.tensor=2 --set parallel.sequence_parallel=true
+    expect "sp_${config}_${dtype}" "tensor parallel over 2 ranks with sequence parallelism"
+    expect "sp_${config}_${dtype}" "all paths within the accuracy rule"
+  done
+done
+run sp_gpt2_4ranks 0 "$mpiexec" -np 4 "$cli" check "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=4 \
+    --set parallel.sequence_parallel=true --set input.seq_len=16
+expect sp_gpt2_4ranks "all paths within the accuracy rule"
+run sp_profile 0 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-llama.yaml" --device cpu --set parallel.tensor=2 \
+    --set parallel.sequence_parallel=true
+for text in "reduce_scatter" "all_gather" "collective %"; do expect sp_profile "$text"; done
+grep -q "all_reduce " sp_profile.out && fail "sp_profile: an all_reduce under sequence parallelism"
+
 run profile_gpt2 0 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
-    --save "$work/tp.json"
+    --save "$work/tp.json" --trace "$work/tp_trace.json"
 for text in "all_reduce" "/ rank 1 ==" "/ ranks (tensor parallel over 2" "merged across ranks" "slowest rank:"; do
   expect profile_gpt2 "$text"
 done
 [ -f "$work/tp.json" ] || fail "profile_gpt2: rank 0 did not save tp.json"
 [ "$(ls "$work" | grep -c '^tp\..*json$')" -ge 1 ] || fail "profile_gpt2: no per-variant profile saved"
+# Saved profiles keep their rank (rank 1's beside rank 0's); the trace has a process pair per
+# rank of every variant.
+python3 - "$work" <<'PY' || fail "profile_gpt2: saved ranks or trace processes wrong"
+import json, sys, os
+work = sys.argv[1]
+base, rank1 = json.load(open(f"{work}/tp.json")), json.load(open(f"{work}/tp.rank1.json"))
+assert base["tensor_parallel"] == {"rank": 0, "ranks": 2}, base.get("tensor_parallel")
+assert rank1["tensor_parallel"] == {"rank": 1, "ranks": 2}, rank1.get("tensor_parallel")
+assert any(op["name"] == "all_reduce" for op in rank1["ops"])
+names = {e["args"]["name"] for e in json.load(open(f"{work}/tp_trace.json"))["traceEvents"]
+         if e["ph"] == "M" and e["name"] == "process_name"}
+for rank in (0, 1):
+    assert any(n.startswith("host: base") and n.endswith(f"/ rank {rank}") for n in names), names
+assert len([n for n in names if n.startswith("host: ")]) == 4, names  # 2 variants x 2 ranks
+PY
+# diff: TP = 1 (one process, the same config) against TP = 2's rank 0: the all-reduces appear.
+run profile_tp1 0 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --save "$work/tp1.json"
+run diff_tp 0 "$cli" diff "$work/tp1.json" "$work/tp.json"
+expect diff_tp "all_reduce"
+expect diff_tp "before unsplit, after rank 0 of 2 (tensor parallel)"
 
 # Refused before any work (exit 2), each naming the fix.
 run bad_divide 2 "$cli" check "$blocks/tiny-llama.yaml" --device cpu --set parallel.tensor=4

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ops/catalogue/catalogue.h"
 #include "profiler/summary.h"
 
 namespace blockscope::cli {
@@ -17,15 +18,21 @@ double median_of(std::vector<double> values) { return profiler::spread_of(std::m
 
 }  // namespace
 
+bool is_collective_op(const std::string& name) {
+  for (const ops::OpSpec& spec : ops::op_catalogue())
+    if (spec.family == profiler::Family::collective && name == spec.name) return true;
+  return false;
+}
+
 profiler::Rows rank_rows(const std::vector<profiler::Profile>& ranks) {
   profiler::Rows out;
   out.columns = {{"rank", "rank"},
                  {"step_us", "step (median)", false, "", [](const profiler::Row& r) { return profiler::format_time_us(r[1]); }},
                  {"compute_us", "compute/step", false, "", [](const profiler::Row& r) { return profiler::format_time_us(r[2]); }},
-                 {"collective_us", "all_reduce/step", false, "",
+                 {"collective_us", "collectives/step", false, "",
                   [](const profiler::Row& r) { return profiler::format_time_us(r[3]); }},
-                 {"collective_share", "all_reduce %", false, "%.1f"},
-                 {"collective_calls", "all_reduce calls/step", false, "%.0f"},
+                 {"collective_share", "collective %", false, "%.1f"},
+                 {"collective_calls", "collective calls/step", false, "%.0f"},
                  {"bus_gbps", "bus GB/s", false, "%.3g"}};
   for (size_t rank = 0; rank < ranks.size(); ++rank) {
     const profiler::Profile& p = ranks[rank];
@@ -33,7 +40,7 @@ profiler::Rows rank_rows(const std::vector<profiler::Profile>& ranks) {
     for (const profiler::OpStats& s : profiler::op_stats(p, false)) {
       if (s.is_region) continue;
       device += s.self_device_us;
-      if (s.name == kCollectiveOp) {
+      if (is_collective_op(s.name)) {
         collective += s.device_total_us;
         calls += s.calls;
         bytes += s.bytes;

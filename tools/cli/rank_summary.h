@@ -13,8 +13,9 @@
 
 namespace blockscope::cli {
 
-// The collective ops' name (ops/all_reduce): their device time is communication.
-inline constexpr char kCollectiveOp[] = "all_reduce";
+// An op of family collective in the op catalogue (all_reduce, reduce_scatter, all_gather):
+// its device time is communication.
+bool is_collective_op(const std::string& name);
 
 // One row per rank: step median, collective and compute time per step, the collectives' share,
 // and their bus bandwidth (bytes recorded as nccl-tests' bus bytes over their time).
