@@ -213,6 +213,8 @@ TEST_F(FakeGpu, DryRunReportsEveryPhase) {
   // The small-size lesson read from the GPU's timeline.
   EXPECT_NE(o.find("verdict 01_matmul_add_64"), std::string::npos) << o;
   EXPECT_NE(o.find("host-bound: the device is busy 9% of the step (fake)"), std::string::npos) << o;
+  // Tensor parallelism needs 2 GPUs: the fake has one, so its rows are one skip with the reason.
+  EXPECT_NE(o.find("1 GPU: tensor parallelism needs 2 or more"), std::string::npos) << o;
   // (b) the benchmark filter, and a suite without CUDA cases skipped.
   std::ifstream args(args_log_);
   const std::string bench_args((std::istreambuf_iterator<char>(args)), std::istreambuf_iterator<char>());

@@ -34,7 +34,10 @@
 #                    configs/series/*.yaml (a compare: variant the device cannot run is
 #                    reported as skipped with the reason; the others still print and save;
 #                    each writes its HTML report, and 01_matmul_add_64's step verdict must
-#                    read host-bound: the series' small-size lesson, measured)
+#                    read host-bound: the series' small-size lesson, measured); with 2 or more
+#                    GPUs and a kit built with DEVICE_CHECK_NCCL=ON, tensor parallelism over
+#                    NCCL (the split block checked, tensor_parallel_gpu_test, a Llama-3-8B
+#                    block's profile at TP = 1, 2, 4, 8); otherwise one skip row says why
 #        sanitizers  (DEVICE_CHECK_SANITIZERS_S, 110 s)  compute-sanitizer memcheck and
 #                    racecheck over a small subset; a run cut by its limit is "timeout"
 #        benchmarks  (DEVICE_CHECK_BENCH_S, 110 s)  the suites, --benchmark_filter'd to their
@@ -74,7 +77,8 @@ prepare() {
   set -e
   local build="$ROOT/build/device" jobs="${JOBS:-2}"
   cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBLOCKSCOPE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_CPU_GEMM=BUILTIN -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_CPU_GEMM=BUILTIN -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON \
+    -DBLOCKSCOPE_NCCL="${DEVICE_CHECK_NCCL:-OFF}"  # libnccl (218 MB) outweighs the kit: linked, not packed
   cmake --build "$build" -j "$jobs"
 
   local kit="$build/kit"
@@ -91,7 +95,7 @@ prepare() {
   for lib in $(ldd "$kit"/bin/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
     name=$(basename "$lib")
     case "$name" in
-      libcuda.so*|libcublas*|libcupti*|libnvidia*|libnvrtc*|libcudart.so*) ;;
+      libcuda.so*|libcublas*|libcupti*|libnvidia*|libnvrtc*|libcudart.so*|libnccl*) ;;  # the GPU machine's own
       libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libutil.so*|libstdc++.so*|libgcc_s.so*)
         cp -L "$lib" "$kit/loader/$name" ;;
       *) cp -L "$lib" "$kit/lib/$name" ;;
@@ -402,6 +406,38 @@ PY
       done < <(grep -E "^blockscope: profile: variant '[^']*' skipped on " "$LOGS/profile_$name.log")
     fi
   done
+
+  # ---- tensor parallelism over this machine's GPUs (NCCL, one process, a thread per GPU) -------
+  # Only with 2 or more GPUs and a kit built with NCCL (DEVICE_CHECK_NCCL=ON at --prepare; the
+  # GPU machine must then have libnccl.so.2): the split blocks against the unsplit reference,
+  # the GPU tests, and a Llama-3-8B block's profile at TP = 2, 4, 8 (its per-rank table's
+  # collective share is what bench/NOTES.md predicts).
+  local gpus n
+  gpus=$("${NVIDIA_SMI:-nvidia-smi}" --query-gpu=name --format=csv,noheader 2>/dev/null | grep -c . || true)
+  set_bin blockscope
+  if (( gpus < 2 )); then
+    record "tensor parallel" skip 0 "$gpus GPU: tensor parallelism needs 2 or more"
+  elif ! "${BIN[@]}" info --format json 2>/dev/null | grep -q '"nccl_built": true'; then
+    record "tensor parallel" skip 0 "the kit was built without NCCL (--prepare with DEVICE_CHECK_NCCL=ON)"
+  else
+    if run_step "tp check" 60 "$LOGS/tp_check.log" "${BIN[@]}" check "$ROOT/configs/blocks/tiny-llama.yaml" \
+         --device cuda --set parallel.tensor=2 --set parallel.sequence_parallel=true; then
+      record "tp check" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+    fi
+    set_bin tensor_parallel_gpu_test
+    if run_step "test tensor_parallel_gpu_test" 120 "$LOGS/tensor_parallel_gpu_test.log" "${BIN[@]}"; then
+      record "test tensor_parallel_gpu_test" "$(status_of $STEP_RC)" "$STEP_S" "$(gtest_counts "$LOGS/tensor_parallel_gpu_test.log")"
+    fi
+    set_bin blockscope
+    for n in 1 2 4 8; do
+      (( n <= gpus )) || continue
+      if run_step "tp profile llama-3-8b tp=$n" 90 "$LOGS/tp_profile_$n.log" "${BIN[@]}" profile \
+           "$ROOT/configs/blocks/llama-3-8b.yaml" --device cuda --dtype bf16 --set parallel.tensor=$n \
+           --set input.batch=1 --save "$LOGS/tp_profile_$n.json"; then
+        record "tp profile llama-3-8b tp=$n" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+      fi
+    done
+  fi
 
   # ---- compute-sanitizer ------------------------------------------------------------------------
   begin_phase sanitizers "${DEVICE_CHECK_SANITIZERS_S:-110}"
