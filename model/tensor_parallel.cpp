@@ -128,6 +128,13 @@ void run_on_gpus(int ranks, const std::function<void(Context& ctx, Communicator&
   if (first_error) std::rethrow_exception(first_error);
 }
 
+Device rank_device(const Device& requested, const Communicator& group) {
+  if (!requested.is_cuda() || group.size() == 1) return requested;
+  const int gpus = cuda_device_count();
+  BS_CHECK_INPUT(gpus > 0, "device ", requested.str(), " requested, but no CUDA GPU is present");
+  return Device::cuda(group.node_rank() % gpus);
+}
+
 ModelConfig shard_model(const ModelConfig& model, int ranks) {
   BS_CHECK(ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0 && model.d_ff % ranks == 0,
            "shard_model: ", ranks, " ranks do not divide the heads (", model.n_heads, "), kv heads (",

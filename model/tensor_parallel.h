@@ -36,6 +36,11 @@ Communicator& tensor_parallel_group(int ranks);
 // collective) and, after every thread has ended, the first rank's error to happen is rethrown.
 void run_on_gpus(int ranks, const std::function<void(Context& ctx, Communicator& comm)>& fn);
 
+// Under mpirun, the device a rank of `group` runs on when `requested` is given to every rank: a
+// CUDA device is the rank's own GPU, cuda:(node_rank mod the machine's GPUs) — one GPU per
+// process, the collectives staged through host memory (MPI); the CPU stays the CPU.
+Device rank_device(const Device& requested, const Communicator& group);
+
 // The model one of `ranks` ranks computes: n_heads / ranks heads, n_kv_heads / ranks kv heads,
 // d_ff / ranks hidden units (the config reader has refused ranks that do not divide them).
 ModelConfig shard_model(const ModelConfig& model, int ranks);

@@ -124,14 +124,8 @@ class BlockRunner final : public WorkloadKindRunner {
     output_ = ctx.empty(shape, config_.dtype);
     const int ranks = static_cast<int>(config_.parallel.tensor);
     if (ranks > 1) {
-      BS_CHECK_INPUT(group_ != nullptr || ctx.device().is_cpu(), "parallel.tensor = ", ranks, " on ",
-                     ctx.device().str(), " needs the GPU group of this process (run_on_gpus: what blockscope "
-                     "run, profile and check do with --device cuda and no mpirun)");
       Communicator& group = group_ != nullptr ? *group_ : tensor_parallel_group(ranks);
       BS_CHECK_INPUT(group.size() == ranks, "parallel.tensor = ", ranks, " but the group has ", group.size(), " ranks");
-      BS_CHECK_INPUT(ctx.device().is_cpu() || group.reduces_device_memory(), "parallel.tensor = ", ranks, " on ",
-                     ctx.device().str(), " with ", group.engine(),
-                     ": GPUs reduce over NCCL, in one process with a thread per GPU (run_on_gpus)");
       // This rank's shard of every layer (the whole weights stay the workload's named inputs:
       // the oracle computes the unsplit block).
       shard_weights(ctx, m, layers(), weights_, group.rank(), ranks, shard_);

@@ -101,10 +101,17 @@ class MpiCommunicator final : public Communicator {
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", rank_);
+    // The ranks sharing this machine's memory, ordered by world rank: this one's index there.
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+              rank_);
+    check_mpi(MPI_Comm_rank(node, &node_rank_), "MPI_Comm_rank (node)", rank_);
+    MPI_Comm_free(&node);
     engine_ = "MPI (" + library_version() + ")";
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int node_rank() const override { return node_rank_; }
   std::string engine() const override { return engine_; }
 
   void all_reduce_sum(void* data, int64_t count, DType dtype) override {
@@ -121,16 +128,16 @@ class MpiCommunicator final : public Communicator {
     }
     // f16 / bf16: widened to f32 a chunk at a time, summed in f32, rounded once on the way back.
     const int64_t chunk = std::min(count, chunk_elements(sizeof(float)));
-    std::vector<float> wide(static_cast<size_t>(chunk));
+    float* wide = scratch(static_cast<size_t>(chunk));
     char* bytes = static_cast<char*>(data);
     const size_t element = dtype_size(dtype);
     for (int64_t done = 0; done < count; done += chunk) {
       const int64_t n = std::min(chunk, count - done);
       void* part = bytes + static_cast<size_t>(done) * element;
-      widen(part, n, dtype, wide.data());
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
+      widen(part, n, dtype, wide);
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
                 "MPI_Allreduce", rank_);
-      narrow(wide.data(), n, dtype, part);
+      narrow(wide, n, dtype, part);
     }
   }
 
@@ -145,11 +152,12 @@ class MpiCommunicator final : public Communicator {
                 "MPI_Reduce_scatter_block", rank_);
       return;
     }
-    std::vector<float> wide(static_cast<size_t>(count * size_)), mine(static_cast<size_t>(count));
-    widen(send, count * size_, dtype, wide.data());
-    check_mpi(MPI_Reduce_scatter_block(wide.data(), mine.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
+    float* wide = scratch(static_cast<size_t>(count * (size_ + 1)));  // every block, then this rank's sum
+    float* mine = wide + count * size_;
+    widen(send, count * size_, dtype, wide);
+    check_mpi(MPI_Reduce_scatter_block(wide, mine, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
               "MPI_Reduce_scatter_block", rank_);
-    narrow(mine.data(), count, dtype, recv);
+    narrow(mine, count, dtype, recv);
   }
 
   void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
@@ -222,6 +230,13 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+  // f32 room for 16-bit collectives, kept between calls: a fresh buffer of a block's activations
+  // (25 MB for GPT-2 small at B = 8) costs its page faults on every call.
+  float* scratch(size_t elements) {
+    if (scratch_.size() < elements) scratch_.resize(elements);
+    return scratch_.data();
+  }
+
   static void widen(const void* from, int64_t n, DType dtype, float* to) {
     if (dtype == DType::f16) {
       const f16* in = static_cast<const f16*>(from);
@@ -246,7 +261,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, node_rank_ = 0;
+  std::vector<float> scratch_;
   std::string engine_;
 };
 

@@ -27,6 +27,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // This rank's index among the ranks on its machine (MPI: the shared-memory split of the
+  // world): which of the machine's GPUs it takes. One process: rank().
+  virtual int node_rank() const { return rank(); }
   virtual std::string engine() const = 0;  // "MPI (Open MPI v4.1.4)", "single rank"
 
   // In place, blocking: `count` elements of `dtype` at host address `data` become their sum over

@@ -91,6 +91,21 @@ run diff_tp 0 "$cli" diff "$work/tp1.json" "$work/tp.json"
 expect diff_tp "all_reduce"
 expect diff_tp "before unsplit, after rank 0 of 2 (tensor parallel)"
 
+# GPUs under mpirun (where this build has any: the simulated GPU's build has them): each rank
+# on its own GPU (node rank mod GPUs), the collectives staged through host memory over MPI.
+if "$cli" info --format json 2>/dev/null | grep -q '"cuda_available": true'; then
+  for sp in false true; do
+    run "cuda_mpi_sp_$sp" 0 "$mpiexec" -np 2 "$cli" check "$blocks/tiny-llama.yaml" --device cuda --dtype bf16 \
+        --set parallel.tensor=2 --set parallel.sequence_parallel=$sp
+    expect "cuda_mpi_sp_$sp" "all paths within the accuracy rule"
+    expect "cuda_mpi_sp_$sp" "cuda:0"
+  done
+  run cuda_mpi_profile 0 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cuda --set parallel.tensor=2
+  for text in "all_reduce" "/ rank 1 ==" "merged across ranks"; do expect cuda_mpi_profile "$text"; done
+else
+  echo "no CUDA device in this build: the GPU-under-mpirun checks are left to the simulated GPU's build"
+fi
+
 # Refused before any work (exit 2), each naming the fix.
 run bad_divide 2 "$cli" check "$blocks/tiny-llama.yaml" --device cpu --set parallel.tensor=4
 expect bad_divide "model.n_kv_heads = 2"

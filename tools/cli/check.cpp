@@ -58,6 +58,8 @@ int check_command(Session& session) {
   const bool gpu_group = ranks > 1 && world_communicator() == nullptr;
   if (!options.device.empty() && options.device != "auto") {
     devices.push_back(resolve_device(options.device));
+    // Under mpirun each rank takes its own GPU (rank_device).
+    if (ranks > 1 && world_communicator() != nullptr) devices[0] = rank_device(devices[0], *world_communicator());
     BS_CHECK_INPUT(!gpu_group || !devices[0].is_cuda() || devices[0] == Device::cuda(0), "parallel.tensor = ", ranks, " on ",
                    devices[0].str(), ": a GPU group is cuda:0 .. cuda:", ranks - 1,
                    " (--device cuda), or run one process per rank: mpirun -np ", ranks, " blockscope check ... --device cpu");

@@ -129,8 +129,9 @@ void for_each_local_rank(const WorkloadConfig& config, const std::function<void(
     run_on_gpus(ranks, [&](Context& ctx, Communicator& comm) { rank(ctx, &comm); });
     return;
   }
-  Context ctx(device);
-  rank(ctx, ranks > 1 ? &tensor_parallel_group(ranks) : nullptr);
+  Communicator* group = ranks > 1 ? &tensor_parallel_group(ranks) : nullptr;
+  Context ctx(group != nullptr ? rank_device(device, *group) : device);  // mpirun: each rank its GPU
+  rank(ctx, group);
 }
 
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {
