@@ -135,7 +135,12 @@ TEST(Cli, ProfileFlagsProgressWidthThreadsAndCachedPeaks) {
       << ops["peaks"].dump();
   const Result again = run_cli(args, env);
   ASSERT_EQ(again.code, 0) << again.err;
-  EXPECT_EQ(nlohmann::json::parse(again.out)["variants"][0]["ops"]["peaks"], ops["peaks"]) << "the same peaks every run";
+  // The same peaks every run — unless the first run measured them on a busy machine (a parallel
+  // build, other tests) and this run's ops beat them: then it says so and they are measured anew.
+  const std::string remeasured = "the peaks were measured again";
+  if (r.err.find(remeasured) == std::string::npos && again.err.find(remeasured) == std::string::npos) {
+    EXPECT_EQ(nlohmann::json::parse(again.out)["variants"][0]["ops"]["peaks"], ops["peaks"]) << "the same peaks every run";
+  }
 
   // --columns picks the op table's columns; an unknown one is a usage error naming the valid ones.
   args = base;
