@@ -35,15 +35,11 @@ void StepGraph::run(Context& ctx, const std::function<void()>& work) {
 #ifdef BLOCKSCOPE_WITH_CUDA
   if (!captured_) {
     auto fresh = std::make_unique<Captured>();
-    profiler::Recorder* recorder = ctx.recorder();
-    ctx.set_recorder(nullptr);  // a capture runs nothing, so there is nothing to record
-    try {
+    {
+      profiler::RecorderAttachment restore(ctx);
+      ctx.set_recorder(nullptr);  // a capture runs nothing, so there is nothing to record
       fresh->graph.capture(ctx, work);
-    } catch (...) {
-      ctx.set_recorder(recorder);
-      throw;
     }
-    ctx.set_recorder(recorder);
     captured_ = std::move(fresh);
   }
   profiler::KernelScope launch(ctx, "cuda_graph_launch");

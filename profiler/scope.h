@@ -53,6 +53,21 @@ class NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
+// Keeps the context's recorder as it is now and puts it back when it ends, also when what runs
+// in between throws: the profiler attaches its own for a session, a CUDA graph capture detaches
+// it (a capture runs nothing to record).
+class RecorderAttachment {
+ public:
+  explicit RecorderAttachment(Context& ctx) : ctx_(ctx), previous_(ctx.recorder()) {}
+  ~RecorderAttachment() { ctx_.set_recorder(previous_); }
+  RecorderAttachment(const RecorderAttachment&) = delete;
+  RecorderAttachment& operator=(const RecorderAttachment&) = delete;
+
+ private:
+  Context& ctx_;
+  Recorder* previous_;
+};
+
 class KernelScope {
  public:
   KernelScope(Context& ctx, const char* name);

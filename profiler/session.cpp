@@ -16,20 +16,6 @@ namespace blockscope::profiler {
 
 namespace {
 
-// Attaches a recorder to the context for the session and puts back whatever was attached
-// before, also when a step throws.
-class RecorderAttachment {
- public:
-  explicit RecorderAttachment(Context& ctx) : ctx_(ctx), previous_(ctx.recorder()) {}
-  ~RecorderAttachment() { ctx_.set_recorder(previous_); }
-  RecorderAttachment(const RecorderAttachment&) = delete;
-  RecorderAttachment& operator=(const RecorderAttachment&) = delete;
-
- private:
-  Context& ctx_;
-  Recorder* previous_;
-};
-
 // Moves the recorder's events of one step into the profile: op indices (parents, the kernels'
 // op) are shifted by the number of events already kept.
 void keep_events(const Recorder& recorder, Profile* profile) {
@@ -65,7 +51,7 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   profile.cpu_threads = device_info.cpu_threads;
 
   Recorder recorder(ctx);
-  RecorderAttachment restore(ctx);
+  RecorderAttachment restore(ctx);  // whatever was attached before comes back, also on a throw
 #ifdef BLOCKSCOPE_WITH_CUPTI
   CuptiKernelNames cupti_names(ctx);  // real names for library kernels (not run on a GPU here)
 #endif

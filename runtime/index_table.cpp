@@ -40,6 +40,15 @@ void check_index_view(const Context& ctx, const char* op, const char* what, Inde
                  "graph); the CPU kernels need its values");
 }
 
+void check_index_table(const Context& ctx, const char* op, const char* what, const IndexTable& table, int64_t rows,
+                       int64_t cols) {
+  BS_CHECK_INPUT(table.defined(), op, ": ", what, " is undefined");
+  BS_CHECK_INPUT(table.device() == ctx.device(), op, ": ", what, " is on ", table.device().str(),
+                 " but the context runs on ", ctx.device().str(), " (make IndexTables with the context that runs the op)");
+  BS_CHECK_INPUT(table.rows() == rows && table.cols() == cols, op, ": ", what, " is [", table.rows(), ", ",
+                 table.cols(), "], expected [", rows, ", ", cols, "]");
+}
+
 Device IndexTable::device() const {
   BS_CHECK(storage_ != nullptr, "IndexTable::device() of an empty table");
   return storage_->device();

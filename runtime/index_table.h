@@ -38,6 +38,11 @@ struct IndexView {
 // a bounded view on the CPU (its kernels read `host` as the values). `what` names the view.
 void check_index_view(const Context& ctx, const char* op, const char* what, IndexView view);
 
+class IndexTable;
+// The same for a whole table the op reads or writes: defined, on ctx's device, rows × cols.
+void check_index_table(const Context& ctx, const char* op, const char* what, const IndexTable& table, int64_t rows,
+                       int64_t cols);
+
 class IndexTable {
  public:
   IndexTable() = default;

@@ -21,11 +21,7 @@ void check_cuda_table(const Context& ctx, const char* op, const char* what, cons
                       int64_t cols) {
   BS_CHECK_INPUT(ctx.device().is_cuda(), op, ": runs on CUDA devices only (on ", ctx.device().str(),
                  " decode steps run eagerly, without a step graph)");
-  BS_CHECK_INPUT(table.defined(), op, ": ", what, " is undefined");
-  BS_CHECK_INPUT(table.device() == ctx.device(), op, ": ", what, " is on ", table.device().str(),
-                 " but the context runs on ", ctx.device().str());
-  BS_CHECK_INPUT(table.rows() == rows && table.cols() == cols, op, ": ", what, " is [", table.rows(), ", ",
-                 table.cols(), "], expected [", rows, ", ", cols, "]");
+  check_index_table(ctx, op, what, table, rows, cols);
 }
 
 // `step` (`what`) is a slice of `all` (`all_what`): contiguous, same dtype and device, shape all's
