@@ -680,8 +680,10 @@ TEST(Nccl, BadArgumentsAreRefusedWithTheDocumentedCodesAndNamed) {
   refused(ncclAllReduce(b[0]->ptr, b[0]->ptr, 8, ncclInt32, ncclSum, c0, s0), ncclInvalidArgument, "datatype ncclInt32");
   refused(ncclAllReduce(b[0]->ptr, b[0]->ptr, 8, ncclFloat64, ncclSum, c0, s0), ncclInvalidArgument,
           "datatype ncclFloat64");
-  refused(ncclAllReduce(b[0]->ptr, b[0]->ptr, 8, static_cast<ncclDataType_t>(99), ncclSum, c0, s0), ncclInvalidArgument,
-          "datatype 99");
+  // ncclNumTypes: inside the enum's range (a value outside it would be undefined behaviour in
+  // C++ before the call is made, as UBSan says) but no datatype.
+  refused(ncclAllReduce(b[0]->ptr, b[0]->ptr, 8, ncclNumTypes, ncclSum, c0, s0), ncclInvalidArgument,
+          "datatype " + std::to_string(static_cast<int>(ncclNumTypes)) + " is not an ncclDataType_t");
   refused(ncclAllReduce(b[0]->ptr, b[0]->ptr, 8, ncclFloat32, ncclProd, c0, s0), ncclInvalidArgument, "op ncclProd");
   refused(ncclBroadcast(b[0]->ptr, b[0]->ptr, 8, ncclFloat32, 2, c0, s0), ncclInvalidArgument, "root 2");
   refused(ncclBroadcast(b[0]->ptr, b[0]->ptr, 8, ncclFloat32, -1, c0, s0), ncclInvalidArgument, "root -1");
