@@ -32,11 +32,6 @@ using bs::ops::MlpPath;
 
 namespace {
 
-struct Case {
-  std::string name, yaml;
-  int ranks;
-};
-
 // Odd-ish sizes (2 x 14 tokens: 7 per rank on 4 ranks), weights `scaled` so every sublayer
 // matters at the output; heads, kv heads and d_ff divisible by 4. GPT-2: a 2-layer stack (the fused c_attn split per q|k|v); Llama:
 // GQA (8 query heads on 4 kv heads), SwiGLU, RoPE.

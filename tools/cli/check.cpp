@@ -59,14 +59,17 @@ int check_command(Session& session) {
   if (!options.device.empty() && options.device != "auto") {
     devices.push_back(resolve_device(options.device));
     // Under mpirun each rank takes its own GPU (rank_device).
-    if (ranks > 1 && world_communicator() != nullptr) devices[0] = rank_device(devices[0], *world_communicator());
-    BS_CHECK_INPUT(!gpu_group || !devices[0].is_cuda() || devices[0] == Device::cuda(0), "parallel.tensor = ", ranks, " on ",
-                   devices[0].str(), ": a GPU group is cuda:0 .. cuda:", ranks - 1,
-                   " (--device cuda), or run one process per rank: mpirun -np ", ranks, " blockscope check ... --device cpu");
+    if (ranks > 1 && world_communicator() != nullptr)
+      devices[0] = rank_device(devices[0], *world_communicator());
+    BS_CHECK_INPUT(!gpu_group || !devices[0].is_cuda() || devices[0] == Device::cuda(0), "parallel.tensor = ", ranks,
+                   " on ", devices[0].str(), ": a GPU group is cuda:0 .. cuda:", ranks - 1,
+                   " (--device cuda), or run one process per rank: mpirun -np ", ranks,
+                   " blockscope check ... --device cpu");
   } else if (gpu_group) {
     const int gpus = cuda_available() ? cuda_device_count() : 0;
-    BS_CHECK_INPUT(gpus >= ranks, "parallel.tensor = ", ranks, " needs ", ranks, " ranks: one process each (mpirun -np ",
-                   ranks, " blockscope check ... --device cpu) or ", ranks, " GPUs in this process (", gpus, " present)");
+    BS_CHECK_INPUT(gpus >= ranks, "parallel.tensor = ", ranks, " needs ", ranks,
+                   " ranks: one process each (mpirun -np ", ranks, " blockscope check ... --device cpu) or ", ranks,
+                   " GPUs in this process (", gpus, " present)");
     devices.push_back(Device::cuda(0));
   } else {
     devices.push_back(Device::cpu());

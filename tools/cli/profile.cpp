@@ -92,8 +92,8 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     }
     out << profiler::wrap_line(device, profiler::terminal_width());
     if (!info.dtype_note.empty()) out << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
-    out << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait,
-                             schedule.warmup, schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
+    out << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait, schedule.warmup,
+                       schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
     out.flush();
   }
   // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
@@ -144,7 +144,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
       out << open << label << " / rank " << r << close << "\n" << profiler::op_table(ranks[r], table, format) << "\n";
     }
     out << open << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group->engine() << ")"
-              << close << "\n";
+        << close << "\n";
     out << profiler::render(rank_rows(ranks), format, fitted) << slowest_rank_line(ranks) << "\n\n";
     out << open << label << " / merged across ranks" << close << "\n";
     out << profiler::render(merged_op_rows(ranks), format, fitted) << "\n";

@@ -131,12 +131,14 @@ void run_on(Session& session, const WorkloadConfig& config, Context& ctx, Commun
     if (use_graph) {
       out << "\nforwards replayed from a CUDA graph captured after the warm-up (run.cuda_graph)\n";
     } else if (config.run.cuda_graph) {
-      out << "\nnote: run.cuda_graph applies to CUDA devices; on " << ctx.device().str() << " the forwards ran eagerly\n";
+      out << "\nnote: run.cuda_graph applies to CUDA devices; on " << ctx.device().str()
+          << " the forwards ran eagerly\n";
     }
   }
   out.flush();
   if (!options.trace.empty()) {
-    if (reports) session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
+    if (reports)
+      session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
     workload.set_paths(config.paths);
     profiler::Schedule schedule;
     schedule.wait = config.profile.wait;
