@@ -91,10 +91,6 @@ class HostMeeting {
     if (aborted_.empty()) aborted_ = why.empty() ? "another rank failed" : why;
     all_here_.notify_all();
   }
-  bool aborted() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return !aborted_.empty();
-  }
 
  private:
   Error aborted_error(int rank) const {

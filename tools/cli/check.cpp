@@ -8,7 +8,6 @@
 #include <map>
 #include <sstream>
 
-#include "model/tensor_parallel.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "reference/accuracy.h"
 #include "reference/block_reference.h"
@@ -58,13 +57,6 @@ int check_command(Session& session) {
   const bool gpu_group = ranks > 1 && world_communicator() == nullptr;
   if (!options.device.empty() && options.device != "auto") {
     devices.push_back(resolve_device(options.device));
-    // Under mpirun each rank takes its own GPU (rank_device).
-    if (ranks > 1 && world_communicator() != nullptr)
-      devices[0] = rank_device(devices[0], *world_communicator());
-    BS_CHECK_INPUT(!gpu_group || !devices[0].is_cuda() || devices[0] == Device::cuda(0), "parallel.tensor = ", ranks,
-                   " on ", devices[0].str(), ": a GPU group is cuda:0 .. cuda:", ranks - 1,
-                   " (--device cuda), or run one process per rank: mpirun -np ", ranks,
-                   " blockscope check ... --device cpu");
   } else if (gpu_group) {
     const int gpus = cuda_available() ? cuda_device_count() : 0;
     BS_CHECK_INPUT(gpus >= ranks, "parallel.tensor = ", ranks, " needs ", ranks,
@@ -116,10 +108,10 @@ int check_command(Session& session) {
       runs.push_back(run);
     }
   }
-  // One device's (or GPU group's) run of every mix: `group` is the rank's in a GPU group (null
-  // otherwise); only rank 0 measures and reports, the other ranks run the same forwards.
+  // One device's (or GPU group's) run of every mix on one rank: `group` its tensor-parallel group
+  // (for_each_local_rank); only rank 0 measures and reports, the other ranks run the same forwards.
   const auto check_run = [&](Context& ctx, const Device& device, const WorkloadConfig& run, Communicator* group) {
-    const bool reports = (group == nullptr || group->rank() == 0) && session.rank == 0;  // mpirun: rank 0 too
+    const bool reports = group == nullptr || group->rank() == 0;
     if (group != nullptr && reports) engine = group->engine();
     session.apply_run_settings(ctx, run);
     if (&device == &devices.front() && &run == &runs.front() && reports) announce_large_workload("check", run);
@@ -170,13 +162,7 @@ int check_command(Session& session) {
   };
   for (const Device& device : devices) {
     for (const WorkloadConfig& run : runs) {
-      if (gpu_group && device.is_cuda()) {
-        run_on_gpus(static_cast<int>(config.parallel.tensor),
-                    [&](Context& ctx, Communicator& comm) { check_run(ctx, device, run, &comm); });
-      } else {
-        Context ctx(device);
-        check_run(ctx, device, run, nullptr);
-      }
+      for_each_local_rank(run, device, [&](Context& ctx, Communicator* group) { check_run(ctx, device, run, group); });
     }
   }
 
@@ -228,8 +214,7 @@ int check_command(Session& session) {
     }
     if (config.parallel.tensor > 1) {
       head << "tensor parallel over " << config.parallel.tensor << " ranks"
-           << (config.parallel.sequence_parallel ? " with sequence parallelism" : "") << " ("
-           << (gpu_group ? engine : tensor_parallel_group(static_cast<int>(config.parallel.tensor)).engine())
+           << (config.parallel.sequence_parallel ? " with sequence parallelism" : "") << " (" << engine
            << "): the output rank 0 holds after the last all-reduce against the unsplit block\n";
     }
     profiler::TextLayout layout;

@@ -331,7 +331,8 @@ int profile_command(Session& session) {
                      workload_kind_name(config.kind) + " has one phase");
   }
   session.check_outputs(config, true);
-  for_each_local_rank(config, [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
+  for_each_local_rank(config, resolve_device(config.device),
+                      [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
   return 0;
 }
 

@@ -161,7 +161,8 @@ void run_on(Session& session, const WorkloadConfig& config, Context& ctx, Commun
 int run_command(Session& session) {
   const WorkloadConfig config = session.load_config();
   session.check_outputs(config, false);
-  for_each_local_rank(config, [&](Context& ctx, Communicator* group) { run_on(session, config, ctx, group); });
+  for_each_local_rank(config, resolve_device(config.device),
+                      [&](Context& ctx, Communicator* group) { run_on(session, config, ctx, group); });
   return 0;
 }
 

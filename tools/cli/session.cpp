@@ -120,12 +120,13 @@ void announce_large_workload(const std::string& command, const WorkloadConfig& c
             << profiler::format_bytes(static_cast<double>(estimate.total())) << " in all\n";
 }
 
-void for_each_local_rank(const WorkloadConfig& config, const std::function<void(Context&, Communicator*)>& rank) {
-  const Device device = resolve_device(config.device);
+void for_each_local_rank(const WorkloadConfig& config, const Device& device,
+                         const std::function<void(Context&, Communicator*)>& rank) {
   const int ranks = static_cast<int>(config.parallel.tensor);
   if (ranks > 1 && device.is_cuda() && world_communicator() == nullptr) {
     BS_CHECK_INPUT(device == Device::cuda(0), "parallel.tensor = ", ranks, " on ", device.str(),
-                   ": a GPU group is cuda:0 .. cuda:", ranks - 1, " (--device cuda)");
+                   ": a GPU group is cuda:0 .. cuda:", ranks - 1,
+                   " (--device cuda), or run one process per rank: mpirun -np ", ranks, " blockscope ...");
     run_on_gpus(ranks, [&](Context& ctx, Communicator& comm) { rank(ctx, &comm); });
     return;
   }

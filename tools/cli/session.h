@@ -89,12 +89,13 @@ class Session {
 // reading), a line on stderr saying so: "profile: building the workload: 14.96 GiB of weights".
 void announce_large_workload(const std::string& command, const WorkloadConfig& config);
 
-// The ranks of the workload this process runs, each given its Context and tensor-parallel group:
-// one call on the config's device (group null without parallel.tensor; MPI's world under
+// The ranks of the workload this process runs on `device`, each given its Context and
+// tensor-parallel group: one call (group null without parallel.tensor; MPI's world under
 // mpirun, each rank on its own GPU when the device is CUDA: rank_device), or — --device cuda with parallel.tensor = N and no mpirun — one per GPU of
 // cuda:0 .. cuda:N-1, each on its own thread (run_on_gpus: an error on one rank ends them all
 // and is rethrown). Only the call whose group is null or of rank 0 reports.
-void for_each_local_rank(const WorkloadConfig& config, const std::function<void(Context&, Communicator*)>& rank);
+void for_each_local_rank(const WorkloadConfig& config, const Device& device,
+                         const std::function<void(Context&, Communicator*)>& rank);
 
 // The paths of the base variant, then of every compare: entry.
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
