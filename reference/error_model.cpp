@@ -14,10 +14,11 @@ RoundingCount gemm_roundings(int64_t k, int64_t epilogue_stores) { return {k, 1 
 
 RoundingCount softmax_roundings(int64_t n) { return {n + kEvaluationRoundings, 1}; }
 
-RoundingCount attention_roundings(int64_t head_dim, int64_t keys) {
+RoundingCount attention_roundings(int64_t head_dim, int64_t keys, double largest_score) {
+  const auto score_gain = static_cast<int64_t>(std::ceil(largest_score * largest_score));
   RoundingCount count;
-  count.f32_terms = head_dim * (1 + kScoreGainRoundings);  // q·k, its error magnified by exp
-  count.stored = 1 + kScoreGainRoundings;                  // the stored score, magnified too
+  count.f32_terms = head_dim * (1 + score_gain);  // q·k, its error magnified by exp
+  count.stored = 1 + score_gain;                  // the stored score, magnified too
   count += softmax_roundings(keys);                        // the probabilities (stored once)
   count.f32_terms += keys;                                 // Σ p·v
   count.stored += 1;                                       // the output

@@ -30,9 +30,9 @@ namespace blockscope::reference {
 inline constexpr double kErrorMargin = 2.0;
 // An f32 function evaluation (exp, erf, tanh) within 4 ulps: 4² roundings.
 inline constexpr int64_t kEvaluationRoundings = 16;
-// An attention score of magnitude up to 6 turns its absolute error into 6x the relative error
-// of its probability: 6² roundings.
-inline constexpr int64_t kScoreGainRoundings = 36;
+// An attention score of magnitude up to s turns its absolute error into s times the relative
+// error of its probability: s² roundings. Unit-scale q and k give scores up to about 6.
+inline constexpr double kUnitScaleLargestScore = 6.0;
 
 // The rounding errors one output element depends on.
 struct RoundingCount {
@@ -55,9 +55,10 @@ double error_bound(const RoundingCount& count, DType dtype);
 RoundingCount gemm_roundings(int64_t k, int64_t epilogue_stores = 0);
 // A softmax over rows of n: the f32 sum of n exps, the exp itself, the stored result.
 RoundingCount softmax_roundings(int64_t n);
-// Attention for one query: scores of depth head_dim (stored, and magnified by exp), the softmax
-// over `keys`, the probabilities' sum with V over `keys`, the stored output.
-RoundingCount attention_roundings(int64_t head_dim, int64_t keys);
+// Attention for one query: scores of depth head_dim (stored, and magnified by exp: `largest_score`
+// is the largest |scale·q·k| expected), the softmax over `keys`, the probabilities' sum with V
+// over `keys`, the stored output.
+RoundingCount attention_roundings(int64_t head_dim, int64_t keys, double largest_score = kUnitScaleLargestScore);
 // The MLP of `model`: fc (or gate and up) over d_model, the activation, proj over d_ff.
 RoundingCount mlp_roundings(const ModelConfig& model);
 // One block layer of `model` over `keys` positions, along its longest path (the naive one,

@@ -126,10 +126,16 @@ inline double mlp_gated_bound(const reference::RefTensor& x, const reference::Re
 // the row's largest |value|, with q and k in [-2, 2] (scores up to about 6, as the error model
 // assumes): the scores' sums of head_dim, their rounding magnified by exp, the softmax and the
 // sum with V over the keys (reference/error_model.h). Measured: f32 1.8e-6, f16 3.3e-3, bf16
-// 1.8e-2 (any path).
-inline double attention_bound(DType dtype, int64_t head_dim, int64_t keys) {
-  return reference::error_bound(reference::attention_roundings(head_dim, keys), dtype);
+// 1.8e-2 (any path). Larger q and k: `largest_score` (largest_attention_score).
+inline double attention_bound(DType dtype, int64_t head_dim, int64_t keys,
+                              double largest_score = reference::kUnitScaleLargestScore) {
+  return reference::error_bound(reference::attention_roundings(head_dim, keys, largest_score), dtype);
 }
+
+// The largest |scale·q·k| to expect with q and k uniform in [-range, range] and scale
+// 1/√head_dim: its standard deviation is range²/3, and 4.5 of them (1.5·range²) covers the
+// largest of a test's scores (6 at range 2, the unit-scale model's).
+inline double largest_attention_score(double range) { return 1.5 * range * range; }
 
 // Elementwise |t|: a product on |a| and |b| gives the magnitude Σ|a||b| GEMM bounds scale with.
 inline reference::RefTensor abs_of(const reference::RefTensor& t) {
