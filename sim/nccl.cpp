@@ -6,6 +6,9 @@
 //   - Communicators of one process: ncclCommInitAll (one thread, every rank), or ncclCommInitRank
 //     from one host thread per rank (or in a group), ranks joined by their ncclUniqueId; each rank
 //     on the device current when it joined. InitRank blocks until all nranks joined, as NCCL's.
+//   - Communicators across processes, one rank per process (mpirun; the unique id passed on by
+//     MPI, as NCCL's examples do): ranks meet in shared memory (see "across processes" below),
+//     with the same sums, checks and errors; a process that exits is named.
 //   - AllReduce, ReduceScatter, AllGather, Broadcast (and Bcast) on a cudaStream_t, ops ncclSum
 //     and ncclMax, types ncclFloat32, ncclFloat16, ncclBfloat16. A reduction reads every rank's
 //     input exactly, combines them in f32 in rank order 0, 1, … and rounds the f32 result once, to
@@ -33,17 +36,24 @@
 //     issued at the outermost ncclGroupEnd, in order; ncclCommInitRank in a group waits there.
 // What it does not model
 //   - Time: no link bandwidth or latency; a collective takes what the queue gives it.
-//   - Processes: no cross-process cliques (every rank must join in this process; one that never
-//     does makes ncclCommInitRank fail with ncclSystemError after the timeout), no network.
+//   - Processes: one communicator's ranks all in one process or one per process (a mix is
+//     ncclInvalidUsage); no network (the processes share this machine's memory). A rank that never
+//     joins makes ncclCommInitRank fail with ncclSystemError after the timeout.
 //   - CUDA graph capture of NCCL calls: refused (ncclInvalidUsage) — a captured collective would
 //     need its gate replayed with the graph, which the sim's graphs (replayed op lists) lack.
 //   - Nonblocking communicators (ncclConfig_t), point-to-point, ncclReduce, other types and ops,
 //     user-defined ops, communicator splitting, buffer registration.
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
 #include <nccl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -178,10 +188,13 @@ struct Collective {
   std::string failure;   // non-empty: failed (mismatch, hang, abort); its parts fault with it
 };
 
+class ProcessLink;
+
 struct Clique {
   int nranks = 0;
-  std::vector<int> devices;             // per rank
-  std::vector<ncclComm*> comms;         // per rank; nullptr once destroyed
+  std::shared_ptr<ProcessLink> link;    // ranks in other processes (one each): they meet through it
+  std::vector<int> devices;             // per rank (-1: in another process)
+  std::vector<ncclComm*> comms;         // per rank; nullptr once destroyed (or in another process)
   std::vector<uint64_t> calls_made;     // per rank: collectives called so far
   std::map<uint64_t, std::shared_ptr<Collective>> open;  // by index, until every rank called
   ncclResult_t async_error = ncclSuccess;
@@ -435,6 +448,342 @@ std::string disagreement(const Call& a, int rank_a, const Call& b, int rank_b) {
   return "";
 }
 
+// ---- Communicators across processes ------------------------------------------------------------
+// One rank per process (mpirun, one simulated GPU each): ranks meet in a POSIX shared-memory
+// segment named by the unique id (/dev/shm/blockscope-sim-nccl-<id>), which every rank of
+// ncclCommInitRank opens — also ranks of one process, so that the clique's kind is known once all
+// have joined: all in this process (the in-process cliques above) or each in its own.
+//
+// A collective across processes runs when its part comes up on the rank's stream (the queue is
+// lazy: at the host's next synchronising call), and the host thread blocks there until every
+// rank has done its part; each step posts a rank's bytes in its slot of the segment:
+//   step 1: the call (kind, count, type, op, root), compared by every rank with rank 0's, so all
+//           ranks fail with one message when they disagree;
+//   then:   the data in chunks of at most kProcessSlotBytes / nranks per rank; every rank reads
+//           every slot and writes its own output (reductions in f32 in rank order, rounded once:
+//           the bits of the in-process cliques).
+// A rank writes step s into its slot only after every rank has read step s-1. A rank that never
+// posts (no call, or a process that hangs) fails the step after BLOCKSCOPE_SIM_NCCL_TIMEOUT_S
+// without progress, naming the ranks missing; a process that exits is named at once; a failure on
+// one rank (ncclCommAbort, a mismatch) is written into the segment and ends every rank's wait.
+// Not modelled: several ranks per process in one clique, collectives overlapping host-side MPI
+// calls that wait for another rank's device work (the host blocks where a GPU would not).
+constexpr int kMostProcessRanks = 64;
+constexpr size_t kProcessSlotBytes = size_t{16} << 20;  // the data area, shared by the ranks' slots
+
+struct ProcessCallNote {
+  int32_t kind = 0, type = 0, op = 0, root = 0;
+  uint64_t count = 0;
+};
+
+struct ProcessRankSlot {
+  std::atomic<int32_t> pid;         // 0 until the rank joins
+  std::atomic<uint64_t> posted;     // the last step whose note or data this rank has posted
+  std::atomic<uint64_t> consumed;   // the last step this rank has finished reading
+  ProcessCallNote note;
+};
+
+// The segment's head; the data area follows it. ftruncate fills it with zeros: atomics at 0.
+struct ProcessSegment {
+  std::atomic<int32_t> nranks;  // set by the first rank to join
+  std::atomic<int32_t> joined;
+  std::atomic<int32_t> failed;  // 1: `failure` says why; set once
+  char failure[1024];
+  ProcessRankSlot ranks[kMostProcessRanks];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
+              "atomics in shared memory must be lock-free to work across processes");
+
+std::string segment_name(const ncclUniqueId& id) {
+  uint64_t words[2];
+  std::memcpy(words, id.internal, sizeof words);
+  char name[64];
+  std::snprintf(name, sizeof name, "/blockscope-sim-nccl-%016llx%016llx", static_cast<unsigned long long>(words[0]),
+                static_cast<unsigned long long>(words[1]));
+  return name;
+}
+
+// False once the process has exited (gone, or a zombie its parent has not reaped yet).
+bool process_alive(int32_t pid) {
+  if (pid <= 0) return true;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::FILE* stat_file = std::fopen(path, "r");
+  if (stat_file == nullptr) return true;  // no /proc: only kill's answer
+  char text[512] = {};
+  const size_t got = std::fread(text, 1, sizeof text - 1, stat_file);
+  std::fclose(stat_file);
+  const char* after_name = std::strrchr(text, ')');  // "pid (name) state ..."
+  return got == 0 || after_name == nullptr || (after_name[2] != 'Z' && after_name[2] != 'X');
+}
+
+// One rank's view of a segment (mapped until the last user lets go).
+class ProcessLink {
+ public:
+  // Opens (or creates) the id's segment and takes slot `rank`. nullptr and `*problem` on failure.
+  static std::shared_ptr<ProcessLink> join(const ncclUniqueId& id, int nranks, int rank, std::string* problem) {
+    const std::string name = segment_name(id);
+    const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd < 0) {
+      *problem = "ncclCommInitRank: shm_open(" + name + "): " + std::strerror(errno);
+      return nullptr;
+    }
+    const size_t bytes = sizeof(ProcessSegment) + kProcessSlotBytes;
+    struct stat info {};
+    const bool sized = fstat(fd, &info) == 0 && static_cast<size_t>(info.st_size) >= bytes;
+    if (!sized && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      *problem = "ncclCommInitRank: ftruncate(" + name + "): " + std::strerror(errno);
+      close(fd);
+      return nullptr;
+    }
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+      *problem = "ncclCommInitRank: mmap(" + name + "): " + std::strerror(errno);
+      return nullptr;
+    }
+    auto link = std::shared_ptr<ProcessLink>(new ProcessLink(name, base, bytes, rank));
+    ProcessSegment& seg = link->segment();
+    int32_t expected = 0;
+    if (!seg.nranks.compare_exchange_strong(expected, nranks) && expected != nranks) {
+      *problem = "ncclCommInitRank: rank " + std::to_string(rank) + " has nranks " + std::to_string(nranks) +
+                 ", an earlier rank of this unique id has " + std::to_string(expected);
+      return nullptr;
+    }
+    int32_t free_slot = 0;
+    if (!seg.ranks[rank].pid.compare_exchange_strong(free_slot, static_cast<int32_t>(getpid()))) {
+      *problem = "ncclCommInitRank: rank " + std::to_string(rank) + " joined this unique id twice";
+      return nullptr;
+    }
+    if (seg.joined.fetch_add(1) + 1 == nranks) shm_unlink(name.c_str());  // all mapped it: no file left
+    return link;
+  }
+
+  ~ProcessLink() { munmap(base_, bytes_); }
+
+  // Waits until every rank has joined (true), or the timeout (false, `*problem` names the missing).
+  bool await_all(std::string* problem) {
+    ProcessSegment& seg = segment();
+    const int n = seg.nranks.load();
+    const bool complete = wait_until([&] { return seg.joined.load() == n; }, nullptr);
+    if (complete) return true;
+    std::vector<int> joined, missing;
+    for (int r = 0; r < n; ++r) (seg.ranks[r].pid.load() != 0 ? joined : missing).push_back(r);
+    *problem = "ncclCommInitRank: only ranks " + rank_list(joined) + " of " + std::to_string(n) + " joined within " +
+               std::to_string(static_cast<int>(nccl_timeout_seconds())) +
+               " s (BLOCKSCOPE_SIM_NCCL_TIMEOUT_S); missing ranks " + rank_list(missing) +
+               " (in this process, or one process per rank)";
+    shm_unlink(name_.c_str());
+    return false;
+  }
+
+  // The ranks' processes: true when every rank is in this one, false when each is in its own;
+  // "" or why neither.
+  std::string layout(bool* in_this_process) {
+    ProcessSegment& seg = segment();
+    const int n = seg.nranks.load();
+    std::vector<int32_t> pids;
+    for (int r = 0; r < n; ++r) pids.push_back(seg.ranks[r].pid.load());
+    const auto mine = static_cast<int32_t>(getpid());
+    *in_this_process = std::all_of(pids.begin(), pids.end(), [&](int32_t pid) { return pid == mine; });
+    if (*in_this_process) return "";
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b)
+        if (pids[a] == pids[b]) {
+          return "ncclCommInitRank: ranks " + std::to_string(a) + " and " + std::to_string(b) + " are in one process (" +
+                 std::to_string(pids[a]) + "), other ranks in others: the simulated NCCL joins the ranks of a "
+                 "communicator all in one process, or one per process";
+        }
+    return "";
+  }
+
+  // Ends every rank's wait with `why` (the first failure wins).
+  void fail_all(const std::string& why) {
+    ProcessSegment& seg = segment();
+    int32_t expected = 0;
+    if (seg.failed.compare_exchange_strong(expected, 2)) {  // 2: writing the message
+      std::snprintf(seg.failure, sizeof seg.failure, "%s", why.c_str());
+      seg.failed.store(1, std::memory_order_release);
+    }
+  }
+
+  // This rank's part of a collective: blocks until every rank has done its part. Throws a Fault
+  // (every rank's the same) when the ranks disagree, one fails, hangs or exits.
+  void run(const Call& call, uint64_t index, void* my_recv) {
+    ProcessSegment& seg = segment();
+    const int n = seg.nranks.load();
+    const std::string what = std::string(kind_name(call.kind)) + " #" + std::to_string(index) +
+                             " of a communicator of " + std::to_string(n) + " processes";
+    // Step 1: the calls.
+    begin_step(what);
+    seg.ranks[rank_].note = ProcessCallNote{static_cast<int32_t>(call.kind), static_cast<int32_t>(call.type),
+                                            static_cast<int32_t>(call.op), call.root, call.count};
+    end_post(what);
+    Call reference = call;
+    note_to_call(seg.ranks[0].note, &reference);
+    for (int r = 1; r < n; ++r) {
+      Call theirs = call;
+      note_to_call(seg.ranks[r].note, &theirs);
+      if (const std::string problem = disagreement(theirs, r, reference, 0); !problem.empty()) {
+        fail_all(what + ": " + problem);
+        break;
+      }
+    }
+    throw_if_failed();
+    finish_step();
+    // Then the data, chunk by chunk: each rank posts part of its send buffer.
+    Elem elem = Elem::F32;
+    elem_of(call.type, &elem);
+    const size_t size = cublaslt::elem_size(elem);
+    const size_t total = send_elements(call, n);  // what each rank posts
+    const size_t chunk = std::max<size_t>(1, kProcessSlotBytes / static_cast<size_t>(n) / size);
+    const auto* send = static_cast<const char*>(call.send);
+    auto* recv = static_cast<char*>(my_recv);
+    for (size_t first = 0; first < total; first += chunk) {
+      const size_t elements = std::min(chunk, total - first);
+      begin_step(what);
+      if (call.kind != Kind::broadcast || call.root == rank_) {
+        std::memcpy(slot(rank_, n), send + first * size, elements * size);
+      }
+      end_post(what);
+      throw_if_failed();
+      consume(call, n, elem, first, elements, recv);
+      finish_step();
+    }
+  }
+
+  void abort(const std::string& why) { fail_all(why); }
+  int nranks() { return segment().nranks.load(); }
+
+ private:
+  ProcessLink(std::string name, void* base, size_t bytes, int rank)
+      : name_(std::move(name)), base_(base), bytes_(bytes), rank_(rank) {}
+
+  ProcessSegment& segment() { return *static_cast<ProcessSegment*>(base_); }
+  char* slot(int rank, int n) {
+    return static_cast<char*>(base_) + sizeof(ProcessSegment) + static_cast<size_t>(rank) * (kProcessSlotBytes / n);
+  }
+
+  static void note_to_call(const ProcessCallNote& note, Call* call) {
+    call->kind = static_cast<Kind>(note.kind);
+    call->type = static_cast<ncclDataType_t>(note.type);
+    call->op = static_cast<ncclRedOp_t>(note.op);
+    call->root = note.root;
+    call->count = note.count;
+  }
+
+  // Elements [first, first + elements) of every rank's posted input → this rank's output.
+  void consume(const Call& call, int n, Elem elem, size_t first, size_t elements, char* recv) {
+    const size_t size = cublaslt::elem_size(elem);
+    switch (call.kind) {
+      case Kind::all_reduce:
+      case Kind::reduce_scatter: {
+        // reduce_scatter: this rank's block is [rank·count, (rank+1)·count) of the inputs.
+        const size_t begin = call.kind == Kind::reduce_scatter ? static_cast<size_t>(rank_) * call.count : 0;
+        const size_t end = call.kind == Kind::reduce_scatter ? begin + call.count : elements + first;
+        for (size_t i = std::max(first, begin); i < std::min(first + elements, end); ++i) {
+          float sum = 0;
+          for (int r = 0; r < n; ++r) {
+            const auto value = static_cast<float>(cublaslt::load_elem(slot(r, n), static_cast<int64_t>(i - first), elem));
+            sum = r == 0 ? value : combine(call.op, sum, value);
+          }
+          cublaslt::store_elem(recv, static_cast<int64_t>(i - begin), elem, sum);  // rounded once
+        }
+        return;
+      }
+      case Kind::all_gather:
+        for (int r = 0; r < n; ++r) {
+          std::memcpy(recv + (static_cast<size_t>(r) * call.count + first) * size, slot(r, n), elements * size);
+        }
+        return;
+      case Kind::broadcast: std::memcpy(recv + first * size, slot(call.root, n), elements * size); return;
+    }
+  }
+
+  // Step s may be written once every rank has read step s-1.
+  void begin_step(const std::string& what) {
+    ++step_;
+    ProcessSegment& seg = segment();
+    wait_or_throw(what, "still reading the previous step", [&](int r) {
+      return seg.ranks[r].consumed.load(std::memory_order_acquire) + 1 >= step_;
+    });
+  }
+  void end_post(const std::string& what) {
+    ProcessSegment& seg = segment();
+    seg.ranks[rank_].posted.store(step_, std::memory_order_release);
+    wait_or_throw(what, "not arrived", [&](int r) { return seg.ranks[r].posted.load(std::memory_order_acquire) >= step_; });
+  }
+  void finish_step() { segment().ranks[rank_].consumed.store(step_, std::memory_order_release); }
+
+  void throw_if_failed() {
+    ProcessSegment& seg = segment();
+    if (seg.failed.load(std::memory_order_acquire) == 1) throw Fault(seg.failure);
+  }
+
+  // Until ready(r) for every rank; a failure, an exited process or the timeout throw (the
+  // timeout also fails the other ranks, naming the ranks not ready).
+  void wait_or_throw(const std::string& what, const char* not_ready, const std::function<bool(int)>& ready) {
+    ProcessSegment& seg = segment();
+    const int n = seg.nranks.load();
+    std::string gone;
+    const bool all = wait_until(
+        [&] {
+          for (int r = 0; r < n; ++r) {
+            if (ready(r)) continue;
+            if (!process_alive(seg.ranks[r].pid.load())) {
+              gone = what + ": rank " + std::to_string(r) + "'s process (" + std::to_string(seg.ranks[r].pid.load()) +
+                     ") exited";
+            }
+            return false;
+          }
+          return true;
+        },
+        &gone);
+    if (all) return;
+    if (gone.empty() && seg.failed.load() != 1) {
+      std::vector<int> late;
+      for (int r = 0; r < n; ++r)
+        if (!ready(r)) late.push_back(r);
+      gone = what + " hung: ranks " + rank_list(late) + " " + not_ready + " after " +
+             std::to_string(static_cast<int>(nccl_timeout_seconds())) + " s (BLOCKSCOPE_SIM_NCCL_TIMEOUT_S)";
+    }
+    if (!gone.empty()) fail_all(gone);
+    throw_if_failed();
+    throw Fault(gone);
+  }
+
+  // Polls `done` until true; false on a failure in the segment, `*stop` set non-empty, or the
+  // timeout without any rank's progress.
+  bool wait_until(const std::function<bool()>& done, const std::string* stop) {
+    using Clock = std::chrono::steady_clock;
+    ProcessSegment& seg = segment();
+    const auto timeout = std::chrono::duration<double>(nccl_timeout_seconds());
+    auto since = Clock::now();
+    uint64_t progress = 0;
+    for (int spins = 0;; ++spins) {
+      if (done()) return true;
+      if (seg.failed.load(std::memory_order_acquire) == 1 || (stop != nullptr && !stop->empty())) return false;
+      uint64_t now_progress = static_cast<uint64_t>(seg.joined.load());
+      for (int r = 0; r < seg.nranks.load(); ++r) now_progress += seg.ranks[r].posted.load() + seg.ranks[r].consumed.load();
+      if (now_progress != progress) {
+        progress = now_progress;
+        since = Clock::now();
+      } else if (Clock::now() - since > timeout) {
+        return false;
+      }
+      if (spins < 1000) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  std::string name_;
+  void* base_;
+  size_t bytes_;
+  int rank_;
+  uint64_t step_ = 0;
+};
+
 // ---- Groups ------------------------------------------------------------------------------------
 // Per host thread, as NCCL's: calls inside a group wait here until the outermost ncclGroupEnd.
 struct GroupState {
@@ -443,11 +792,33 @@ struct GroupState {
 };
 thread_local GroupState t_group;
 
+// A clique across processes: the part meets the other processes' when the stream runs it; a
+// failure there is the communicator's asynchronous error too.
+ncclResult_t issue_across_processes(ncclComm& comm, const Call& call, CUstream_st* stream) {
+  const std::shared_ptr<Clique> clique = comm.clique;
+  const uint64_t index = ++clique->calls_made[comm.rank];
+  const cudaError_t error = submit(stream, kind_name(call.kind), [clique, call, index] {
+    try {
+      clique->link->run(call, index, call.recv);
+    } catch (const Fault& fault) {
+      if (clique->async_error == ncclSuccess) clique->async_error = ncclRemoteError;
+      clique->async_note = {fault.what(), ++g_error_serial};
+      throw;
+    }
+  });
+  if (error != cudaSuccess) {
+    return fail(ncclUnhandledCudaError, std::string(kind_name(call.kind)) + ": queuing on the stream failed: " +
+                                            cudaGetErrorString(error));
+  }
+  return ncclSuccess;
+}
+
 // Joins rank `rank`'s call to its collective and queues its part; the ranks are compared here.
 ncclResult_t issue(ncclComm& comm, const Call& call, CUstream_st* stream, bool in_group) {
   Lock lock(state_mutex());
   Clique& clique = *comm.clique;
   const int rank = comm.rank;
+  if (clique.link != nullptr) return issue_across_processes(comm, call, stream);
   const uint64_t index = ++clique.calls_made[rank];
   std::shared_ptr<Collective>& slot = clique.open[index];
   if (slot == nullptr) {
@@ -560,29 +931,59 @@ std::string duplicate_device(const std::vector<ncclComm*>& comms) {
   return "";
 }
 
-// Waits until every rank of the comm's rendezvous has joined, or the timeout.
-ncclResult_t await_clique(ncclComm* comm, const std::shared_ptr<Rendezvous>& meeting, const std::string& key) {
-  std::unique_lock<std::mutex> wait(g_rendezvous_mutex);
-  const auto timeout = std::chrono::duration<double>(nccl_timeout_seconds());
-  const bool complete = g_rendezvous_changed.wait_for(wait, timeout, [&] {
-    return meeting->joined == meeting->nranks || !meeting->failure.empty();
-  });
-  if (!complete) {
-    std::vector<int> joined, missing;
-    for (int r = 0; r < meeting->nranks; ++r) (meeting->comms[r] ? joined : missing).push_back(r);
-    meeting->failure = "ncclCommInitRank: only ranks " + rank_list(joined) + " of " + std::to_string(meeting->nranks) +
-                       " joined within " + std::to_string(static_cast<int>(nccl_timeout_seconds())) +
-                       " s (BLOCKSCOPE_SIM_NCCL_TIMEOUT_S); missing ranks " + rank_list(missing) +
-                       ". The simulated NCCL has no cross-process communicators: every rank must call "
-                       "ncclCommInitRank in this process";
-    g_rendezvous.erase(key);
-    g_rendezvous_changed.notify_all();
+// A clique of one rank per process, from this process's side: only its own rank is here.
+std::shared_ptr<Clique> make_process_clique(ncclComm* comm, int nranks, std::shared_ptr<ProcessLink> link) {
+  auto clique = std::make_shared<Clique>();
+  clique->nranks = nranks;
+  clique->link = std::move(link);
+  clique->calls_made.assign(nranks, 0);
+  clique->devices.assign(nranks, -1);
+  clique->comms.assign(nranks, nullptr);
+  clique->devices[comm->rank] = comm->device;
+  clique->comms[comm->rank] = comm;
+  return clique;
+}
+
+// Leaves the rendezvous of this process (failed, or the clique spans processes).
+void leave_rendezvous(const std::shared_ptr<Rendezvous>& meeting, const std::string& key, const std::string& failure) {
+  std::lock_guard<std::mutex> guard(g_rendezvous_mutex);
+  if (!failure.empty() && meeting->failure.empty()) meeting->failure = failure;
+  const auto found = g_rendezvous.find(key);
+  if (found != g_rendezvous.end() && found->second == meeting) g_rendezvous.erase(found);
+  g_rendezvous_changed.notify_all();
+}
+
+// Waits until every rank of the comm's unique id has joined (in this process or others), or the
+// timeout; then makes its clique.
+ncclResult_t await_clique(ncclComm* comm, const std::shared_ptr<Rendezvous>& meeting, const std::string& key,
+                          const std::shared_ptr<ProcessLink>& link) {
+  std::string problem;
+  bool in_this_process = false;
+  if (!link->await_all(&problem)) {
+    leave_rendezvous(meeting, key, problem);
+    delete comm;
+    return fail(ncclSystemError, problem);
   }
-  if (!meeting->failure.empty()) {
-    const bool timed_out = meeting->failure.find("joined within") != std::string::npos;
+  if (problem = link->layout(&in_this_process); !problem.empty()) {
+    leave_rendezvous(meeting, key, problem);
+    delete comm;
+    return fail(ncclInvalidUsage, problem);
+  }
+  if (!in_this_process) {
+    leave_rendezvous(meeting, key, "");
+    Lock lock(state_mutex());
+    comm->clique = make_process_clique(comm, link->nranks(), link);
+    live_comms().insert(comm);
+    return ncclSuccess;
+  }
+  std::unique_lock<std::mutex> wait(g_rendezvous_mutex);  // the last of this process's ranks makes the clique
+  const auto timeout = std::chrono::duration<double>(nccl_timeout_seconds());
+  g_rendezvous_changed.wait_for(wait, timeout, [&] { return meeting->clique != nullptr || !meeting->failure.empty(); });
+  if (meeting->clique == nullptr) {
+    const std::string failure = meeting->failure.empty() ? "ncclCommInitRank: the clique was never made" : meeting->failure;
     wait.unlock();
     delete comm;
-    return fail(timed_out ? ncclSystemError : ncclInvalidUsage, meeting->failure);
+    return fail(ncclInvalidUsage, failure);
   }
   wait.unlock();
   Lock lock(state_mutex());
@@ -624,11 +1025,14 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " is not in 0.." +
                                          std::to_string(nranks - 1));
   }
-  if (nranks > device_count()) {
-    return fail(ncclInvalidUsage, "ncclCommInitRank: " + std::to_string(nranks) + " ranks, but the simulated GPU has " +
-                                      std::to_string(device_count()) +
-                                      " devices (BLOCKSCOPE_SIM_DEVICES) and no other processes can join");
+  if (nranks > kMostProcessRanks) {
+    return fail(ncclInvalidUsage, "ncclCommInitRank: " + std::to_string(nranks) + " ranks, but the simulated NCCL joins " +
+                                      "at most " + std::to_string(kMostProcessRanks));
   }
+  // The segment first: it sees every rank of the id, in this process or another.
+  std::string problem;
+  const std::shared_ptr<ProcessLink> link = ProcessLink::join(comm_id, nranks, rank, &problem);
+  if (link == nullptr) return fail(ncclInvalidUsage, problem);
   const std::string key(comm_id.internal, sizeof comm_id.internal);
   auto* handle = new ncclComm;
   handle->rank = rank;
@@ -643,19 +1047,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id
       slot->comms.assign(nranks, nullptr);
     }
     meeting = slot;
-    std::string problem;
-    if (meeting->nranks != nranks) {
-      problem = "ncclCommInitRank: rank " + std::to_string(rank) + " has nranks " + std::to_string(nranks) +
-                ", an earlier rank of this unique id has " + std::to_string(meeting->nranks);
-    } else if (meeting->comms[rank] != nullptr) {
-      problem = "ncclCommInitRank: rank " + std::to_string(rank) + " joined this unique id twice";
-    }
-    if (!problem.empty()) {
-      delete handle;
-      return fail(ncclInvalidUsage, problem);
-    }
     meeting->comms[rank] = handle;
-    if (++meeting->joined == nranks) {
+    if (++meeting->joined == nranks) {  // every rank in this process: the clique is made here
       const std::string duplicate = duplicate_device(meeting->comms);
       if (duplicate.empty()) {
         meeting->clique = make_clique(meeting->comms);
@@ -668,10 +1061,10 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id
   }
   *comm = handle;
   if (t_group.depth > 0) {  // joins at ncclGroupEnd, with the other ranks this thread adds
-    t_group.deferred.push_back([handle, meeting, key] { return await_clique(handle, meeting, key); });
+    t_group.deferred.push_back([handle, meeting, key, link] { return await_clique(handle, meeting, key, link); });
     return ncclSuccess;
   }
-  const ncclResult_t result = await_clique(handle, meeting, key);
+  const ncclResult_t result = await_clique(handle, meeting, key, link);
   if (result != ncclSuccess) *comm = nullptr;
   return result;
 }
@@ -727,6 +1120,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (const ncclResult_t r = check_comm("ncclCommAbort", comm)) return r;
   Clique& clique = *comm->clique;
   const std::string message = "ncclCommAbort: rank " + std::to_string(comm->rank) + " aborted the communicator";
+  if (clique.link != nullptr) clique.link->abort(message);  // ends the other processes' waits
   if (!clique.open.empty()) set_fault(cudaErrorLaunchFailure, message);
   for (auto& [index, open] : clique.open) {
     for (const int device : fail_collective(clique, *open, ncclRemoteError, message)) {

@@ -4,6 +4,8 @@
 // and bad arguments. Registered with BLOCKSCOPE_SIM_DEVICES=4 (test/sim/CMakeLists.txt).
 #include <gtest/gtest.h>
 #include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <random>
@@ -641,7 +644,7 @@ TEST(Nccl, InitRankWithoutItsPeersFailsAfterTheTimeout) {
   const std::string message = ncclGetLastError(nullptr);
   EXPECT_TRUE(contains(message, "only ranks 0 of 2 joined")) << message;
   EXPECT_TRUE(contains(message, "missing ranks 1")) << message;
-  EXPECT_TRUE(contains(message, "no cross-process communicators")) << message;
+  EXPECT_TRUE(contains(message, "one process per rank")) << message;
 }
 
 TEST(Nccl, InitRankInAGroupFromOneThread) {
@@ -706,7 +709,7 @@ TEST(Nccl, BadArgumentsAreRefusedWithTheDocumentedCodesAndNamed) {
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   refused(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument, "rank 2 is not in 0..1");
   refused(ncclCommInitRank(&comm, 0, id, 0), ncclInvalidArgument, "nranks 0");
-  refused(ncclCommInitRank(&comm, 5, id, 0), ncclInvalidUsage, "5 ranks, but the simulated GPU has 4 devices");
+  refused(ncclCommInitRank(&comm, 65, id, 0), ncclInvalidUsage, "65 ranks, but the simulated NCCL joins at most 64");
   std::vector<ncclComm_t> comms(2);
   const int same[] = {1, 1};
   refused(ncclCommInitAll(comms.data(), 2, same), ncclInvalidUsage, "both on device 1");
@@ -732,3 +735,227 @@ TEST(Nccl, BadArgumentsAreRefusedWithTheDocumentedCodesAndNamed) {
 }
 
 }  // namespace
+
+// ---- Across processes ----------------------------------------------------------------------------
+// One rank per process, as under mpirun: the test forks `n` children (each test is its own
+// process under ctest, so no simulator thread exists yet to be lost in the fork), each joins the
+// unique id made before the fork (what MPI_Bcast does for real programs) on its own simulated
+// GPU 0 and returns "" or what went wrong.
+std::string in_processes(int n, const std::function<std::string(int rank)>& body) {
+  std::vector<pid_t> pids;
+  std::vector<int> pipes;
+  for (int r = 0; r < n; ++r) {
+    int fds[2];
+    if (pipe(fds) != 0) return "pipe failed";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      std::string problem;
+      try {
+        problem = body(r);
+      } catch (const std::exception& error) {
+        problem = error.what();
+      }
+      if (!problem.empty() && write(fds[1], problem.data(), problem.size()) < 0) problem += " (unreported)";
+      _exit(problem.empty() ? 0 : 1);
+    }
+    close(fds[1]);
+    pids.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  std::string problems;
+  for (int r = 0; r < n; ++r) {
+    std::string text;
+    char buffer[4096];
+    for (ssize_t got; (got = read(pipes[r], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<size_t>(got));
+    close(pipes[r]);
+    int status = 0;
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !text.empty()) {
+      problems += "rank " + std::to_string(r) + ": " + (text.empty() ? "exited abnormally" : text) + "\n";
+    }
+  }
+  return problems;
+}
+
+// Rank r's input element i of collective `which`: small integers and halves, so every sum in
+// any order is exact in f32 and the expected results need no rounding model.
+float process_input(int which, int rank, size_t i) {
+  return static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(which) * 13) % 23) - 11) * 0.5f +
+         static_cast<float>(rank);
+}
+
+std::string check_floats(const char* what, const std::vector<float>& got, const std::function<float(size_t)>& want) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want(i)) {
+      return std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", want " +
+             std::to_string(want(i));
+    }
+  return "";
+}
+
+// Uploads `values` to a fresh buffer of `elements` (>= values.size()) floats on the current device.
+float* upload(const std::vector<float>& values, size_t elements) {
+  float* p = nullptr;
+  if (cudaMalloc(&p, elements * sizeof(float)) != cudaSuccess) return nullptr;
+  cudaMemcpy(p, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice);
+  return p;
+}
+std::vector<float> download(const float* p, size_t elements) {
+  std::vector<float> out(elements);
+  cudaMemcpy(out.data(), p, elements * sizeof(float), cudaMemcpyDeviceToHost);
+  return out;
+}
+
+std::string join(const ncclUniqueId& id, int n, int rank, ncclComm_t* comm) {
+  cudaSetDevice(0);
+  if (ncclCommInitRank(comm, n, id, rank) != ncclSuccess) return std::string("init: ") + ncclGetLastError(nullptr);
+  return "";
+}
+
+TEST(NcclProcesses, OneRankPerProcessRunsEveryCollective) {
+  for (const int n : {2, 3}) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    const std::string problems = in_processes(n, [&](int rank) -> std::string {
+      ncclComm_t comm = nullptr;
+      if (std::string problem = join(id, n, rank, &comm); !problem.empty()) return problem;
+      int size = 0, me = -1;
+      ncclCommCount(comm, &size);
+      ncclCommUserRank(comm, &me);
+      if (size != n || me != rank) return "count/rank " + std::to_string(size) + "/" + std::to_string(me);
+      auto sum_of = [n](int which, size_t i) {
+        float sum = 0;
+        for (int r = 0; r < n; ++r) sum += process_input(which, r, i);
+        return sum;
+      };
+      auto inputs = [rank](int which, size_t elements) {
+        std::vector<float> v(elements);
+        for (size_t i = 0; i < elements; ++i) v[i] = process_input(which, rank, i);
+        return v;
+      };
+      // AllReduce in place, larger than a step's slot (16 MiB / n): several chunks and a tail.
+      const size_t big = (size_t{5} << 20) + 3;
+      float* a = upload(inputs(0, big), big);
+      if (ncclAllReduce(a, a, big, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return ncclGetLastError(comm);
+      if (auto p = check_floats("AllReduce sum", download(a, big), [&](size_t i) { return sum_of(0, i); }); !p.empty())
+        return p;
+      // Max, out of place.
+      const size_t count = 1001;
+      float* in = upload(inputs(1, count), count);
+      float* out = upload({}, count * n);
+      ncclAllReduce(in, out, count, ncclFloat32, ncclMax, comm, nullptr);
+      if (auto p = check_floats("AllReduce max", download(out, count),
+                                [&](size_t i) { return process_input(1, n - 1, i); });
+          !p.empty())
+        return p;
+      // ReduceScatter: this rank's block of n·count inputs.
+      float* rs = upload(inputs(2, count * n), count * n);
+      ncclReduceScatter(rs, out, count, ncclFloat32, ncclSum, comm, nullptr);
+      if (auto p = check_floats("ReduceScatter", download(out, count),
+                                [&](size_t i) { return sum_of(2, static_cast<size_t>(rank) * count + i); });
+          !p.empty())
+        return p;
+      // AllGather: every rank's block, in rank order.
+      ncclAllGather(in, out, count, ncclFloat32, comm, nullptr);
+      if (auto p = check_floats("AllGather", download(out, count * n),
+                                [&](size_t i) { return process_input(1, static_cast<int>(i / count), i % count); });
+          !p.empty())
+        return p;
+      // Broadcast from the last rank, in place.
+      ncclBroadcast(in, in, count, ncclFloat32, n - 1, comm, nullptr);
+      if (auto p = check_floats("Broadcast", download(in, count), [&](size_t i) { return process_input(1, n - 1, i); });
+          !p.empty())
+        return p;
+      if (cudaDeviceSynchronize() != cudaSuccess) return cudaGetErrorString(cudaGetLastError());
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm, &async);
+      if (async != ncclSuccess) return "async error " + std::to_string(async);
+      return ncclCommDestroy(comm) == ncclSuccess ? "" : "destroy failed";
+    });
+    EXPECT_EQ(problems, "") << n << " processes";
+  }
+}
+
+// bf16 sums in f32 in rank order, rounded once: the same bits as the in-process clique gives.
+TEST(NcclProcesses, Bf16SumsMatchTheInProcessCliqueBitForBit) {
+  const int n = 2;
+  const size_t count = 4099;
+  auto input = [](int rank) {
+    std::vector<uint16_t> v(count);
+    std::mt19937 random(1234 + rank);
+    std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+    for (uint16_t& x : v) x = bf16_rne(uniform(random));
+    return v;
+  };
+  std::vector<uint16_t> want(count);
+  for (size_t i = 0; i < count; ++i)
+    want[i] = bf16_rne(static_cast<float>(from_bf16(input(0)[i])) + static_cast<float>(from_bf16(input(1)[i])));
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  EXPECT_EQ(in_processes(n, [&](int rank) -> std::string {
+              ncclComm_t comm = nullptr;
+              if (std::string problem = join(id, n, rank, &comm); !problem.empty()) return problem;
+              const std::vector<uint16_t> mine = input(rank);
+              void* p = nullptr;
+              cudaMalloc(&p, count * 2);
+              cudaMemcpy(p, mine.data(), count * 2, cudaMemcpyHostToDevice);
+              ncclAllReduce(p, p, count, ncclBfloat16, ncclSum, comm, nullptr);
+              std::vector<uint16_t> got(count);
+              cudaMemcpy(got.data(), p, count * 2, cudaMemcpyDeviceToHost);
+              for (size_t i = 0; i < count; ++i)
+                if (got[i] != want[i]) return "element " + std::to_string(i) + " differs";
+              return "";
+            }),
+            "");
+}
+
+// Every rank's synchronising call fails with the one message naming the disagreement.
+TEST(NcclProcesses, MismatchedCountsFailEveryProcessByName) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  EXPECT_EQ(in_processes(2, [&](int rank) -> std::string {
+              ncclComm_t comm = nullptr;
+              if (std::string problem = join(id, 2, rank, &comm); !problem.empty()) return problem;
+              float* p = upload(std::vector<float>(100, 1.0f), 100);
+              ncclAllReduce(p, p, rank == 0 ? 100 : 64, ncclFloat32, ncclSum, comm, nullptr);
+              const cudaError_t error = cudaDeviceSynchronize();
+              const std::string message = cudaGetErrorString(error);
+              if (error == cudaSuccess) return "the mismatch went unnoticed";
+              if (!contains(message, "rank 1 has count 64, rank 0 has 100")) return "message: " + message;
+              ncclResult_t async = ncclSuccess;
+              ncclCommGetAsyncError(comm, &async);
+              return async == ncclRemoteError ? "" : "async error " + std::to_string(async);
+            }),
+            "");
+}
+
+// A rank that never calls: the others fail after the timeout naming it; a rank whose process
+// exits is named at once.
+TEST(NcclProcesses, AMissingOrExitedRankIsNamed) {
+  ScopedTimeout timeout("1");
+  for (const bool exits : {false, true}) {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+    EXPECT_EQ(in_processes(2, [&](int rank) -> std::string {
+                ncclComm_t comm = nullptr;
+                if (std::string problem = join(id, 2, rank, &comm); !problem.empty()) return problem;
+                if (rank == 1) {
+                  if (exits) _exit(0);
+                  std::this_thread::sleep_for(std::chrono::seconds(3));
+                  return "";
+                }
+                const auto start = std::chrono::steady_clock::now();
+                float* p = upload(std::vector<float>(10, 1.0f), 10);
+                ncclAllReduce(p, p, 10, ncclFloat32, ncclSum, comm, nullptr);
+                const std::string message = cudaGetErrorString(cudaDeviceSynchronize());
+                const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                const std::string want = exits ? "rank 1's process" : "ranks 1 not arrived after 1 s";
+                if (!contains(message, want)) return "message: " + message;
+                if (exits && waited > 0.9) return "waited " + std::to_string(waited) + " s for an exited process";
+                return "";
+              }),
+              "")
+        << (exits ? "exited" : "missing");
+  }
+}
