@@ -52,6 +52,9 @@ class SingleRank final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string engine() const override { return "single rank"; }
+  void agree_on(const char* what, const void* data, int64_t count, DType) override {
+    check_arguments("single rank", what, data, count);
+  }
   void all_reduce_sum(void* data, int64_t count, DType) override {
     check_arguments("single rank", "all_reduce_sum", data, count);
   }
@@ -201,10 +204,8 @@ class MpiCommunicator final : public Communicator {
     std::_Exit(exit_code);  // MPI_Abort does not return; should it, end this rank at least
   }
 
- private:
-  // Every rank passes the same count and dtype, and none a bad one: otherwise every rank throws
-  // (no rank waits for data that never comes).
-  void agree_on(const char* what, const void* data, int64_t count, DType dtype) {
+  // One small allreduce before the data: no rank waits for data that never comes.
+  void agree_on(const char* what, const void* data, int64_t count, DType dtype) override {
     // (count, dtype, -count, -dtype, -bad) under MPI_MIN: every rank learns the least and the
     // most of each, so all of them see a disagreement and all of them throw.
     const bool bad = count < 0 || (count > 0 && data == nullptr);
@@ -230,6 +231,7 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
+ private:
   // f32 room for 16-bit collectives, kept between calls: a fresh buffer of a block's activations
   // (25 MB for GPT-2 small at B = 8) costs its page faults on every call.
   float* scratch(size_t elements) {
@@ -348,6 +350,10 @@ void Communicator::all_gather_on_device(Context&, const void*, void*, int64_t, D
 std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks) {
   throw InputError(detail::concat("tensor parallelism over ", ranks,
                                   " GPUs needs CUDA and NCCL: this blockscope was built without them"));
+}
+std::unique_ptr<Communicator> nccl_over_mpi(Communicator& world, int) {
+  throw InputError(detail::concat("NCCL between ", world.size(),
+                                  " processes: this blockscope was built without CUDA and NCCL"));
 }
 #endif
 

@@ -62,6 +62,11 @@ class Communicator {
   // reduces_device_memory() (others throw).
   virtual void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype);
   virtual void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype);
+  // Every rank passes the same count and dtype, and none a negative count or a null address
+  // with elements: otherwise a runtime Error on every rank, naming them. The collectives above
+  // call it first; an engine that moves device memory over this one (nccl_over_mpi) calls it
+  // before each enqueue, since NCCL does not check and would hang or corrupt.
+  virtual void agree_on(const char* what, const void* data, int64_t count, DType dtype) = 0;
   // Rank 0 receives every rank's string, in rank order (its own first); other ranks get {}.
   virtual std::vector<std::string> gather_to_root(const std::string& mine) = 0;
   virtual void barrier() = 0;
@@ -101,6 +106,14 @@ class CommunicatorGroup {
 // host memory) meet in this process. An InputError without CUDA or with fewer than `ranks`
 // GPUs; a runtime Error when NCCL cannot start (its message).
 std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks);
+
+// NCCL between the processes of `world` (mpirun), one GPU each: rank 0's ncclGetUniqueId goes to
+// every rank over `world`, and each joins with ncclCommInitRank on CUDA device `device` (its GPU).
+// Device tensors are reduced by NCCL on the rank's stream once `world` has checked that the ranks
+// agree on count and dtype; host collectives, gather_to_root, barrier and abort_all are `world`'s
+// (which must outlive it). An InputError in a build without NCCL; a runtime Error when NCCL
+// cannot start (its message).
+std::unique_ptr<Communicator> nccl_over_mpi(Communicator& world, int device);
 
 namespace detail {
 // Tests only: the most elements one MPI call of all_reduce_sum carries (0: the default, INT_MAX

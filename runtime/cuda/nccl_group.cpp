@@ -1,5 +1,5 @@
 // nccl_group_in_process (runtime/communicator.h): NCCL between the GPUs of one process, ranks as
-// host threads. nccl.h is included here only: nothing else in the tree names NCCL. In SIM builds
+// host threads; nccl_over_mpi: NCCL between processes, one GPU each, bootstrapped over MPI. nccl.h is included here only: nothing else in the tree names NCCL. In SIM builds
 // the simulated GPU's NCCL subset (sim/) stands in for libnccl.
 //
 // Two kinds of meeting:
@@ -146,7 +146,7 @@ class NcclRank final : public Communicator {
   // Host memory: every rank sums every rank's values in rank order in f32 (the same bits on
   // each), rounds once to the dtype, and writes its own copy after all have read.
   void all_reduce_sum(void* data, int64_t count, DType dtype) override {
-    const std::vector<Slot> all = agree_on(count, dtype, data, "all_reduce_sum");
+    const std::vector<Slot> all = meet_and_compare(count, dtype, data, "all_reduce_sum");
     if (count == 0 || size_ == 1) return;
     const std::vector<float> sum = sum_over_ranks(all, 0, count, dtype);
     meeting_.meet(rank_, {});  // every rank has read every buffer
@@ -170,18 +170,22 @@ class NcclRank final : public Communicator {
   // before returning (no rank changes its `send` while another still reads it).
   void reduce_scatter_sum(const void* send, void* recv, int64_t count, DType dtype) override {
     BS_CHECK(count == 0 || recv != nullptr, "reduce_scatter_sum on rank ", rank_, ": a null recv");
-    const std::vector<Slot> sends = agree_on(count, dtype, send, "reduce_scatter_sum");
+    const std::vector<Slot> sends = meet_and_compare(count, dtype, send, "reduce_scatter_sum");
     const std::vector<float> sum = sum_over_ranks(sends, static_cast<size_t>(rank_ * count) * dtype_size(dtype), count, dtype);
     meeting_.meet(rank_, {});
     store(sum, dtype, recv);
   }
   void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
     BS_CHECK(count == 0 || recv != nullptr, "all_gather on rank ", rank_, ": a null recv");
-    const std::vector<Slot> sends = agree_on(count, dtype, send, "all_gather");
+    const std::vector<Slot> sends = meet_and_compare(count, dtype, send, "all_gather");
     const size_t block = static_cast<size_t>(count) * dtype_size(dtype);
     for (size_t r = 0; r < sends.size(); ++r)
       if (block > 0) std::memcpy(static_cast<char*>(recv) + r * block, sends[r].data, block);
     meeting_.meet(rank_, {});
+  }
+
+  void agree_on(const char* what, const void* data, int64_t count, DType dtype) override {
+    meet_and_compare(count, dtype, data, what);
   }
 
   std::vector<std::string> gather_to_root(const std::string& mine) override {
@@ -215,7 +219,7 @@ class NcclRank final : public Communicator {
   void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what, Call call) {
     BS_CHECK(ctx.device() == Device::cuda(device_), what, ": rank ", rank_, " runs on cuda:", device_, ", not ",
              ctx.device().str());
-    agree_on(count, dtype, data, what);
+    meet_and_compare(count, dtype, data, what);
     if (count == 0) return;
     CudaBackend& backend = cuda_backend(ctx);
     std::lock_guard<std::mutex> lock(comm_mutex_);  // abort() cannot destroy the comm under the call
@@ -225,7 +229,7 @@ class NcclRank final : public Communicator {
 
   // Every rank passes the same count and dtype (NCCL would hang or corrupt otherwise): an Error
   // on every rank naming them when they differ. Returns every rank's slot.
-  std::vector<Slot> agree_on(int64_t count, DType dtype, const void* data, const char* what) {
+  std::vector<Slot> meet_and_compare(int64_t count, DType dtype, const void* data, const char* what) {
     BS_CHECK(count >= 0 && (count == 0 || data != nullptr), what, " on rank ", rank_, ": ", count,
              " elements at ", data);
     Slot mine;
@@ -282,8 +286,93 @@ class NcclGroup final : public CommunicatorGroup {
   std::vector<std::unique_ptr<NcclRank>> ranks_;
 };
 
+// One process's rank of an NCCL communicator over the processes of an MPI world: NCCL for device
+// memory, the world for the rest.
+class NcclProcessRank final : public Communicator {
+ public:
+  NcclProcessRank(Communicator& world, int device) : world_(world), device_(device) {
+    // The unique id's bytes go from rank 0 to every rank: an all-gather of opaque 32-bit words
+    // (copied, never summed), rank 0's block taken.
+    static_assert(sizeof(ncclUniqueId) % sizeof(float) == 0, "the id is moved as 32-bit words");
+    constexpr int64_t kWords = sizeof(ncclUniqueId) / sizeof(float);
+    ncclUniqueId id{};
+    if (world_.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    std::vector<ncclUniqueId> ids(static_cast<size_t>(world_.size()));
+    world_.all_gather(&id, ids.data(), kWords, DType::f32);
+    BS_CUDA_CHECK(cudaSetDevice(device_));
+    check_nccl(ncclCommInitRank(&comm_, world_.size(), ids[0], world_.rank()), "ncclCommInitRank");
+    engine_ = detail::concat(nccl_version(), " over ", world_.engine(), ", ", world_.size(), " processes");
+  }
+  ~NcclProcessRank() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+  }
+
+  int rank() const override { return world_.rank(); }
+  int size() const override { return world_.size(); }
+  int node_rank() const override { return world_.node_rank(); }
+  std::string engine() const override { return engine_; }
+  bool reduces_device_memory() const override { return true; }
+
+  void all_reduce_sum_on_device(Context& ctx, void* data, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, data, "all_reduce_sum_on_device", [&](cudaStream_t stream) {
+      check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
+                 "ncclAllReduce", comm_);
+    });
+  }
+  void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, recv, "reduce_scatter_sum_on_device", [&](cudaStream_t stream) {
+      check_nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
+                 "ncclReduceScatter", comm_);
+    });
+  }
+  void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, recv, "all_gather_on_device", [&](cudaStream_t stream) {
+      check_nccl(ncclAllGather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_, stream),
+                 "ncclAllGather", comm_);
+    });
+  }
+
+  void agree_on(const char* what, const void* data, int64_t count, DType dtype) override {
+    world_.agree_on(what, data, count, dtype);
+  }
+  void all_reduce_sum(void* data, int64_t count, DType dtype) override { world_.all_reduce_sum(data, count, dtype); }
+  void reduce_scatter_sum(const void* send, void* recv, int64_t count, DType dtype) override {
+    world_.reduce_scatter_sum(send, recv, count, dtype);
+  }
+  void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
+    world_.all_gather(send, recv, count, dtype);
+  }
+  std::vector<std::string> gather_to_root(const std::string& mine) override { return world_.gather_to_root(mine); }
+  void barrier() override { world_.barrier(); }
+  [[noreturn]] void abort_all(int exit_code) override {
+    if (comm_ != nullptr) ncclCommAbort(comm_);  // this rank's pending NCCL work ends; MPI ends the others
+    comm_ = nullptr;
+    world_.abort_all(exit_code);
+    std::_Exit(exit_code);  // the world's abort does not return; should it, end this rank at least
+  }
+
+ private:
+  template <typename Call>
+  void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what, Call call) {
+    BS_CHECK(ctx.device() == Device::cuda(device_), what, ": rank ", rank(), " runs on cuda:", device_, ", not ",
+             ctx.device().str());
+    world_.agree_on(what, data, count, dtype);
+    if (count == 0) return;
+    call(cuda_backend(ctx).stream());
+  }
+
+  Communicator& world_;
+  int device_;
+  ncclComm_t comm_ = nullptr;
+  std::string engine_;
+};
+
 }  // namespace
 
 std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks) { return std::make_unique<NcclGroup>(ranks); }
+
+std::unique_ptr<Communicator> nccl_over_mpi(Communicator& world, int device) {
+  return std::make_unique<NcclProcessRank>(world, device);
+}
 
 }  // namespace blockscope

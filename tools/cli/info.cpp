@@ -170,7 +170,7 @@ int info_command(Session& session) {
     head << (cuda_available() ? ", GPU available" : ", no GPU present");
   }
   head << "\nTensor parallelism: MPI " << (info["mpi_built"].get<bool>() ? "built" : "not built") << " (CPU ranks, mpirun), NCCL "
-       << (info["nccl_built"].get<bool>() ? "built" : "not built") << " (GPUs of one process)\n";
+       << (info["nccl_built"].get<bool>() ? "built" : "not built") << " (GPUs of one process, or of mpirun's ranks)\n";
   std::string libraries;
   for (cpu::GemmLibrary library : cpu::linked_gemm_libraries())
     libraries += std::string(libraries.empty() ? "" : ", ") + cpu::gemm_library_name(library);

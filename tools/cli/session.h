@@ -91,7 +91,9 @@ void announce_large_workload(const std::string& command, const WorkloadConfig& c
 
 // The ranks of the workload this process runs on `device`, each given its Context and
 // tensor-parallel group: one call (group null without parallel.tensor; MPI's world under
-// mpirun, each rank on its own GPU when the device is CUDA: rank_device), or — --device cuda with parallel.tensor = N and no mpirun — one per GPU of
+// mpirun — on CUDA each rank on its own GPU (rank_device), with NCCL between them started over
+// MPI where NCCL is built (nccl_over_mpi), else staged through host memory), or — --device cuda
+// with parallel.tensor = N and no mpirun — one per GPU of
 // cuda:0 .. cuda:N-1, each on its own thread (run_on_gpus: an error on one rank ends them all
 // and is rethrown). Only the call whose group is null or of rank 0 reports.
 void for_each_local_rank(const WorkloadConfig& config, const Device& device,
