@@ -16,13 +16,21 @@
 // iteration search would differ between ranks and pair one rank's all-reduce with another's
 // forward), after a barrier; rank 0 prints and writes --benchmark_out, the others are silent.
 // CPU over MPI on one machine is a correctness and profiling vehicle: read bus_GBps beside the
-// memcpy bandwidth in `blockscope info`, not as a link's speed. GPUs (NCCL) are not benchmarked
-// here yet.
+// memcpy bandwidth in `blockscope info`, not as a link's speed.
+//
+// Where a GPU is usable (and not --cpu_only) every row also runs on the rank's GPU (`.../cuda:0`,
+// named after rank 0's): under mpirun each rank on its own GPU (rank_device) with NCCL between
+// them, started over MPI (nccl_over_mpi; staged through host memory in a build without NCCL).
+// Each iteration ends with the rank's stream synchronised, so rank 0's time includes waiting for
+// the slowest rank, as a training step would — the analogue of nccl-tests' all_reduce_perf -c 0.
+//   mpirun -np 8 build/device/bin/tp_bench --benchmark_filter=cuda     one node of 8 GPUs
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/support/bench_support.h"
+#include "model/tensor_parallel.h"
 #include "model/workload.h"
 #include "ops/all_reduce/all_reduce.h"
 #include "runtime/communicator.h"
@@ -33,6 +41,29 @@ namespace {
 Communicator& group() {
   Communicator* world = world_communicator();
   return world != nullptr ? *world : single_rank_communicator();
+}
+
+// NCCL between the ranks' GPUs, made by the first GPU row (every rank runs the rows in one
+// order) and ended in main before MPI is.
+std::unique_ptr<Communicator> g_nccl;
+
+// The group a row on `device` reduces over: NCCL for GPUs under mpirun where it is built.
+Communicator& group_for(const Device& device) {
+#ifdef BLOCKSCOPE_WITH_NCCL
+  if (device.is_cuda() && group().size() > 1) {
+    if (g_nccl == nullptr) g_nccl = nccl_over_mpi(group(), device.index);
+    return *g_nccl;
+  }
+#endif
+  (void)device;
+  return group();
+}
+
+// cpu, and this rank's GPU where one is usable: (name suffix, device).
+std::vector<std::pair<std::string, Device>> rank_devices() {
+  std::vector<std::pair<std::string, Device>> out;
+  for (const Device& device : devices()) out.emplace_back(device.str(), rank_device(device, group()));
+  return out;
 }
 
 // Fixed iteration counts (see the header): enough for a stable median on the sizes below.
@@ -57,18 +88,24 @@ void register_all_reduces() {
     for (const Size& size : sizes) {
       const std::string key = workload_key("all_reduce", "sum", dtype, {{"elements", size.elements}, {"ranks", ranks}});
       const double bytes = static_cast<double>(size.elements) * static_cast<double>(dtype_size(dtype));
-      benchmark::RegisterBenchmark((key + "/cpu").c_str(), [=](benchmark::State& state) {
-        Context& ctx = context_for(Device::cpu());
-        Tensor t = random_tensor(ctx, {size.elements}, dtype, 1);
-        Communicator& comm = group();
-        for (int i = 0; i < 2; ++i) ops::all_reduce(ctx, t, comm);  // warm-up
-        comm.barrier();
-        for (auto _ : state) ops::all_reduce(ctx, t, comm);
-        state.counters["alg_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-        state.counters["bus_GBps"] = benchmark::Counter(ops::all_reduce_bus_bytes(bytes, ranks) * 1e-9,
-                                                        benchmark::Counter::kIsIterationInvariantRate);
-        state.SetLabel(key + " (" + size.what + ")");
-      })->Iterations(iterations_for(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
+      for (const auto& [suffix, device] : rank_devices()) {
+        benchmark::RegisterBenchmark((key + "/" + suffix).c_str(), [=, device = device](benchmark::State& state) {
+          Context& ctx = context_for(device);
+          Tensor t = random_tensor(ctx, {size.elements}, dtype, 1);
+          Communicator& comm = group_for(device);
+          for (int i = 0; i < 2; ++i) ops::all_reduce(ctx, t, comm);  // warm-up
+          ctx.synchronize();
+          comm.barrier();
+          for (auto _ : state) {
+            ops::all_reduce(ctx, t, comm);
+            ctx.synchronize();
+          }
+          state.counters["alg_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+          state.counters["bus_GBps"] = benchmark::Counter(ops::all_reduce_bus_bytes(bytes, ranks) * 1e-9,
+                                                          benchmark::Counter::kIsIterationInvariantRate);
+          state.SetLabel(key + " (" + size.what + ", " + comm.engine() + ")");
+        })->Iterations(iterations_for(bytes))->UseRealTime()->Unit(benchmark::kMicrosecond);
+      }
     }
   }
 }
@@ -80,22 +117,29 @@ void register_blocks() {
   for (DType dtype : {DType::f32, DType::bf16}) {
     for (const std::string& name : configs) {
       const std::string key = "block/tp=" + std::to_string(ranks) + "/" + dtype_name(dtype) + "/" + name;
-      std::vector<std::string> sets = {"parallel.tensor=" + std::to_string(ranks), std::string("dtype=") + dtype_name(dtype),
-                                       "device=cpu"};
-      if (name == "gpt2-small") sets.push_back("input.batch=1");  // one sequence of 1024: seconds, not minutes
-      const WorkloadConfig config =
-          load_config_file(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/" + name + ".yaml", sets);
-      const int64_t iterations = options().smoke ? 2 : name == "gpt2-small" ? 5 : 50;
-      benchmark::RegisterBenchmark((key + "/cpu").c_str(), [=](benchmark::State& state) {
-        Context& ctx = context_for(Device::cpu());
-        Workload workload(ctx, config, {config.paths});
-        workload.forward();  // warm-up: packed weights, GEMM plans
-        group().barrier();
-        for (auto _ : state) workload.forward();
-        state.counters["FLOPs"] =
-            benchmark::Counter(workload.flops_per_forward(), benchmark::Counter::kIsIterationInvariantRate);
-        state.SetLabel(key);
-      })->Iterations(iterations)->UseRealTime()->Unit(benchmark::kMillisecond);
+      for (const auto& [suffix, device] : rank_devices()) {
+        std::vector<std::string> sets = {"parallel.tensor=" + std::to_string(ranks),
+                                         std::string("dtype=") + dtype_name(dtype), "device=" + device.str()};
+        if (name == "gpt2-small") sets.push_back("input.batch=1");  // one sequence of 1024: seconds, not minutes
+        const WorkloadConfig config =
+            load_config_file(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/" + name + ".yaml", sets);
+        const int64_t iterations = options().smoke ? 2 : name == "gpt2-small" ? 5 : 50;
+        benchmark::RegisterBenchmark((key + "/" + suffix).c_str(), [=, device = device](benchmark::State& state) {
+          Context& ctx = context_for(device);
+          Communicator& comm = group_for(device);
+          Workload workload(ctx, config, {config.paths}, ranks > 1 ? &comm : nullptr);
+          workload.forward();  // warm-up: packed weights, GEMM plans
+          ctx.synchronize();
+          comm.barrier();
+          for (auto _ : state) {
+            workload.forward();
+            ctx.synchronize();
+          }
+          state.counters["FLOPs"] =
+              benchmark::Counter(workload.flops_per_forward(), benchmark::Counter::kIsIterationInvariantRate);
+          state.SetLabel(key + " (" + comm.engine() + ")");
+        })->Iterations(iterations)->UseRealTime()->Unit(benchmark::kMillisecond);
+      }
     }
   }
 }
@@ -126,6 +170,7 @@ int main(int argc, char** argv) {
     if (world != nullptr && world->size() > 1) world->abort_all(3);  // no rank left waiting in a collective
     code = 3;
   }
+  bs::bench::g_nccl.reset();  // before MPI ends
   bs::finalize_mpi();
   return code;
 }
