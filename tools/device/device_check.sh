@@ -37,7 +37,9 @@
 #                    read host-bound: the series' small-size lesson, measured); with 2 or more
 #                    GPUs and a kit built with DEVICE_CHECK_NCCL=ON, tensor parallelism over
 #                    NCCL (the split block checked, tensor_parallel_gpu_test, a Llama-3-8B
-#                    block's profile at TP = 1, 2, 4, 8); otherwise one skip row says why
+#                    block's profile at TP = 1, 2, 4, 8; tp_bench's GPU rows over mpirun, one
+#                    process per GPU, where the GPU machine has mpirun); otherwise one skip
+#                    row says why
 #        sanitizers  (DEVICE_CHECK_SANITIZERS_S, 110 s)  compute-sanitizer memcheck and
 #                    racecheck over a small subset; a run cut by its limit is "timeout"
 #        benchmarks  (DEVICE_CHECK_BENCH_S, 110 s)  the suites, --benchmark_filter'd to their
@@ -437,6 +439,19 @@ PY
         record "tp profile llama-3-8b tp=$n" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
       fi
     done
+    # One process per GPU, NCCL started over MPI: tp_bench's GPU rows (the all-reduces at the
+    # blocks' sizes, the blocks at TP = GPUs), where the GPU machine has an mpirun.
+    local mpirun="${MPIRUN:-mpirun}"
+    if ! command -v "$mpirun" >/dev/null 2>&1; then
+      record "tp_bench over mpirun" skip 0 "no mpirun on the GPU machine (MPIRUN=...)"
+    else
+      set_bin tp_bench
+      if OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 run_step "tp_bench over mpirun" 240 \
+           "$LOGS/tp_bench.log" "$mpirun" -np "$gpus" "${BIN[@]}" --benchmark_filter=cuda \
+           --benchmark_out="$LOGS/tp_bench.json" --benchmark_out_format=json; then
+        record "tp_bench over mpirun" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC, $gpus processes"
+      fi
+    fi
   fi
 
   # ---- compute-sanitizer ------------------------------------------------------------------------
