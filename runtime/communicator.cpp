@@ -353,7 +353,7 @@ std::unique_ptr<CommunicatorGroup> nccl_group_in_process(int ranks) {
 }
 std::unique_ptr<Communicator> nccl_over_mpi(Communicator& world, int) {
   throw InputError(detail::concat("NCCL between ", world.size(),
-                                  " processes: this blockscope was built without CUDA and NCCL"));
+                                  " processes needs CUDA and NCCL: this blockscope was built without them"));
 }
 #endif
 

@@ -225,13 +225,18 @@ TEST_P(Attention, FlashOnTileTailsGqaAndLargeLogits) {
 }
 
 // 4097 queries by 4097 keys: many query and key tiles, each with a one-element tail. Causal
-// only, f32 and bf16 (f16 takes bf16's code path with more mantissa). Under ASan, where the
-// simulated kernels run about 5x slower, bf16 only: the plain simulator suite runs f32.
-// One test per dtype, so that ctest runs them side by side (each is long on the simulated GPU).
+// only, f32 and bf16 (f16 takes bf16's code path with more mantissa). On the simulated GPU
+// 2049 by 2049 (33 tiles of 64 each way, the same one-element tails): 4097² took 156 s there,
+// the suite's longest test by 3x, and FlashOnTileTails already runs 4097 keys for one query.
+// Under ASan, where the simulated kernels run about 5x slower, bf16 only: the plain simulator
+// suite runs f32. One test per dtype, so that ctest runs them side by side.
+int64_t long_rows(const Device& device) { return device.is_cuda() ? 2049 : 4097; }
+
 TEST_P(Attention, FlashOnLongRowsBf16) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());
-  expect_flash_case(ctx, FlashCase{2, 2, 4097, 4097, 64, 2.0f}, DType::bf16, /*causal=*/true);
+  const int64_t s = long_rows(GetParam());
+  expect_flash_case(ctx, FlashCase{2, 2, s, s, 64, 2.0f}, DType::bf16, /*causal=*/true);
 }
 
 // f32 runs the FP32 kernel; under ASan (slow) the plain sim suite covers it.
@@ -239,7 +244,8 @@ TEST_P(Attention, FlashOnLongRowsBf16) {
 TEST_P(Attention, FlashOnLongRowsF32) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());
-  expect_flash_case(ctx, FlashCase{2, 2, 4097, 4097, 64, 2.0f}, DType::f32, /*causal=*/true);
+  const int64_t s = long_rows(GetParam());
+  expect_flash_case(ctx, FlashCase{2, 2, s, s, 64, 2.0f}, DType::f32, /*causal=*/true);
 }
 #endif
 

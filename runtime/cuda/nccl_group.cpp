@@ -1,8 +1,9 @@
 // nccl_group_in_process (runtime/communicator.h): NCCL between the GPUs of one process, ranks as
-// host threads; nccl_over_mpi: NCCL between processes, one GPU each, bootstrapped over MPI. nccl.h is included here only: nothing else in the tree names NCCL. In SIM builds
-// the simulated GPU's NCCL subset (sim/) stands in for libnccl.
+// host threads; nccl_over_mpi: NCCL between processes, one GPU each, started over MPI (at the
+// end). nccl.h is included here only: nothing else in the tree names NCCL. In SIM builds the
+// simulated GPU's NCCL subset (sim/) stands in for libnccl.
 //
-// Two kinds of meeting:
+// In one process, two kinds of meeting:
 //   device tensors: ncclAllReduce on the rank's stream (enqueued, no host wait) — NCCL moves
 //     the data between GPUs; 16-bit values are summed by NCCL in their own type, rounded at each
 //     step of its algorithm (as Megatron's and PyTorch's bf16 all-reduces are), where the MPI
