@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -124,7 +125,41 @@ void store(const std::vector<float>& values, DType dtype, void* to) {
   for (size_t i = 0; i < values.size(); ++i) store_from_float(dtype, static_cast<char*>(to) + i * element, values[i]);
 }
 
-class NcclRank final : public Communicator {
+// The device collectives of an NCCL rank, each enqueued on ctx's stream by the subclass's
+// enqueue() once the ranks agree on count and dtype (how they meet is the subclass's).
+class NcclDeviceCollectives : public Communicator {
+ public:
+  bool reduces_device_memory() const override { return true; }
+
+  void all_reduce_sum_on_device(Context& ctx, void* data, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, data, "all_reduce_sum_on_device", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm, stream),
+                 "ncclAllReduce", comm);
+    });
+  }
+  void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, recv, "reduce_scatter_sum_on_device", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm, stream),
+                 "ncclReduceScatter", comm);
+    });
+  }
+  void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
+    enqueue(ctx, count, dtype, recv, "all_gather_on_device", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclAllGather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm, stream),
+                 "ncclAllGather", comm);
+    });
+  }
+
+ protected:
+  using NcclCall = std::function<void(ncclComm_t comm, cudaStream_t stream)>;
+  // Checks ctx is this rank's GPU and that the ranks agree on count and dtype (an Error on every
+  // rank otherwise), then — unless there is nothing to move — calls `call` with this rank's
+  // communicator and ctx's stream.
+  virtual void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what,
+                       const NcclCall& call) = 0;
+};
+
+class NcclRank final : public NcclDeviceCollectives {
  public:
   NcclRank(int rank, int size, int device, ncclComm_t comm, HostMeeting& meeting, std::string engine)
       : rank_(rank), size_(size), device_(device), comm_(comm), meeting_(meeting), engine_(std::move(engine)) {}
@@ -135,14 +170,6 @@ class NcclRank final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string engine() const override { return engine_; }
-  bool reduces_device_memory() const override { return true; }
-
-  void all_reduce_sum_on_device(Context& ctx, void* data, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, data, "all_reduce_sum_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
-                 "ncclAllReduce", comm_);
-    });
-  }
 
   // Host memory: every rank sums every rank's values in rank order in f32 (the same bits on
   // each), rounds once to the dtype, and writes its own copy after all have read.
@@ -154,18 +181,6 @@ class NcclRank final : public Communicator {
     store(sum, dtype, data);
   }
 
-  void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, recv, "reduce_scatter_sum_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
-                 "ncclReduceScatter", comm_);
-    });
-  }
-  void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, recv, "all_gather_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclAllGather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_, stream),
-                 "ncclAllGather", comm_);
-    });
-  }
 
   // Host memory, as all_reduce_sum: every rank reads the others' buffers, then all meet again
   // before returning (no rank changes its `send` while another still reads it).
@@ -216,8 +231,8 @@ class NcclRank final : public Communicator {
  private:
   // A device collective: the ranks agree on count and dtype first (on the host), then `call`
   // enqueues it on ctx's stream — unless there is nothing to move.
-  template <typename Call>
-  void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what, Call call) {
+  void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what,
+               const NcclCall& call) override {
     BS_CHECK(ctx.device() == Device::cuda(device_), what, ": rank ", rank_, " runs on cuda:", device_, ", not ",
              ctx.device().str());
     meet_and_compare(count, dtype, data, what);
@@ -225,7 +240,7 @@ class NcclRank final : public Communicator {
     CudaBackend& backend = cuda_backend(ctx);
     std::lock_guard<std::mutex> lock(comm_mutex_);  // abort() cannot destroy the comm under the call
     BS_CHECK(comm_ != nullptr, "rank ", rank_, ": the tensor-parallel group was aborted");
-    call(backend.stream());
+    call(comm_, backend.stream());
   }
 
   // Every rank passes the same count and dtype (NCCL would hang or corrupt otherwise): an Error
@@ -289,7 +304,7 @@ class NcclGroup final : public CommunicatorGroup {
 
 // One process's rank of an NCCL communicator over the processes of an MPI world: NCCL for device
 // memory, the world for the rest.
-class NcclProcessRank final : public Communicator {
+class NcclProcessRank final : public NcclDeviceCollectives {
  public:
   NcclProcessRank(Communicator& world, int device) : world_(world), device_(device) {
     // The unique id's bytes go from rank 0 to every rank: an all-gather of opaque 32-bit words
@@ -312,26 +327,6 @@ class NcclProcessRank final : public Communicator {
   int size() const override { return world_.size(); }
   int node_rank() const override { return world_.node_rank(); }
   std::string engine() const override { return engine_; }
-  bool reduces_device_memory() const override { return true; }
-
-  void all_reduce_sum_on_device(Context& ctx, void* data, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, data, "all_reduce_sum_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
-                 "ncclAllReduce", comm_);
-    });
-  }
-  void reduce_scatter_sum_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, recv, "reduce_scatter_sum_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclReduceScatter(send, recv, static_cast<size_t>(count), nccl_type(dtype), ncclSum, comm_, stream),
-                 "ncclReduceScatter", comm_);
-    });
-  }
-  void all_gather_on_device(Context& ctx, const void* send, void* recv, int64_t count, DType dtype) override {
-    enqueue(ctx, count, dtype, recv, "all_gather_on_device", [&](cudaStream_t stream) {
-      check_nccl(ncclAllGather(send, recv, static_cast<size_t>(count), nccl_type(dtype), comm_, stream),
-                 "ncclAllGather", comm_);
-    });
-  }
 
   void agree_on(const char* what, const void* data, int64_t count, DType dtype) override {
     world_.agree_on(what, data, count, dtype);
@@ -353,13 +348,13 @@ class NcclProcessRank final : public Communicator {
   }
 
  private:
-  template <typename Call>
-  void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what, Call call) {
+  void enqueue(Context& ctx, int64_t count, DType dtype, const void* data, const char* what,
+               const NcclCall& call) override {
     BS_CHECK(ctx.device() == Device::cuda(device_), what, ": rank ", rank(), " runs on cuda:", device_, ", not ",
              ctx.device().str());
     world_.agree_on(what, data, count, dtype);
     if (count == 0) return;
-    call(cuda_backend(ctx).stream());
+    call(comm_, cuda_backend(ctx).stream());
   }
 
   Communicator& world_;
