@@ -19,7 +19,7 @@
 namespace blockscope {
 
 Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t layer,
-             int64_t batch, int64_t seq_len)
+             int64_t batch, int64_t seq_len, const Block* buffers_of)
     : model_(model), layer_(layer), batch_(batch), seq_(seq_len) {
   const std::string p = layer_prefix(model.family, layer);
   if (model.family == ModelFamily::gpt2) {
@@ -64,6 +64,12 @@ Block::Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSe
       mlp_.proj_weight = weights.at(p + "mlp.down_proj.weight");
       mlp_.proj_bias = weights.get(p + "mlp.down_proj.bias");
     }
+  }
+  if (buffers_of != nullptr) {
+    const auto source = const_cast<Block*>(buffers_of)->activation_buffers();  // read only
+    const auto target = activation_buffers();
+    for (size_t i = 0; i < target.size(); ++i) *target[i].second = *source[i].second;
+    return;
   }
   for (const BufferSpec& spec : block_buffer_specs(model, batch, seq_len)) {
     bool found = false;
@@ -123,12 +129,6 @@ std::array<std::pair<const char*, Tensor*>, 13> Block::activation_buffers() {
            {"proj", &proj_},
            {"residual", &residual_},
            {"mlp_out", &mlp_out_}}};
-}
-
-void Block::share_buffers_from(const Block& other) {
-  const auto source = const_cast<Block&>(other).activation_buffers();  // read only
-  const auto target = activation_buffers();
-  for (size_t i = 0; i < target.size(); ++i) *target[i].second = *source[i].second;
 }
 
 size_t Block::buffer_bytes() const {
@@ -199,12 +199,18 @@ void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& p
   }
 }
 
-void Block::split_sequence(Context& ctx, bool gather_output) {
+void Block::split_sequence(Context& ctx, bool gather_output, const Block* rows_of) {
   BS_CHECK(comm_ != nullptr, "split_sequence before set_communicator");
   const int64_t T = batch_ * seq_, ranks = comm_->size();
   BS_CHECK(T % ranks == 0, "sequence parallelism: ", ranks, " ranks do not divide ", T, " tokens");
   sequence_parallel_ = true;
   gather_output_ = gather_output;
+  if (rows_of != nullptr) {
+    BS_CHECK(rows_of->sequence_parallel_, "split_sequence: the block whose rows to share is not split");
+    rows_normed_ = rows_of->rows_normed_;
+    rows_sum_ = rows_of->rows_sum_;
+    return;
+  }
   rows_normed_ = ctx.empty({T / ranks, model_.d_model}, normed_.dtype());
   rows_sum_ = ctx.empty({T / ranks, model_.d_model}, normed_.dtype());
 }
@@ -346,9 +352,9 @@ BlockStack::BlockStack(Context& ctx, const ModelConfig& model, DType dtype, cons
   BS_CHECK(n_layers >= 1, "a stack needs at least one layer");
   blocks_.reserve(static_cast<size_t>(n_layers));
   for (int64_t i = 0; i < n_layers; ++i) {
-    blocks_.emplace_back(ctx, model, dtype, weights, i, batch, seq_len);
-    // Layers run one after another: one set of activation buffers serves them all.
-    if (i > 0) blocks_.back().share_buffers_from(blocks_.front());
+    // Layers run one after another: one set of activation buffers (the first's) serves them all
+    // (reserved above: the first block does not move).
+    blocks_.emplace_back(ctx, model, dtype, weights, i, batch, seq_len, i > 0 ? &blocks_.front() : nullptr);
   }
   for (const BufferSpec& spec : stack_buffer_specs(model, n_layers, batch, seq_len)) {
     if (std::string(spec.name) == "ping") ping_ = ctx.empty(spec.shape, dtype);

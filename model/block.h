@@ -56,9 +56,10 @@ class Block {
  public:
   // Binds the weights of layer `layer` (names from block_weight_specs) and allocates every
   // activation buffer for inputs [batch, seq_len, d_model] once, so forward() allocates
-  // nothing of its own.
+  // nothing of its own — or, with `buffers_of` (same model and sizes), uses that block's: the
+  // layers of a stack run one after another, so they share one set (never allocated twice).
   Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t layer, int64_t batch,
-        int64_t seq_len);
+        int64_t seq_len, const Block* buffers_of = nullptr);
 
   // Packs the concatenated gate|up weight once when a fused MLP path will run.
   void prepare(Context& ctx, const PathConfig& paths);
@@ -86,10 +87,6 @@ class Block {
   // "mlp.input" and "mlp.out" [T, d]. `check` measures each op on its own inputs with them.
   std::vector<std::pair<std::string, Tensor>> op_tensors() const;
 
-  // Uses `other`'s activation buffers instead of its own (same model and sizes): the layers
-  // of a stack run one after another, so they can share them.
-  void share_buffers_from(const Block& other);
-
   // Tensor parallelism (model/tensor_parallel.h): this block is one rank's shard, and the
   // attention output projection's and the MLP's partial sums are all-reduced over `comm`
   // before each residual add. nullptr (the default): one rank, no collective.
@@ -99,8 +96,9 @@ class Block {
   // an all-gather before each column-parallel GEMM and a reduce-scatter in place of each
   // all-reduce — the same bytes on the wire, 1/R of the norm work. The block reads only its
   // rows of x and writes only its rows of y, unless `gather_output` (a single block, a stack's
-  // last layer): then y is whole on every rank.
-  void split_sequence(Context& ctx, bool gather_output);
+  // last layer): then y is whole on every rank. Two [T/R, d] row buffers, scratch within a
+  // layer: `rows_of`'s when given (a stack's later layers share the first's).
+  void split_sequence(Context& ctx, bool gather_output, const Block* rows_of = nullptr);
 
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
@@ -164,7 +162,8 @@ class BlockStack {
   // Sequence parallelism (Block::split_sequence): the layers pass their rows on, the last one
   // gathers the whole output.
   void split_sequence(Context& ctx) {
-    for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i].split_sequence(ctx, i + 1 == blocks_.size());
+    for (size_t i = 0; i < blocks_.size(); ++i)
+      blocks_[i].split_sequence(ctx, i + 1 == blocks_.size(), i > 0 ? &blocks_.front() : nullptr);
   }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].

@@ -88,10 +88,12 @@ class BlockRunner final : public WorkloadKindRunner {
     // input and output, the stack's own buffers, the MLP's scratch.
     const double io = 2.0 * double(tokens()) * double(m.d_model);
     const double buffers = shape_elements(stack_buffer_specs(m, layers(), config_.input.batch, config_.input.seq_len));
-    // Tensor parallelism: every rank keeps the whole weights (the oracle's) and its shard.
+    // Tensor parallelism: every rank keeps the whole weights (the oracle's) and its shard;
+    // sequence parallelism adds the layers' two shared [T/N, d] row buffers (Block::split_sequence).
     const double ranks = double(config_.parallel.tensor);
     const double weights = double(layers()) * (per_layer + packed) * (ranks > 1 ? 1.0 + 1.0 / ranks : 1.0);
-    return in_bytes(config_, weights, io + buffers + worst_mlp_scratch(m, tokens(), paths),
+    const double rows = config_.parallel.sequence_parallel ? 2.0 * double(tokens()) / ranks * double(m.d_model) : 0.0;
+    return in_bytes(config_, weights, io + buffers + rows + worst_mlp_scratch(m, tokens(), paths),
                     worst_score_elements(config_, paths));
   }
 

@@ -146,6 +146,32 @@ TEST(TensorParallelGpuProfile, SequenceParallelismRecordsReduceScattersAndAllGat
   }
 }
 
+// Each rank's memory estimate (the whole weights and its shard, the activations and, under
+// sequence parallelism, each layer's two row buffers) covers what its GPU held at the peak of a
+// forward, and stays near it.
+TEST(TensorParallelGpuMemory, EachRanksEstimateCoversItsPeak) {
+  BS_SKIP_IF_UNAVAILABLE(bs::Device::cuda(1));
+  for (const bool sequence_parallel : {false, true}) {
+    SCOPED_TRACE(sequence_parallel ? "sequence parallel" : "tensor parallel");
+    const bs::WorkloadConfig config =
+        bs::load_config_text(yaml_of("gpt2", "f32", 9), "tp_gpu_test",
+                             {"parallel.tensor=2", std::string("parallel.sequence_parallel=") +
+                                                       (sequence_parallel ? "true" : "false")});
+    std::vector<size_t> estimates(2), peaks(2);
+    bs::run_on_gpus(2, [&](bs::Context& ctx, bs::Communicator& comm) {
+      bs::Workload workload(ctx, config, {config.paths}, &comm);
+      workload.forward();
+      ctx.synchronize();
+      estimates[comm.rank()] = workload.memory().total();
+      peaks[comm.rank()] = ctx.backend().memory_stats().peak_in_use;
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_GE(estimates[r], peaks[r]) << "rank " << r;
+      EXPECT_LE(estimates[r], 4 * peaks[r]) << "rank " << r << ": the estimate should stay close to what runs";
+    }
+  }
+}
+
 // One rank fails before its first collective while the other waits in one: run_on_gpus returns
 // (the group is aborted, nobody waits forever) and rethrows the failing rank's own error.
 TEST(TensorParallelGpuErrors, ARankThatFailsEndsTheGroupWithItsError) {
