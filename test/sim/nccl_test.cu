@@ -734,8 +734,6 @@ TEST(Nccl, BadArgumentsAreRefusedWithTheDocumentedCodesAndNamed) {
   clique.synchronize();
 }
 
-}  // namespace
-
 // ---- Across processes ----------------------------------------------------------------------------
 // One rank per process, as under mpirun: the test forks `n` children (each test is its own
 // process under ctest, so no simulator thread exists yet to be lost in the fork), each joins the
@@ -785,26 +783,14 @@ float process_input(int which, int rank, size_t i) {
          static_cast<float>(rank);
 }
 
-std::string check_floats(const char* what, const std::vector<float>& got, const std::function<float(size_t)>& want) {
+// An f32 collective's result against `want`, element by element (exact: see process_input).
+std::string check_floats(const char* what, const Array& got, const std::function<float(size_t)>& want) {
   for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want(i)) {
-      return std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) + ", want " +
+    if (got.get(i) != want(i)) {
+      return std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got.get(i)) + ", want " +
              std::to_string(want(i));
     }
   return "";
-}
-
-// Uploads `values` to a fresh buffer of `elements` (>= values.size()) floats on the current device.
-float* upload(const std::vector<float>& values, size_t elements) {
-  float* p = nullptr;
-  if (cudaMalloc(&p, elements * sizeof(float)) != cudaSuccess) return nullptr;
-  cudaMemcpy(p, values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice);
-  return p;
-}
-std::vector<float> download(const float* p, size_t elements) {
-  std::vector<float> out(elements);
-  cudaMemcpy(out.data(), p, elements * sizeof(float), cudaMemcpyDeviceToHost);
-  return out;
 }
 
 std::string join(const ncclUniqueId& id, int n, int rank, ncclComm_t* comm) {
@@ -829,42 +815,48 @@ TEST(NcclProcesses, OneRankPerProcessRunsEveryCollective) {
         for (int r = 0; r < n; ++r) sum += process_input(which, r, i);
         return sum;
       };
+      // This rank's inputs of collective `which`, uploaded to a buffer of its own.
       auto inputs = [rank](int which, size_t elements) {
-        std::vector<float> v(elements);
-        for (size_t i = 0; i < elements; ++i) v[i] = process_input(which, rank, i);
-        return v;
+        Array values(Type::f32, elements);
+        for (size_t i = 0; i < elements; ++i) values.set(i, process_input(which, rank, i));
+        auto buffer = std::make_unique<DeviceBuffer>(0, values.bytes.size());
+        buffer->upload(values);
+        return buffer;
       };
       // AllReduce in place, larger than a step's slot (16 MiB / n): several chunks and a tail.
       const size_t big = (size_t{5} << 20) + 3;
-      float* a = upload(inputs(0, big), big);
-      if (ncclAllReduce(a, a, big, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess) return ncclGetLastError(comm);
-      if (auto p = check_floats("AllReduce sum", download(a, big), [&](size_t i) { return sum_of(0, i); }); !p.empty())
+      const auto a = inputs(0, big);
+      if (ncclAllReduce(a->ptr, a->ptr, big, ncclFloat32, ncclSum, comm, nullptr) != ncclSuccess)
+        return ncclGetLastError(comm);
+      if (auto p = check_floats("AllReduce sum", a->download(Type::f32, big), [&](size_t i) { return sum_of(0, i); });
+          !p.empty())
         return p;
       // Max, out of place.
       const size_t count = 1001;
-      float* in = upload(inputs(1, count), count);
-      float* out = upload({}, count * n);
-      ncclAllReduce(in, out, count, ncclFloat32, ncclMax, comm, nullptr);
-      if (auto p = check_floats("AllReduce max", download(out, count),
+      const auto in = inputs(1, count);
+      DeviceBuffer out(0, count * n * sizeof(float));
+      ncclAllReduce(in->ptr, out.ptr, count, ncclFloat32, ncclMax, comm, nullptr);
+      if (auto p = check_floats("AllReduce max", out.download(Type::f32, count),
                                 [&](size_t i) { return process_input(1, n - 1, i); });
           !p.empty())
         return p;
       // ReduceScatter: this rank's block of n·count inputs.
-      float* rs = upload(inputs(2, count * n), count * n);
-      ncclReduceScatter(rs, out, count, ncclFloat32, ncclSum, comm, nullptr);
-      if (auto p = check_floats("ReduceScatter", download(out, count),
+      const auto rs = inputs(2, count * n);
+      ncclReduceScatter(rs->ptr, out.ptr, count, ncclFloat32, ncclSum, comm, nullptr);
+      if (auto p = check_floats("ReduceScatter", out.download(Type::f32, count),
                                 [&](size_t i) { return sum_of(2, static_cast<size_t>(rank) * count + i); });
           !p.empty())
         return p;
       // AllGather: every rank's block, in rank order.
-      ncclAllGather(in, out, count, ncclFloat32, comm, nullptr);
-      if (auto p = check_floats("AllGather", download(out, count * n),
+      ncclAllGather(in->ptr, out.ptr, count, ncclFloat32, comm, nullptr);
+      if (auto p = check_floats("AllGather", out.download(Type::f32, count * n),
                                 [&](size_t i) { return process_input(1, static_cast<int>(i / count), i % count); });
           !p.empty())
         return p;
       // Broadcast from the last rank, in place.
-      ncclBroadcast(in, in, count, ncclFloat32, n - 1, comm, nullptr);
-      if (auto p = check_floats("Broadcast", download(in, count), [&](size_t i) { return process_input(1, n - 1, i); });
+      ncclBroadcast(in->ptr, in->ptr, count, ncclFloat32, n - 1, comm, nullptr);
+      if (auto p = check_floats("Broadcast", in->download(Type::f32, count),
+                                [&](size_t i) { return process_input(1, n - 1, i); });
           !p.empty())
         return p;
       if (cudaDeviceSynchronize() != cudaSuccess) return cudaGetErrorString(cudaGetLastError());
@@ -882,29 +874,26 @@ TEST(NcclProcesses, Bf16SumsMatchTheInProcessCliqueBitForBit) {
   const int n = 2;
   const size_t count = 4099;
   auto input = [](int rank) {
-    std::vector<uint16_t> v(count);
+    Array values(Type::bf16, count);
     std::mt19937 random(1234 + rank);
     std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
-    for (uint16_t& x : v) x = bf16_rne(uniform(random));
-    return v;
+    for (size_t i = 0; i < count; ++i) values.set(i, uniform(random));  // rounded to bf16
+    return values;
   };
-  std::vector<uint16_t> want(count);
+  Array want(Type::bf16, count);
   for (size_t i = 0; i < count; ++i)
-    want[i] = bf16_rne(static_cast<float>(from_bf16(input(0)[i])) + static_cast<float>(from_bf16(input(1)[i])));
+    want.set(i, static_cast<float>(input(0).get(i)) + static_cast<float>(input(1).get(i)));  // one f32 sum, rounded once
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   EXPECT_EQ(in_processes(n, [&](int rank) -> std::string {
               ncclComm_t comm = nullptr;
               if (std::string problem = join(id, n, rank, &comm); !problem.empty()) return problem;
-              const std::vector<uint16_t> mine = input(rank);
-              void* p = nullptr;
-              cudaMalloc(&p, count * 2);
-              cudaMemcpy(p, mine.data(), count * 2, cudaMemcpyHostToDevice);
-              ncclAllReduce(p, p, count, ncclBfloat16, ncclSum, comm, nullptr);
-              std::vector<uint16_t> got(count);
-              cudaMemcpy(got.data(), p, count * 2, cudaMemcpyDeviceToHost);
+              DeviceBuffer buffer(0, count * 2);
+              buffer.upload(input(rank));
+              ncclAllReduce(buffer.ptr, buffer.ptr, count, ncclBfloat16, ncclSum, comm, nullptr);
+              const Array got = buffer.download(Type::bf16, count);
               for (size_t i = 0; i < count; ++i)
-                if (got[i] != want[i]) return "element " + std::to_string(i) + " differs";
+                if (got.get(i) != want.get(i)) return "element " + std::to_string(i) + " differs";
               return "";
             }),
             "");
@@ -917,8 +906,9 @@ TEST(NcclProcesses, MismatchedCountsFailEveryProcessByName) {
   EXPECT_EQ(in_processes(2, [&](int rank) -> std::string {
               ncclComm_t comm = nullptr;
               if (std::string problem = join(id, 2, rank, &comm); !problem.empty()) return problem;
-              float* p = upload(std::vector<float>(100, 1.0f), 100);
-              ncclAllReduce(p, p, rank == 0 ? 100 : 64, ncclFloat32, ncclSum, comm, nullptr);
+              DeviceBuffer buffer(0, 100 * sizeof(float));
+              buffer.upload(Array(Type::f32, 100));
+              ncclAllReduce(buffer.ptr, buffer.ptr, rank == 0 ? 100 : 64, ncclFloat32, ncclSum, comm, nullptr);
               const cudaError_t error = cudaDeviceSynchronize();
               const std::string message = cudaGetErrorString(error);
               if (error == cudaSuccess) return "the mismatch went unnoticed";
@@ -946,8 +936,9 @@ TEST(NcclProcesses, AMissingOrExitedRankIsNamed) {
                   return "";
                 }
                 const auto start = std::chrono::steady_clock::now();
-                float* p = upload(std::vector<float>(10, 1.0f), 10);
-                ncclAllReduce(p, p, 10, ncclFloat32, ncclSum, comm, nullptr);
+                DeviceBuffer buffer(0, 10 * sizeof(float));
+                buffer.upload(Array(Type::f32, 10));
+                ncclAllReduce(buffer.ptr, buffer.ptr, 10, ncclFloat32, ncclSum, comm, nullptr);
                 const std::string message = cudaGetErrorString(cudaDeviceSynchronize());
                 const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
                 const std::string want = exits ? "rank 1's process" : "ranks 1 not arrived after 1 s";
@@ -959,3 +950,5 @@ TEST(NcclProcesses, AMissingOrExitedRankIsNamed) {
         << (exits ? "exited" : "missing");
   }
 }
+
+}  // namespace
