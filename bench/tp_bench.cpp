@@ -43,20 +43,15 @@ Communicator& group() {
   return world != nullptr ? *world : single_rank_communicator();
 }
 
-// NCCL between the ranks' GPUs, made by the first GPU row (every rank runs the rows in one
-// order) and ended in main before MPI is.
-std::unique_ptr<Communicator> g_nccl;
+// The ranks' GPU group (gpu_group_over: NCCL under mpirun where it is built), made by the first
+// GPU row (every rank runs the rows in one order) and ended in main before MPI is.
+std::unique_ptr<Communicator> g_gpus;
 
-// The group a row on `device` reduces over: NCCL for GPUs under mpirun where it is built.
+// The group a row on `device` reduces over.
 Communicator& group_for(const Device& device) {
-#ifdef BLOCKSCOPE_WITH_NCCL
-  if (device.is_cuda() && group().size() > 1) {
-    if (g_nccl == nullptr) g_nccl = nccl_over_mpi(group(), device.index);
-    return *g_nccl;
-  }
-#endif
-  (void)device;
-  return group();
+  if (!device.is_cuda()) return group();
+  if (g_gpus == nullptr) g_gpus = gpu_group_over(group(), device);
+  return g_gpus != nullptr ? *g_gpus : group();
 }
 
 // cpu, and this rank's GPU where one is usable: (name suffix, device).
@@ -170,7 +165,7 @@ int main(int argc, char** argv) {
     if (world != nullptr && world->size() > 1) world->abort_all(3);  // no rank left waiting in a collective
     code = 3;
   }
-  bs::bench::g_nccl.reset();  // before MPI ends
+  bs::bench::g_gpus.reset();  // before MPI ends
   bs::finalize_mpi();
   return code;
 }

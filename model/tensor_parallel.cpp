@@ -135,6 +135,14 @@ Device rank_device(const Device& requested, const Communicator& group) {
   return Device::cuda(group.node_rank() % gpus);
 }
 
+std::unique_ptr<Communicator> gpu_group_over(Communicator& world, const Device& device) {
+#ifdef BLOCKSCOPE_WITH_NCCL
+  if (device.is_cuda() && world.size() > 1) return nccl_over_mpi(world, device.index);
+#endif
+  (void)world, (void)device;
+  return nullptr;
+}
+
 ModelConfig shard_model(const ModelConfig& model, int ranks) {
   BS_CHECK(ranks >= 1 && model.n_heads % ranks == 0 && model.n_kv_heads % ranks == 0 && model.d_ff % ranks == 0,
            "shard_model: ", ranks, " ranks do not divide the heads (", model.n_heads, "), kv heads (",

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "model/config.h"
 #include "model/weights.h"
@@ -38,8 +39,14 @@ void run_on_gpus(int ranks, const std::function<void(Context& ctx, Communicator&
 
 // Under mpirun, the device a rank of `group` runs on when `requested` is given to every rank: a
 // CUDA device is the rank's own GPU, cuda:(node_rank mod the machine's GPUs) — one GPU per
-// process, the collectives staged through host memory (MPI); the CPU stays the CPU.
+// process (gpu_group_over); the CPU stays the CPU.
 Device rank_device(const Device& requested, const Communicator& group);
+
+// The group of the ranks' GPUs under mpirun: NCCL between them started over `world`
+// (nccl_over_mpi) when `device` (this rank's) is a GPU, `world` has more than one rank and NCCL
+// is built; otherwise null, and `world` itself reduces (device tensors staged through host
+// memory). Every rank of `world` must call it, in the same order.
+std::unique_ptr<Communicator> gpu_group_over(Communicator& world, const Device& device);
 
 // The model one of `ranks` ranks computes: n_heads / ranks heads, n_kv_heads / ranks kv heads,
 // d_ff / ranks hidden units (the config reader has refused ranks that do not divide them).

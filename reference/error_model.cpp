@@ -19,9 +19,9 @@ RoundingCount attention_roundings(int64_t head_dim, int64_t keys, double largest
   RoundingCount count;
   count.f32_terms = head_dim * (1 + score_gain);  // q·k, its error magnified by exp
   count.stored = 1 + score_gain;                  // the stored score, magnified too
-  count += softmax_roundings(keys);                        // the probabilities (stored once)
-  count.f32_terms += keys;                                 // Σ p·v
-  count.stored += 1;                                       // the output
+  count += softmax_roundings(keys);               // the probabilities (stored once)
+  count.f32_terms += keys;                        // Σ p·v
+  count.stored += 1;                              // the output
   return count;
 }
 

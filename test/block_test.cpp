@@ -352,21 +352,22 @@ TEST(Workload, LoadedWeightsAreReadOnly) {
 // A block and a 3-layer stack (whose layers share one set of activation buffers: a later layer
 // allocating its own first, even for a moment, would show in the peak).
 TEST(Workload, MemoryEstimateCoversThePeakOfEveryPath) {
-  for (const char* family : {"gpt2", "llama"})
-  for (const char* workload : {"block", "stack"}) {
-    SCOPED_TRACE(std::string(family) + " " + workload);
-    const std::string model = std::string(family) == "gpt2" ? "  d_model: 64\n  n_heads: 4\n  n_layers: 3\n"
-                                                            : "  d_model: 64\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 96\n  n_layers: 3\n";
-    const bs::WorkloadConfig config = bs::load_config_text(block_yaml(family, 1, model, workload), "t", {"input.seq_len=64"});
-    for (const bs::PathConfig& paths : every_mix(config.model.gated)) {
-      SCOPED_TRACE(bs::paths_str(paths));
-      bs::Context ctx(bs::Device::cpu());
-      bs::Workload workload(ctx, config, {paths});
-      workload.set_paths(paths);
-      workload.forward();
-      const size_t peak = ctx.backend().memory_stats().peak_in_use;
-      EXPECT_GE(workload.memory().total(), peak);
-      EXPECT_LE(workload.memory().total(), 4 * peak) << "the estimate should stay close to what runs";
+  for (const char* family : {"gpt2", "llama"}) {
+    for (const char* kind : {"block", "stack"}) {
+      SCOPED_TRACE(std::string(family) + " " + kind);
+      const std::string model = std::string(family) == "gpt2" ? "  d_model: 64\n  n_heads: 4\n  n_layers: 3\n"
+                                                              : "  d_model: 64\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 96\n  n_layers: 3\n";
+      const bs::WorkloadConfig config = bs::load_config_text(block_yaml(family, 1, model, kind), "t", {"input.seq_len=64"});
+      for (const bs::PathConfig& paths : every_mix(config.model.gated)) {
+        SCOPED_TRACE(bs::paths_str(paths));
+        bs::Context ctx(bs::Device::cpu());
+        bs::Workload workload(ctx, config, {paths});
+        workload.set_paths(paths);
+        workload.forward();
+        const size_t peak = ctx.backend().memory_stats().peak_in_use;
+        EXPECT_GE(workload.memory().total(), peak);
+        EXPECT_LE(workload.memory().total(), 4 * peak) << "the estimate should stay close to what runs";
+      }
     }
   }
 }

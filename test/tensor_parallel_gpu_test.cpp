@@ -147,8 +147,8 @@ TEST(TensorParallelGpuProfile, SequenceParallelismRecordsReduceScattersAndAllGat
 }
 
 // Each rank's memory estimate (the whole weights and its shard, the activations and, under
-// sequence parallelism, each layer's two row buffers) covers what its GPU held at the peak of a
-// forward, and stays near it.
+// sequence parallelism, the layers' two shared row buffers) covers what its GPU held at the peak
+// of a forward — the stack's construction included — and stays near it.
 TEST(TensorParallelGpuMemory, EachRanksEstimateCoversItsPeak) {
   BS_SKIP_IF_UNAVAILABLE(bs::Device::cuda(1));
   for (const bool sequence_parallel : {false, true}) {

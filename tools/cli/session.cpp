@@ -132,17 +132,8 @@ void for_each_local_rank(const WorkloadConfig& config, const Device& device,
   }
   Communicator* group = ranks > 1 ? &tensor_parallel_group(ranks) : nullptr;
   Context ctx(group != nullptr ? rank_device(device, *group) : device);  // mpirun: each rank its GPU
-  std::unique_ptr<Communicator> nccl;  // mpirun on GPUs: NCCL between the ranks' GPUs, started over MPI
-#ifdef BLOCKSCOPE_WITH_NCCL
-  constexpr bool kNcclBuilt = true;
-#else
-  constexpr bool kNcclBuilt = false;
-#endif
-  if (group != nullptr && ctx.device().is_cuda() && kNcclBuilt) {
-    nccl = nccl_over_mpi(*group, ctx.device().index);
-    group = nccl.get();
-  }
-  rank(ctx, group);
+  const std::unique_ptr<Communicator> gpus = group != nullptr ? gpu_group_over(*group, ctx.device()) : nullptr;
+  rank(ctx, gpus != nullptr ? gpus.get() : group);
 }
 
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {
