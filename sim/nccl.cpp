@@ -727,19 +727,21 @@ class ProcessLink {
     ProcessSegment& seg = segment();
     const int n = seg.nranks.load();
     std::string gone;
-    const bool all = wait_until(
-        [&] {
-          for (int r = 0; r < n; ++r) {
-            if (ready(r)) continue;
-            if (!process_alive(seg.ranks[r].pid.load())) {
-              gone = what + ": rank " + std::to_string(r) + "'s process (" + std::to_string(seg.ranks[r].pid.load()) +
-                     ") exited";
-            }
-            return false;
-          }
-          return true;
-        },
-        &gone);
+    const auto all_ready = [&] {
+      for (int r = 0; r < n; ++r)
+        if (!ready(r)) return false;
+      return true;
+    };
+    // Once the wait is long enough to sleep: has a rank not ready exited? (/proc, not every spin)
+    const auto look_for_exits = [&] {
+      for (int r = 0; r < n; ++r) {
+        if (!ready(r) && !process_alive(seg.ranks[r].pid.load())) {
+          gone = what + ": rank " + std::to_string(r) + "'s process (" + std::to_string(seg.ranks[r].pid.load()) +
+                 ") exited";
+        }
+      }
+    };
+    const bool all = wait_until(all_ready, &gone, look_for_exits);
     if (all) return;
     if (gone.empty() && seg.failed.load() != 1) {
       std::vector<int> late;
@@ -754,8 +756,10 @@ class ProcessLink {
   }
 
   // Polls `done` until true; false on a failure in the segment, `*stop` set non-empty, or the
-  // timeout without any rank's progress.
-  bool wait_until(const std::function<bool()>& done, const std::string* stop) {
+  // timeout without any rank's progress. Spins first, then sleeps, calling `while_sleeping`
+  // (if any) before each sleep.
+  bool wait_until(const std::function<bool()>& done, const std::string* stop,
+                  const std::function<void()>& while_sleeping = nullptr) {
     using Clock = std::chrono::steady_clock;
     ProcessSegment& seg = segment();
     const auto timeout = std::chrono::duration<double>(nccl_timeout_seconds());
@@ -772,8 +776,12 @@ class ProcessLink {
       } else if (Clock::now() - since > timeout) {
         return false;
       }
-      if (spins < 1000) std::this_thread::yield();
-      else std::this_thread::sleep_for(std::chrono::microseconds(200));
+      if (spins < 1000) {
+        std::this_thread::yield();
+      } else {
+        if (while_sleeping) while_sleeping();
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
     }
   }
 
