@@ -773,3 +773,43 @@ TEST(Cli, InfoCostGivesTheCatalogueNumbersAndNamesBadSpecs) {
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
   }
 }
+
+// info --predict GPU --cost: each cost gains the model's time and terms (profiler/gpu_model.h),
+// the series' attention lesson shows in them, and an unknown GPU is an exit-2 error naming the
+// valid ones.
+TEST(Cli, InfoPredictAddsPredictedTimesAndNamesBadGpus) {
+  const std::string attention = ":B=8,H=16,Hkv=16,Sq=1024,Sk=1024,D=64,causal=1,dtype=bf16";
+  Result r = run_cli({"info", "--predict", "h100", "--cost", "copy:R=1024,N=1048576,dtype=bf16", "--cost",
+                      "attention/naive" + attention, "--cost", "attention/inplace" + attention, "--cost",
+                      "attention/fused_softmax" + attention, "--cost", "attention/flash" + attention});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["prediction"]["target"], "h100-sxm");
+  EXPECT_EQ(out["prediction"]["model_version"], "gpu-model 1");
+  const nlohmann::json costs = out["costs"];
+  ASSERT_EQ(costs.size(), 5u);
+  for (const nlohmann::json& cost : costs) {
+    for (const char* key : {"predicted_us", "compute_us", "memory_us", "launch_us", "waves", "target", "model_version"})
+      EXPECT_TRUE(cost.contains(key)) << key << " missing in " << cost.dump();
+    EXPECT_EQ(cost["kernels"]["cuda"].size(), cost["predicted_kernels"].size());  // one prediction per launch
+  }
+  // The copy: 2 × 1024 × 1048576 bf16 = 4294967296 bytes through DRAM at 3.35 TB/s × 0.90
+  // = 1424.53 µs, + 1 µs launch.
+  EXPECT_NEAR(costs[0]["memory_us"].get<double>(), 4294967296.0 / (3.35e12 * 0.90) * 1e6, 1e-3);
+  EXPECT_NEAR(costs[0]["predicted_us"].get<double>(), 1425.533, 1e-3);
+  EXPECT_EQ(costs[0]["predicted_kernels"][0]["name"], "Memcpy DtoD");
+  // flash < fused_softmax < inplace < naive per call.
+  const auto us = [&](size_t i) { return costs[i]["predicted_us"].get<double>(); };
+  EXPECT_LT(us(4), us(3));
+  EXPECT_LT(us(3), us(2));
+  EXPECT_LT(us(2), us(1));
+  // --predict needs --cost; an unknown GPU names the valid ones.
+  r = run_cli({"info", "--predict", "h100"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--cost"), std::string::npos) << r.err;
+  r = run_cli({"info", "--predict", "nope", "--cost", "copy:R=1,N=1"});
+  EXPECT_EQ(r.code, 2);
+  for (const char* name : {"'nope'", "h100-sxm", "h200", "a100-sxm"})
+    EXPECT_NE(r.err.find(name), std::string::npos) << name << " not in: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}

@@ -18,7 +18,8 @@ int diff_command(Session& session, const std::string& before, const std::string&
 int report_command(Session& session, const std::vector<std::string>& inputs, const std::string& output,
                    const std::string& title);
 int info_command(Session& session);     // build, devices, peaks, path table
-// FLOPs, bytes and kernels of ops from the catalogue, one spec each: "op[/path]:name=value,...".
-int info_costs_command(Session& session, const std::vector<std::string>& specs);
+// FLOPs, bytes and kernels of ops from the catalogue, one spec each: "op[/path]:name=value,...";
+// with `predict_gpu` (a name of profiler/gpu_specs.h) also each call's predicted time there.
+int info_costs_command(Session& session, const std::vector<std::string>& specs, const std::string& predict_gpu = "");
 
 }  // namespace blockscope::cli

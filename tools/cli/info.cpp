@@ -13,10 +13,13 @@
 
 #include "ops/catalogue/catalogue.h"
 #include "ops/common/paths.h"
+#include "profiler/gpu_model.h"
+#include "profiler/gpu_specs.h"
 #include "profiler/render.h"
 #include "model/workload.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
+#include "tools/cli/cost_prediction.h"
 
 namespace blockscope::cli {
 
@@ -276,9 +279,11 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
 
 }  // namespace
 
-int info_costs_command(Session& session, const std::vector<std::string>& specs) {
+int info_costs_command(Session& session, const std::vector<std::string>& specs, const std::string& predict_gpu) {
   if (session.format() != profiler::Format::json && session.options.format != "table")
     throw InputError("info --cost writes JSON only; drop --format or give --format json");
+  // --predict: the GPU first, so a wrong name fails before any spec is read.
+  const profiler::GpuSpec* gpu = predict_gpu.empty() ? nullptr : &profiler::gpu_spec(predict_gpu);
   nlohmann::json costs = nlohmann::json::array();
   for (const std::string& spec : specs) {
     const ops::OpSpec* op = nullptr;
@@ -290,8 +295,15 @@ int info_costs_command(Session& session, const std::vector<std::string>& specs) 
                      {"flops", cost.flops},
                      {"bytes", cost.bytes},
                      {"kernels", {{"cpu", op->kernels(call, DeviceType::cpu)}, {"cuda", op->kernels(call, DeviceType::cuda)}}}});
+    if (gpu != nullptr) costs.back().update(predict_op_cost(*gpu, *op, call));
   }
-  std::cout << nlohmann::json{{"costs", costs}}.dump(2) << "\n";
+  nlohmann::json out{{"costs", costs}};
+  if (gpu != nullptr)
+    out["prediction"] = {{"target", gpu->name},
+                         {"description", gpu->description},
+                         {"model_version", profiler::predict::kModelVersion},
+                         {"note", "predicted, not measured (docs/PREDICTION.md)"}};
+  std::cout << out.dump(2) << "\n";
   return 0;
 }
 

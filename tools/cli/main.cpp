@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "profiler/gpu_specs.h"
 #include "profiler/nvtx.h"
 #include "runtime/communicator.h"
 #include "runtime/cpu/gemm.h"
@@ -187,8 +188,14 @@ int run_cli(Session& session, int argc, char** argv) {
                    "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"
                    "OP[/PATH]:NAME=VALUE,... with the op's sizes, its flags (0 or 1), dtype= and activation=")
       ->check(kNonEmpty);
+  std::string predict_gpu;
+  info->add_option("--predict", predict_gpu,
+                   "With --cost: each call's predicted time on a GPU without one (docs/PREDICTION.md): " +
+                       profiler::gpu_spec_names())
+      ->check(kNonEmpty);
   info->footer("Examples:\n  blockscope info --format json\n"
-               "  blockscope info --cost attention/flash:B=1,H=12,Hkv=12,Sq=256,Sk=256,D=64,causal=1,dtype=bf16");
+               "  blockscope info --cost attention/flash:B=1,H=12,Hkv=12,Sq=256,Sk=256,D=64,causal=1,dtype=bf16\n"
+               "  blockscope info --predict h100 --cost linear/epilogue:M=4096,K=4096,N=4096,bias=1,dtype=bf16");
 
   try {
     app.parse(argc, argv);
@@ -219,7 +226,9 @@ int run_cli(Session& session, int argc, char** argv) {
   if (check->parsed()) return check_command(session);
   if (diff->parsed()) return diff_command(session, diff_before, diff_after);
   if (report->parsed()) return report_command(session, report_inputs, report_output, report_title);
-  if (info->parsed()) return cost_specs.empty() ? info_command(session) : info_costs_command(session, cost_specs);
+  if (info->parsed() && !predict_gpu.empty() && cost_specs.empty())
+    throw InputError("info --predict needs --cost SPEC: the op calls to predict");
+  if (info->parsed()) return cost_specs.empty() ? info_command(session) : info_costs_command(session, cost_specs, predict_gpu);
   return 2;
 }
 
