@@ -191,10 +191,15 @@ ValidationSummary validate(const std::vector<PublishedRow>& rows, const SpecLook
 }
 
 std::string validation_markdown(const ValidationSummary& summary) {
-  std::string out = "| GPU | kind | parameters | published | predicted | error |\n|---|---|---|---:|---:|---:|\n";
-  for (const ValidationRow& v : summary.rows)
-    out += fmt::format("| {} | {} | {} | {:.4g} {} | {:.4g} | {:+.1f}% |\n", v.row.gpu, v.row.kind, v.row.params,
-                       v.row.value, v.row.unit, v.predicted, (v.ratio - 1) * 100);
+  std::string out =
+      "| GPU | kind | parameters | published | predicted | error | source (CSV line) |\n|---|---|---|---:|---:|---:|---|\n";
+  for (const ValidationRow& v : summary.rows) {
+    // The source's first word ("openxla/xla", "stas00/ml-engineering"): the CSV has the rest.
+    std::string source = v.row.source.substr(0, v.row.source.find_first_of(" ,:"));
+    if (source.size() > 40) source = source.substr(0, 37) + "...";
+    out += fmt::format("| {} | {} | {} | {:.4g} {} | {:.4g} | {:+.1f}% | {} ({}) |\n", v.row.gpu, v.row.kind, v.row.params,
+                       v.row.value, v.row.unit, v.predicted, (v.ratio - 1) * 100, source, v.row.line);
+  }
   if (summary.worst_row >= 0)
     out += fmt::format("\nMedian |error| {:.1f}% over {} rows; worst ratio {:.2f}× (line {}: {} {}).\n",
                        summary.median_abs_error * 100, summary.rows.size(), summary.worst_ratio,
