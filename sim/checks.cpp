@@ -378,6 +378,7 @@ inline void on_access(const void* p, size_t n, bool write, bool aligned, const v
   if (t == nullptr) return;
   if (reinterpret_cast<uintptr_t>(p) - t_stack_low < t_stack_size) return;  // its own local memory
   check_access(*t, p, n, write, aligned, pc);
+  count_access(*t, p, n, write ? Access::store : Access::load, pc);
 }
 
 // A volatile access: checked like any other, and a poll (a spin loop on a flag makes progress).
@@ -386,6 +387,7 @@ inline void on_volatile(const void* p, size_t n, bool write, bool aligned, const
   if (t == nullptr) return;
   if (reinterpret_cast<uintptr_t>(p) - t_stack_low < t_stack_size) return;
   check_access(*t, p, n, write, aligned, pc);
+  count_access(*t, p, n, write ? Access::store : Access::load, pc);
   GridRun* g = current_grid();
   poll(*g, *t);
 }
@@ -592,6 +594,7 @@ void atomic_begin(const void* address, size_t bytes) {
     exec::check_access(*me, address, bytes, false, true, __builtin_return_address(0), false);
     grid->checks.race = race;
   }
+  exec::count_access(*me, address, bytes, exec::Access::atomic, __builtin_return_address(0));
   exec::hooks_leave();  // the read-modify-write that follows is one step
 }
 

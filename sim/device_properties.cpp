@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "sim/occupancy.h"
 #include "sim/runtime_state.h"
 #include "sim/sim.h"
 
@@ -239,9 +240,9 @@ cudaError_t cudaFuncSetAttribute(const void* function, enum cudaFuncAttribute at
   }
 }
 
-// Resident blocks per SM from threads (whole warps), blocks, shared memory (each block also takes
-// the 1 KiB the driver reserves) and — when ptxas's figures are known — registers (allocated per
-// warp in units of 256) and static shared memory, as the CUDA occupancy calculator does for sm_90.
+// Resident blocks per SM by the occupancy calculator's rules for sm_90 (sim/occupancy.h): threads
+// (whole warps), blocks, shared memory (each block also takes the 1 KiB the driver reserves) and —
+// when ptxas's figures are known — registers and static shared memory.
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* function, int block_size,
                                                           size_t dynamic_smem) {
   if (blocks == nullptr || block_size <= 0) return result(cudaErrorInvalidValue);
@@ -253,17 +254,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const voi
   }
   blockscope::sim::KernelResources resources{};
   const bool known = blockscope::sim::kernel_resources(function, &resources);
-  const int warps = (block_size + 31) / 32;
-  const int by_threads = kMaxThreadsPerSm / (warps * 32);
-  const size_t smem_per_block =
-      dynamic_smem + (known ? static_cast<size_t>(resources.static_smem) : 0) + kReservedSharedPerBlock;
-  const int by_smem = static_cast<int>(kSharedPerSm / smem_per_block);
-  int by_registers = kMaxBlocksPerSm;
-  if (known && resources.registers > 0) {
-    const int per_warp = (resources.registers * 32 + 255) / 256 * 256;
-    by_registers = (kRegistersPerSm / per_warp) / warps;
-  }
-  *blocks = std::min({by_threads, kMaxBlocksPerSm, by_smem, by_registers});
+  const size_t smem = dynamic_smem + (known ? static_cast<size_t>(resources.static_smem) : 0);
+  *blocks = blockscope::sim::theoretical_occupancy(blockscope::sim::kSm90Limits, block_size,
+                                                   known ? resources.registers : -1, static_cast<int64_t>(smem))
+                .blocks_per_sm;
   return cudaSuccess;
 }
 

@@ -522,6 +522,7 @@ void release_slot(BlockRun& run) { give_slot_memory(run); }
 
 // Starts the next block of the grid in `run`'s slot, or leaves the slot idle.
 void start_next_block(GridRun& grid, BlockRun& run) {
+  counters_flush_block(run);  // the previous block's lanes are all done
   if (grid.next_block >= grid.blocks) {
     run.active = false;
     return;
@@ -545,6 +546,7 @@ void start_next_block(GridRun& grid, BlockRun& run) {
     t.fake_stack = nullptr;
     t.open_copies.clear();
     t.copy_groups.clear();
+    t.occurrences.clear();
   }
   for (size_t w = 0; w < run.warps.size(); ++w) {
     Warp& warp = run.warps[w];
@@ -647,6 +649,8 @@ void release_block_barrier(BlockRun& run) {
   release_in_order(*run.grid, run, b.waiters);
   b.waiters.clear();
   b.arrived = 0;
+  count_block_barrier(run);
+  counters_flush_block(run);  // every live lane has passed what came before
   new_epoch(run);
   note_progress(*run.grid);
 }
@@ -660,7 +664,10 @@ void release_grid_barrier(GridRun& grid) {
   }
   grid.grid_waiters.clear();
   grid.grid_arrived = 0;
-  for (auto& slot : grid.slots) new_epoch(*slot);
+  for (auto& slot : grid.slots) {
+    counters_flush_block(*slot);
+    new_epoch(*slot);
+  }
   note_progress(grid);
 }
 
@@ -755,7 +762,8 @@ void run_grid(const GridLaunch& launch, const std::function<void()>& body) {
   grid.grid_number = ++g_grid_count;
   grid.rng = grid.schedule.seed * 0x100000001B3ull ^ grid.grid_number;
   grid.preempt = grid.schedule.order == Order::random;
-  grid.hooks = grid.checks.race || grid.checks.memcheck || grid.preempt;
+  grid.counters = counters_begin_grid(grid);
+  grid.hooks = grid.checks.race || grid.checks.memcheck || grid.preempt || grid.counters != nullptr;
   grid.spin_budget = env_u64("BLOCKSCOPE_SIM_SPIN_BUDGET", uint64_t{1} << 20);
   grid.threads_per_block = static_cast<unsigned>(threads);
   grid.blocks = uint64_t{g.x} * g.y * g.z;
@@ -808,6 +816,7 @@ void run_grid(const GridLaunch& launch, const std::function<void()>& body) {
       }
     }
   }
+  if (!grid.aborting) counters_end_grid(grid);
   if (grid.aborting) {
     // Unwind every started thread (destructors of its locals run); unstarted ones never start.
     for (auto& slot : grid.slots) {

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/counters.h"
 #include "sim/device.h"
 #include "sim/sim.h"
 
@@ -70,6 +71,7 @@ struct SimThread {
   uint32_t shadow_generation = 0;
   std::vector<PendingCopy> open_copies;                // cp.async issued, not committed
   std::deque<std::vector<PendingCopy>> copy_groups;   // committed, oldest first
+  AccessOccurrences occurrences;  // counters on: how often it made each access (counters.h)
 };
 
 // ---- Warps and barriers -----------------------------------------------------------------------
@@ -150,6 +152,7 @@ struct BlockRun {
   std::vector<SharedVariable> variables;  // by offset
   std::vector<RaceCell> shadow;           // one per byte of smem (race check on)
   std::vector<RacePcs> shadow_pcs;
+  WarpAccesses warp_accesses;  // counters on: its warps' memory instructions being gathered
 };
 
 // A tracked page of global memory (race check): cells for its 4096 bytes.
@@ -197,6 +200,7 @@ struct GridRun {
   std::vector<AllocationRange> allocations;  // by base
   std::unordered_map<uintptr_t, std::unique_ptr<ShadowPage>> shadow_pages;
   uint32_t shadow_generation = 0;  // bumped when pages are dropped
+  GridCountersPtr counters;        // null unless counting (BLOCKSCOPE_SIM_COUNTERS)
 
   uint64_t next_random() {
     rng += 0x9E3779B97F4A7C15ull;

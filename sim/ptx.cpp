@@ -85,6 +85,7 @@ void mma_m16n8k16(bool bf16, float (&d)[4], const uint32_t (&a)[4], const uint32
           std::memcpy(C[lane], lane_in.c, sizeof lane_in.c);
         }
         model::mma_m16n8k16(A, B, C, D, bf16);
+        exec::count_mma(*exec::current_grid(), bf16);
         for (int lane = 0; lane < model::kWarpSize; ++lane) std::memcpy(args.out[lane], D[lane], sizeof D[lane]);
       },
       true);
@@ -113,6 +114,7 @@ void ldmatrix(int num, bool trans, uint32_t* r, const void* smem_row_ptr) {
           check_shared_16(block->threads[warp_base + static_cast<unsigned>(t)], rows[t], "ldmatrix row address",
                           false, pc, t);
         }
+        exec::count_ldmatrix(*block->grid, num, rows);
         uint32_t regs[model::kWarpSize][4] = {};
         model::ldmatrix_m8n8_b16(rows, num, trans, regs);
         for (int lane = 0; lane < model::kWarpSize; ++lane) std::memcpy(args.out[lane], regs[lane], sizeof regs[lane]);
@@ -140,6 +142,9 @@ void cp_async(void* smem, const void* gmem, int src_bytes) {
     if (g.hooks) exec::check_access(me, gmem, static_cast<size_t>(src_bytes), false, false, pc, false);
     std::memcpy(copy.bytes, gmem, static_cast<size_t>(src_bytes));
   }
+  // One instruction: its global side (src_bytes of the source) and its shared side (16 bytes).
+  exec::count_access(me, gmem, static_cast<size_t>(src_bytes), exec::Access::async_copy_source, pc);
+  exec::count_access(me, smem, 16, exec::Access::async_copy_destination, pc);
   // A GPU may land the copy before the wait: other threads must be done with the destination now.
   exec::check_async_write(me, smem, copy.bytes, 16, pc);
   me.open_copies.push_back(copy);

@@ -28,6 +28,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace blockscope::sim {
 
@@ -171,6 +173,32 @@ PointerLauncher find_pointer_launcher(const void* kernel);  // nullptr when none
 // kernel's own name when its address is known (a launch through a pointer spells the pointer).
 std::string last_kernel_name();
 void set_last_kernel_name(std::string name, const void* function = nullptr);
+
+// ---- Counters (Nsight Compute's metric names) --------------------------------------------------
+// With counting on, every grid that finishes counts, exactly and per launch, what its threads did
+// at the source level (sim/counters.cpp has the list and the rules): global requests and 32-byte
+// sectors, shared-memory instructions, wavefronts and bank conflicts, ldmatrix, cp.async, MMAs,
+// atomics, barriers, active lanes per memory instruction, and the launch statistics with the
+// theoretical occupancy of an sm_90 SM. Kernels must be built by nvcc-sim with its access
+// instrumentation (not in ASan builds: there only launch statistics, MMAs and barriers count).
+// BLOCKSCOPE_SIM_COUNTERS=FILE.json turns counting on and writes every launch to FILE at exit
+// ("%p" in FILE becomes the process id; a forked child writes none). A place that cannot be
+// written is said on stderr at start-up and again at exit.
+struct KernelCounters {
+  std::string name;  // the kernel's function name ("softmax_kernel<float, true>")
+  dim3 grid, block;
+  int device = 0;
+  std::string occupancy_limiter;  // "registers", "shared_mem", "warps" or "blocks"
+  bool registers_known = false;   // ptxas's registers were recorded (else no register limit)
+  std::vector<std::pair<std::string, double>> metrics;  // name → value, in the list's order
+};
+bool counters_enabled();
+void set_counters_enabled(bool on);  // for programs and tests; the environment decides otherwise
+// The launches counted since the last call (oldest first), forgotten here; the file still gets them.
+std::vector<KernelCounters> take_kernel_counters();
+// The JSON document of `launches`: {"kernels": [{"name", "grid", "block", "device",
+// "occupancy_limiter", "metrics": {...}}, ...]}.
+std::string counters_json(const std::vector<KernelCounters>& launches);
 
 // True when this build's CUDA is the simulator (always, in this library): reports label times
 // "simulated" and never compare them with GPU times.
