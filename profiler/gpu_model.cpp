@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "sim/occupancy.h"
 
 namespace blockscope::profiler::predict {
 
@@ -124,37 +125,28 @@ Occupancy occupancy(const GpuSpec& spec, int threads_per_block, int registers_pe
                  " registers per thread (at most ", spec.max_regs_per_thread, ")");
   BS_CHECK_INPUT(smem_bytes >= 0 && smem_bytes <= spec.smem_per_block_optin_bytes, "occupancy: ", smem_bytes,
                  " bytes of shared memory per block (at most ", spec.smem_per_block_optin_bytes, " on ", spec.name, ")");
+  // The occupancy calculator's rules live once, in sim/occupancy.h (checked there against the
+  // CUDA toolkit's cuda_occupancy.h); here with the target's limits.
+  const sim::SmLimits limits{spec.max_threads_per_block, spec.max_warps_per_sm, spec.max_blocks_per_sm,
+                             spec.regs_per_sm, spec.reg_alloc_unit, spec.regs_per_sm, spec.warp_alloc_granularity,
+                             spec.max_regs_per_thread, spec.smem_per_sm_bytes, spec.smem_per_block_optin_bytes,
+                             spec.smem_reserved_per_block_bytes, spec.smem_alloc_unit_bytes};
+  const sim::Occupancy rules = sim::theoretical_occupancy(limits, threads_per_block, registers_per_thread, smem_bytes);
   Occupancy o;
-  o.warps_per_block = (threads_per_block + 31) / 32;
-  // Warps: 64 per SM; blocks: 32 per SM.
-  o.limit_warps = spec.max_warps_per_sm / o.warps_per_block;
-  o.limit_blocks = spec.max_blocks_per_sm;
-  // Shared memory: the block's bytes plus the 1 KiB the driver reserves, in 128-byte units.
-  const int unit = spec.smem_alloc_unit_bytes;
-  const int per_block = (smem_bytes + spec.smem_reserved_per_block_bytes + unit - 1) / unit * unit;
-  o.limit_shared_mem = spec.smem_per_sm_bytes / per_block;
-  // Registers: per warp in units of 256; warps per SM in groups of 4.
-  if (registers_per_thread > 0) {
-    const int per_warp = (registers_per_thread * 32 + spec.reg_alloc_unit - 1) / spec.reg_alloc_unit * spec.reg_alloc_unit;
-    const int warps = spec.regs_per_sm / per_warp / spec.warp_alloc_granularity * spec.warp_alloc_granularity;
-    o.limit_registers = warps / o.warps_per_block;
-  } else {
-    o.note = "registers unknown: their limit is not applied";
-  }
-  // The smallest limit; on a tie the first of registers, shared_mem, warps, blocks.
-  o.blocks_per_sm = o.limit_blocks;
-  o.limiter = Limiter::blocks;
-  const std::pair<int, Limiter> limits[] = {{o.limit_warps, Limiter::warps},
-                                            {o.limit_shared_mem, Limiter::shared_mem},
-                                            {o.limit_registers, Limiter::registers}};
-  for (const auto& [blocks, limiter] : limits) {
-    if (blocks >= 0 && blocks <= o.blocks_per_sm) {
-      o.blocks_per_sm = blocks;
-      o.limiter = limiter;
-    }
-  }
-  o.active_warps = o.blocks_per_sm * o.warps_per_block;
-  o.theoretical = static_cast<double>(o.active_warps) / spec.max_warps_per_sm;
+  o.warps_per_block = rules.warps_per_block;
+  o.limit_warps = rules.limit_warps;
+  o.limit_blocks = rules.limit_blocks;
+  o.limit_shared_mem = rules.limit_shared_mem;
+  o.limit_registers = rules.registers_known ? rules.limit_registers : -1;
+  if (!rules.registers_known) o.note = "registers unknown: their limit is not applied";
+  o.blocks_per_sm = rules.blocks_per_sm;
+  const std::string limiter = rules.limiter;
+  o.limiter = limiter == "registers"    ? Limiter::registers
+              : limiter == "shared_mem" ? Limiter::shared_mem
+              : limiter == "warps"      ? Limiter::warps
+                                        : Limiter::blocks;
+  o.active_warps = rules.active_warps;
+  o.theoretical = rules.occupancy;
   return o;
 }
 

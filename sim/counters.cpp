@@ -381,7 +381,7 @@ KernelCounters to_public(const LaunchRecord& r) {
   put(m, "launch__sm_count", detail::kSmCount);
   put(m, "launch__occupancy_limit_blocks", o.limit_blocks);
   put(m, "launch__occupancy_limit_warps", o.limit_warps);
-  put(m, "launch__occupancy_limit_registers", o.limit_registers);
+  if (o.registers_known) put(m, "launch__occupancy_limit_registers", o.limit_registers);
   put(m, "launch__occupancy_limit_shared_mem", o.limit_shared_mem);
   put(m, "sm__maximum_warps_per_active_cycle_pct", 100.0 * o.occupancy);
   put(m, "launch__waves_per_multiprocessor", waves_per_sm(blocks, o.blocks_per_sm, detail::kSmCount));

@@ -18,6 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <cuda_occupancy.h>
+
 #include "ops/common/cuda/tensor_core.cuh"
 #include "sim/device.h"
 #include "sim/occupancy.h"
@@ -430,6 +432,55 @@ TEST(Counters, OccupancyRulesByHand) {
   // More shared memory than a block may have: nothing fits.
   EXPECT_EQ(sim::theoretical_occupancy(sim::kSm90Limits, 128, 32, 228 << 10).blocks_per_sm, 0);
   EXPECT_DOUBLE_EQ(sim::waves_per_sm(264, 2, 132), 1.0);
+}
+
+// An independent oracle: the CUDA toolkit's own occupancy calculator (cuda_occupancy.h, what
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor implements), with the largest shared-memory
+// carveout, over a sweep of block sizes, register counts and shared memory.
+TEST(Counters, OccupancyAgreesWithTheToolkitsCalculator) {
+  for (const bool hopper : {true, false}) {
+    const sim::SmLimits& limits = hopper ? sim::kSm90Limits : sim::kSm80Limits;
+    cudaOccDeviceProp prop;
+    prop.computeMajor = hopper ? 9 : 8;
+    prop.computeMinor = 0;
+    prop.maxThreadsPerBlock = 1024;
+    prop.maxThreadsPerMultiprocessor = 2048;
+    prop.regsPerBlock = 65536;
+    prop.regsPerMultiprocessor = 65536;
+    prop.warpSize = 32;
+    prop.sharedMemPerBlock = 48 << 10;
+    prop.sharedMemPerMultiprocessor = static_cast<size_t>(limits.smem_per_sm);
+    prop.numSms = hopper ? 132 : 108;
+    prop.sharedMemPerBlockOptin = static_cast<size_t>(limits.max_smem_per_block);
+    prop.reservedSharedMemPerBlock = 1024;
+    cudaOccDeviceState state;
+    state.carveoutConfig = SHAREDMEM_CARVEOUT_MAX_SHARED;
+    int compared = 0;
+    for (const int threads : {32, 64, 96, 128, 160, 256, 384, 512, 640, 1024}) {
+      for (const int registers : {16, 24, 32, 33, 40, 48, 64, 72, 96, 128, 168, 200, 255}) {
+        for (const int smem : {0, 1000, 4096, 12345, 40 << 10, 64 << 10, 100 << 10, 150 << 10}) {
+          if (smem > limits.max_smem_per_block) continue;
+          cudaOccFuncAttributes attributes;
+          attributes.maxThreadsPerBlock = 1024;
+          attributes.numRegs = registers;
+          attributes.sharedSizeBytes = 0;
+          attributes.shmemLimitConfig = FUNC_SHMEM_LIMIT_OPTIN;
+          attributes.maxDynamicSharedSizeBytes = static_cast<size_t>(limits.max_smem_per_block);
+          attributes.numBlockBarriers = 1;
+          cudaOccResult expected;
+          ASSERT_EQ(cudaOccMaxActiveBlocksPerMultiprocessor(&expected, &prop, &attributes, &state, threads,
+                                                           static_cast<size_t>(smem)),
+                    CUDA_OCC_SUCCESS);
+          const sim::Occupancy o = sim::theoretical_occupancy(limits, threads, registers, smem);
+          EXPECT_EQ(o.blocks_per_sm, expected.activeBlocksPerMultiprocessor)
+              << (hopper ? "sm_90" : "sm_80") << ": " << threads << " threads, " << registers << " registers, "
+              << smem << " bytes";
+          ++compared;
+        }
+      }
+    }
+    EXPECT_GT(compared, 900);
+  }
 }
 
 // ---- Off, and the file -----------------------------------------------------------------------------
