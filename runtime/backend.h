@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <typeindex>
+#include <utility>
+#include <vector>
 
 #include "runtime/device.h"
 #include "runtime/dtype.h"
@@ -48,6 +50,15 @@ struct BackendInfo {
   std::string dtype_note;
 };
 
+// One kernel launch's hardware counters, by Nsight Compute's metric names (sim__ for what only
+// the simulated GPU counts): what `profile --counters` shows.
+struct KernelCounterRecord {
+  std::string name;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  std::string occupancy_limiter;  // "registers", "shared_mem", "warps", "blocks"
+  std::vector<std::pair<std::string, double>> metrics;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -79,6 +90,13 @@ class Backend {
 
   // Waits for all work queued on this backend.
   virtual void synchronize() = 0;
+
+  // Kernel counters: the launches between begin_counting() and end_counting() (which waits for
+  // them), each with its counters. Empty `counters_unavailable()` means this backend counts; else
+  // it says why not (the CPU has no kernels to count; a GPU needs CUPTI's range profiler).
+  virtual std::string counters_unavailable() const { return "the " + name() + " backend has no kernel counters"; }
+  virtual void begin_counting() {}
+  virtual std::vector<KernelCounterRecord> end_counting() { return {}; }
 
   // Timing marks (see TimeMark). elapsed_ms is valid after synchronize().
   virtual TimeMark mark() = 0;

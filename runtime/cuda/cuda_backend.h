@@ -45,6 +45,12 @@ class CudaBackend final : public Backend {
   double elapsed_ms(TimeMark start, TimeMark end) override;
   void release_marks() override { next_event_ = 0; }
 
+  // The simulated GPU counts every launch (sim/sim.h); a GPU would need CUPTI's range profiler
+  // (kernel_counters.cpp).
+  std::string counters_unavailable() const override;
+  void begin_counting() override;
+  std::vector<KernelCounterRecord> end_counting() override;
+
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t cublaslt() const { return cublaslt_; }
   void* workspace() const { return workspace_; }

@@ -97,8 +97,8 @@ void add_table_flags(CLI::App* app, Options& options) {
       ->check(kNonEmpty);
   app->add_option("--table", options.table,
                   "With --format csv: the one tidy table to print, every variant's rows with a variant column: "
-                  "ops | kernels | steps | diffs")
-      ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs"}));
+                  "ops | kernels | steps | diffs | counters (with --counters)")
+      ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs", "counters"}));
 }
 
 int run_cli(Session& session, int argc, char** argv) {
@@ -138,6 +138,10 @@ int run_cli(Session& session, int argc, char** argv) {
   profile->add_flag("--group-by-phase", options.group_by_phase,
                     "Decode workloads: the CSV op and kernel tables split by phase (prefill, decode) with a phase "
                     "column (text and JSON always split them)");
+  profile->add_flag("--counters", options.counters,
+                    "After each variant, one more forward with every kernel launch's hardware counters (Nsight "
+                    "Compute's names: sectors, bank conflicts, occupancy...): a table per variant; the simulated GPU "
+                    "counts them");
   profile->footer(
       "Schedule from profile.schedule (wait, warmup, active), like torch.profiler.\n"
       "Examples:\n"

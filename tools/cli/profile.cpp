@@ -9,6 +9,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "profiler/counters.h"
 #include "profiler/diff.h"
 #include "profiler/html_report.h"
 #include "profiler/profile_io.h"
@@ -61,6 +62,9 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
   std::ostringstream discarded;  // what a silent rank would have printed
   std::ostream& out = reports ? std::cout : discarded;
   session.apply_run_settings(ctx, config);
+  if (options.counters && !ctx.backend().counters_unavailable().empty()) {
+    throw InputError("--counters on " + ctx.device().str() + ": " + ctx.backend().counters_unavailable());
+  }
   if (reports) announce_large_workload("profile", config);
   Workload workload(ctx, config, all_variant_paths(config), group);
 
@@ -157,6 +161,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
   if (!trace.empty() && reports) trace_writer = std::make_unique<profiler::TraceWriter>(trace);
 
   std::vector<profiler::Profile> profiles;
+  std::vector<profiler::Rows> counter_tables;  // --counters: per profile
   std::vector<size_t> profiled;  // index into variants of each profile
   std::vector<std::vector<profiler::Profile>> other_ranks;  // per profile: ranks 1.. (rank 0 gathers them)
   Progress progress("profile", variants.size(), !reports);
@@ -178,6 +183,17 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
       const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profiles.back());
+      if (options.counters) {
+        counter_tables.push_back(profiler::counter_table_rows(profiler::count_kernels(ctx, [&] { workload.forward(); })));
+        if (format == profiler::Format::table) {
+          out << open << label << " / kernel counters (one forward" << (ctx.backend().info(config.dtype).simulated
+                                                                            ? ", counted on the simulated GPU"
+                                                                            : "")
+              << ")" << close << "\n"
+              << profiler::render(counter_tables.back(), format, fitted) << "\n";
+          out.flush();
+        }
+      }
       std::vector<profiler::Profile> ranks;  // every rank's, on rank 0 under tensor parallelism
       if (group != nullptr) {
         ranks = gather_ranks(profiles.back());
@@ -219,10 +235,12 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     document["dtype"] = dtype_name(config.dtype);
     document["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
                        {"cold_step", schedule.keep_cold_step}};
-    for (const profiler::Profile& p : profiles) {
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const profiler::Profile& p = profiles[i];
       json variant = {{"label", p.label},
                       {"ops", parsed(profiler::op_table(p, table, format))},
                       {"kernels", parsed(profiler::kernel_table(p, format))}};
+      if (i < counter_tables.size()) variant["counters"] = parsed(profiler::render(counter_tables[i], format));
       if (config.kind == WorkloadKind::decode) {
         for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
           const profiler::Profile part = profiler::phase_profile(p, phase);
@@ -266,6 +284,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
       if (which == "ops") part = profiler::op_table_rows(p, table);
       else if (which == "kernels") part = profiler::kernel_table_rows(p);
       else if (which == "steps") part = profiler::step_table_rows(p);
+      else if (which == "counters") part = counter_tables.at(i);
       else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
       else continue;
       append(profiler::with_variant_column(part, p.label));
@@ -324,6 +343,9 @@ int profile_command(Session& session) {
   if (!options.table.empty() && format != profiler::Format::csv) {
     throw InputError("--table " + options.table + " picks the one table --format csv prints; with --format " + options.format +
                      " it would be ignored (add --format csv)");
+  }
+  if (options.table == "counters" && !options.counters) {
+    throw InputError("--table counters prints the kernel counters, which --counters measures (add --counters)");
   }
   const WorkloadConfig config = session.load_config();
   if (options.group_by_phase && config.kind != WorkloadKind::decode) {

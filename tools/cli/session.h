@@ -41,6 +41,9 @@ struct Options {
   // profile, decode workloads: the CSV op and kernel tables split by phase (a phase column); the
   // text and JSON outputs always split a decode's phases.
   bool group_by_phase = false;
+  // profile --counters: one more forward per variant with every kernel launch counted (the
+  // simulated GPU; Nsight Compute's metric names), printed as a table per variant.
+  bool counters = false;
   std::string columns;  // --columns: the op table's columns to show ("all": every one, unfitted)
   // --table: which tidy table --format csv prints (ops, kernels, steps, diffs); empty: not given (ops)
   std::string table;
