@@ -312,18 +312,33 @@ __global__ void __launch_bounds__(kFlashThreads) flash_attention_kernel(FlashPar
     }
     return;
   }
+  // The output goes out through shared memory: straight from the mma fragments each store
+  // would write 4 bytes of 8 rows (8 sectors for 128 bytes: 50% sector efficiency; 25% as two
+  // 2-byte stores, what the simulator's counters found). The warp's 16 rows are staged in its
+  // own rows of the Q tile (no longer read: Q lives in registers), swizzled as the tiles are
+  // (conflict-free), then leave as 16-byte chunks, whole rows per quarter-warp.
+  const int warp_row0 = warp * 16;
 #pragma unroll
   for (int nd = 0; nd < kOutTiles; ++nd) {
     const int col = nd * 8 + in_group * 2;
-    if (row_a < p.sq) {
-      T* dst = out + static_cast<int64_t>(row_a) * p.o_row_stride + col;
-      dst[0] = from_float<T>(o[nd][0] * inv_a);
-      dst[1] = from_float<T>(o[nd][1] * inv_a);
-    }
-    if (row_b < p.sq) {
-      T* dst = out + static_cast<int64_t>(row_b) * p.o_row_stride + col;
-      dst[0] = from_float<T>(o[nd][2] * inv_b);
-      dst[1] = from_float<T>(o[nd][3] * inv_b);
+    const uint32_t top = pack2<T>(o[nd][0] * inv_a, o[nd][1] * inv_a);
+    const uint32_t bottom = pack2<T>(o[nd][2] * inv_b, o[nd][3] * inv_b);
+    memcpy(static_cast<void*>(q_tile + swizzled<D>(warp_row0 + group_id, col)), &top, sizeof top);
+    memcpy(static_cast<void*>(q_tile + swizzled<D>(warp_row0 + group_id + 8, col)), &bottom, sizeof bottom);
+  }
+  __syncwarp();
+  constexpr int kChunksPerRow = D / 8;  // 16-byte chunks of 8 elements
+  const bool aligned = (reinterpret_cast<uintptr_t>(out) | static_cast<uintptr_t>(p.o_row_stride) * sizeof(T)) % 16 == 0;
+#pragma unroll
+  for (int c = lane; c < 16 * kChunksPerRow; c += 32) {
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * 8;
+    if (q0 + warp_row0 + r >= p.sq) continue;
+    const T* from = q_tile + swizzled<D>(warp_row0 + r, col);
+    T* dst = out + static_cast<int64_t>(q0 + warp_row0 + r) * p.o_row_stride + col;
+    if (aligned) {
+      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(from);
+    } else {
+      for (int e = 0; e < 8; ++e) dst[e] = from[e];  // a view whose rows are not 16-byte aligned
     }
   }
 }
@@ -363,9 +378,12 @@ constexpr int kSimpleThreads = kSimpleRows * kSimpleSplit;
 
 template <typename T>
 __global__ void __launch_bounds__(kSimpleThreads) flash_attention_simple_kernel(FlashParams p, int d) {
-  __shared__ float q_tile[kSimpleRows][kSimpleMaxDim];
-  __shared__ float k_tile[kSimpleKeys][kSimpleMaxDim];
-  __shared__ float v_tile[kSimpleKeys][kSimpleMaxDim];
+  // Rows padded by one word: the 4 query rows and 8 key rows a warp reads at one column then
+  // sit in different banks (unpadded, 256 floats apart, they all hit one bank: 4- and 8-way
+  // conflicts on every Q·K step, found by the simulator's counters).
+  __shared__ float q_tile[kSimpleRows][kSimpleMaxDim + 1];
+  __shared__ float k_tile[kSimpleKeys][kSimpleMaxDim + 1];
+  __shared__ float v_tile[kSimpleKeys][kSimpleMaxDim + 1];
   __shared__ float s_tile[kSimpleRows][kSimpleKeys];
 
   const int local_row = threadIdx.x / kSimpleSplit, part = threadIdx.x % kSimpleSplit;
