@@ -316,6 +316,22 @@ Rows diff_table_rows(const Profile& before, const Profile& after) {
   return diff_table(kernel_rows(before, after), op_rows(before, after));
 }
 
+namespace {
+
+// "predicted on h100-sxm (gpu-model 1): step 51.4us → 14.4us (0.28x), kernels 6 → 1" when both
+// profiles carry a prediction for the same GPU (profile --predict); "" otherwise.
+std::string predicted_line(const Profile& before, const Profile& after) {
+  const nlohmann::json& b = before.prediction;
+  const nlohmann::json& a = after.prediction;
+  if (!b.is_object() || !a.is_object() || b.value("target", "") != a.value("target", "")) return "";
+  const double was = b.value("step_us", 0.0), now = a.value("step_us", 0.0);
+  return fmt::format("predicted on {} ({}): step {} → {} ({:.2f}x), kernels {} → {}; predicted, not measured",
+                     a.value("target", ""), a.value("model_version", ""), format_time_us(was), format_time_us(now),
+                     was > 0 ? now / was : 0.0, b.value("launches", 0), a.value("launches", 0));
+}
+
+}  // namespace
+
 std::string diff_profiles(const Profile& before, const Profile& after, Format format, const TextLayout& layout) {
   const std::vector<std::string> mismatches = profile_mismatches(before, after);
   const std::vector<DiffRow> kernels = kernel_rows(before, after);
@@ -325,6 +341,10 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   if (format == Format::json) {
     nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary},
                           {"simulated", before.simulated || after.simulated}, {"warnings", mismatches}};
+    if (const std::string predicted = predicted_line(before, after); !predicted.empty()) {
+      out["predicted"] = {{"line", predicted}, {"before_step_us", before.prediction["step_us"]},
+                          {"after_step_us", after.prediction["step_us"]}, {"target", after.prediction["target"]}};
+    }
     out["kernels"] = nlohmann::json::array();
     for (const DiffRow& row : kernels) out["kernels"].push_back(row_json(row));
     out["ops"] = nlohmann::json::array();
@@ -336,6 +356,7 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   // The lines above the tables, wrapped to the tables' width.
   std::string head = fmt::format("diff: {} → {}\n{}\n", before.label.empty() ? "before" : before.label,
                                  after.label.empty() ? "after" : after.label, summary);
+  if (const std::string predicted = predicted_line(before, after); !predicted.empty()) head += predicted + "\n";
   std::string notes;
   for (const std::string& line : mismatches) notes += "warning: " + line + "\n";
   for (const std::string& line : noise_warnings(before, after)) notes += line + "\n";

@@ -155,6 +155,7 @@ json profile_to_json(const Profile& profile) {
           {"ops", ops},
           {"kernels", kernels}};
   if (profile.ranks > 1) document["tensor_parallel"] = {{"rank", profile.rank}, {"ranks", profile.ranks}};
+  if (!profile.prediction.is_null()) document["prediction"] = profile.prediction;
   return document;
 }
 
@@ -175,6 +176,13 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.dtype = top.string("dtype");
   profile.simulated = document.contains("simulated") && top.boolean("simulated");
   profile.workload = document.contains("workload") ? top.string("workload") : "";
+  if (document.contains("prediction")) {  // profile --predict: kept as written, its key fields checked
+    const Reader prediction = top.child("prediction");
+    prediction.string("target");
+    prediction.string("model_version");
+    prediction.number("step_us");
+    profile.prediction = document["prediction"];
+  }
   const Reader peaks = top.child("peaks");
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +49,10 @@ struct Profile {
   std::optional<Schedule> schedule;  // how the steps were run (absent in profiles saved before it was)
   std::vector<OpEvent> ops;  // of the kept steps, in order; parent indices within this vector
   std::vector<KernelEvent> kernels;  // op indices within `ops`
+  // profile --predict: one step as the GPU performance model predicts it (the CLI's JSON:
+  // target, model_version, step_us, device_us, host_us, launches, bound, ops); null when none.
+  // Saved with the profile; diff compares two predictions of the same target.
+  nlohmann::json prediction;
 };
 
 // Runs step(0), step(1), ... wait + warmup + active times (plus one cold step first when

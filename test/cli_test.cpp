@@ -813,3 +813,133 @@ TEST(Cli, InfoPredictAddsPredictedTimesAndNamesBadGpus) {
     EXPECT_NE(r.err.find(name), std::string::npos) << name << " not in: " << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
+
+namespace {
+
+// Options that make a profile one short step: what --predict and --counters are tested on.
+const std::vector<std::string> kOneStep = {"--set", "profile.schedule.wait=0", "--set", "profile.schedule.warmup=0",
+                                           "--set", "profile.schedule.active=1"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(Cli, ProfilePredictShowsTheSeriesLessonsLabelledAsPredictions) {
+  // The series' attention on the CPU, its step predicted on an H100: flash < fused_softmax <
+  // inplace < naive, as on a GPU; each variant labelled predicted, with target and model.
+  Result r = run_cli(with({"profile", source("configs/series/04_attention.yaml"), "--device", "cpu", "--set",
+                           "input.seq_len=96", "--set", "input.batch=1", "--predict", "h100", "--format", "json"},
+                          kOneStep));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  ASSERT_EQ(out["variants"].size(), 4u);
+  std::vector<double> step_us;
+  for (const nlohmann::json& v : out["variants"]) {
+    const nlohmann::json& p = v["prediction"];
+    EXPECT_EQ(p["target"], "h100-sxm");
+    EXPECT_EQ(p["model_version"], "gpu-model 1");
+    EXPECT_NE(p["note"].get<std::string>().find("predicted, not measured"), std::string::npos);
+    // The host issues each launch at 3 µs and each op at 1 µs (profile_prediction.h); the
+    // step is at least the device's and the host's time.
+    double op_calls = 0, launches = 0;
+    for (const nlohmann::json& op : p["ops"]) op_calls += op["calls"].get<double>(), launches += op["kernels"].get<double>();
+    EXPECT_EQ(p["launches"].get<double>(), launches);
+    EXPECT_DOUBLE_EQ(p["host_us"].get<double>(), 3.0 * launches + 1.0 * op_calls);
+    EXPECT_GE(p["step_us"].get<double>(), p["device_us"].get<double>());
+    EXPECT_GE(p["step_us"].get<double>(), p["host_us"].get<double>());
+    EXPECT_EQ(p["bound"], p["host_us"].get<double>() > p["busy_us"].get<double>() ? "host" : "device");
+    step_us.push_back(p["step_us"].get<double>());
+  }
+  EXPECT_EQ(out["variants"][0]["prediction"]["launches"], 6);  // naive: the Memcpy among them
+  EXPECT_EQ(out["variants"][3]["prediction"]["launches"], 1);  // flash: one kernel
+  EXPECT_LT(step_us[3], step_us[2]);
+  EXPECT_LT(step_us[2], step_us[1]);
+  EXPECT_LT(step_us[1], step_us[0]);
+  // The diffs carry the predicted change.
+  EXPECT_TRUE(out["diffs"][2]["diff"].contains("predicted")) << out["diffs"][2].dump();
+}
+
+TEST(Cli, ProfilePredictSavesThePredictionAndDiffComparesIt) {
+  const fs::path dir = temp_dir() / "predict-save";
+  fs::create_directories(dir);
+  const std::string saved = (dir / "p.json").string();
+  Result r = run_cli(with({"profile", source("configs/series/01_matmul_add_64.yaml"), "--device", "cpu", "--predict",
+                           "a100", "--save", saved},
+                          kOneStep));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Text: a predicted table per variant, its step line, the predicted diff lines.
+  EXPECT_NE(r.out.find("predicted on NVIDIA A100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Predicted, not measured."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("predicted on a100-sxm (gpu-model 1): step"), std::string::npos) << r.out;
+  const nlohmann::json document = nlohmann::json::parse(read_file(saved));
+  EXPECT_EQ(document["prediction"]["target"], "a100-sxm");
+  // The series' small matmul + add: two launches (GEMM, then the bias add), host-bound.
+  EXPECT_EQ(document["prediction"]["launches"], 2);
+  EXPECT_EQ(document["prediction"]["bound"], "host");
+  r = run_cli({"diff", saved, (dir / "p.linear-epilogue.json").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("predicted on a100-sxm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels 2 → 1"), std::string::npos) << r.out;
+  // A saved prediction with a broken field is a bad input naming it.
+  nlohmann::json broken = document;
+  broken["prediction"]["step_us"] = "fast";
+  std::ofstream(dir / "broken.json") << broken.dump();
+  r = run_cli({"diff", saved, (dir / "broken.json").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("step_us"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PredictAndCountersRefuseWhatTheyCannotDoBeforeAnyWork) {
+  const fs::path dir = temp_dir() / "predict-bad";
+  fs::create_directories(dir);
+  const std::string saved = (dir / "never.json").string();
+  Result r = run_cli({"profile", "--device", "cpu", "--predict", "b200", "--save", saved});
+  EXPECT_EQ(r.code, 2);
+  for (const char* name : {"b200", "h100-sxm", "h200", "a100-sxm"}) EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(saved));
+  r = run_cli({"profile", "--device", "cpu", "--counters", "--save", saved});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no kernel counters"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(saved));
+  r = run_cli({"profile", "--device", "cpu", "--format", "csv", "--table", "predicted"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--predict"), std::string::npos) << r.err;
+  r = run_cli({"profile", "--device", "cpu", "--format", "csv", "--table", "counters"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--counters"), std::string::npos) << r.err;
+}
+
+#ifdef BLOCKSCOPE_CUDA_SIM
+TEST(Cli, ProfileCountersOnTheSimulatedGpu) {
+  // The series' attention, flash and fused_softmax, bf16: one counter row per launch of the
+  // counted forward, the tensor-core flash kernel storing at 100% sector efficiency with no
+  // bank conflicts (swizzled tiles), every metric in JSON; the prediction uses the counters.
+  Result r = run_cli(with({"profile", source("configs/series/04_attention.yaml"), "--device", "cuda", "--set",
+                           "input.seq_len=80", "--set", "input.batch=1", "--set", "paths.attention=flash", "--set",
+                           "compare=[{attention: fused_softmax}]", "--counters", "--predict", "h200", "--format", "json"},
+                          kOneStep));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  const nlohmann::json& flash = out["variants"][0]["counters"];
+  ASSERT_EQ(flash.size(), 1u) << flash.dump();
+  EXPECT_EQ(flash[0]["name"].get<std::string>().rfind("flash_attention_kernel<", 0), 0u) << flash[0].dump();
+  EXPECT_DOUBLE_EQ(flash[0]["st_efficiency_pct"].get<double>(), 100.0);
+  EXPECT_EQ(flash[0]["bank_conflicts"].get<double>(), 0.0);
+  EXPECT_GT(flash[0]["mmas"].get<double>(), 0.0);
+  EXPECT_TRUE(flash[0]["metrics"].contains("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"));
+  const nlohmann::json& fused = out["variants"][1]["counters"];
+  ASSERT_EQ(fused.size(), 1u);  // the GEMMs are cuBLASLt's: not counted
+  EXPECT_EQ(fused[0]["name"].get<std::string>().rfind("softmax_causal_scale_kernel<", 0), 0u);
+  EXPECT_EQ(out["variants"][1]["prediction"]["target"], "h200");
+  // Text: the counter table is titled as counted on the simulated GPU.
+  r = run_cli(with({"profile", source("configs/series/04_attention.yaml"), "--device", "cuda", "--set",
+                    "input.seq_len=80", "--set", "input.batch=1", "--set", "paths.attention=flash", "--set", "compare=[]",
+                    "--counters"},
+                   kOneStep));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel counters (one forward, counted on the simulated GPU)"), std::string::npos) << r.out;
+}
+#endif
+
+}  // namespace

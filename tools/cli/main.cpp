@@ -97,8 +97,8 @@ void add_table_flags(CLI::App* app, Options& options) {
       ->check(kNonEmpty);
   app->add_option("--table", options.table,
                   "With --format csv: the one tidy table to print, every variant's rows with a variant column: "
-                  "ops | kernels | steps | diffs | counters (with --counters)")
-      ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs", "counters"}));
+                  "ops | kernels | steps | diffs | counters (with --counters) | predicted (with --predict)")
+      ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs", "counters", "predicted"}));
 }
 
 int run_cli(Session& session, int argc, char** argv) {
@@ -142,6 +142,11 @@ int run_cli(Session& session, int argc, char** argv) {
                     "After each variant, one more forward with every kernel launch's hardware counters (Nsight "
                     "Compute's names: sectors, bank conflicts, occupancy...): a table per variant; the simulated GPU "
                     "counts them");
+  profile->add_option("--predict", options.predict,
+                      "Also predict each variant's step on a GPU with the performance model: h100-sxm (h100), h200, "
+                      "a100-sxm (a100); a table per variant, labelled predicted (docs/PREDICTION.md). Any build, no GPU "
+                      "needed; on the simulated GPU the kernels' counters refine it")
+      ->check(kNonEmpty);
   profile->footer(
       "Schedule from profile.schedule (wait, warmup, active), like torch.profiler.\n"
       "Examples:\n"

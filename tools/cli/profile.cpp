@@ -18,7 +18,9 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "profiler/gpu_specs.h"
 #include "tools/cli/decode_summary.h"
+#include "tools/cli/profile_prediction.h"
 #include "tools/cli/progress.h"
 #include "tools/cli/rank_summary.h"
 
@@ -65,6 +67,10 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
   if (options.counters && !ctx.backend().counters_unavailable().empty()) {
     throw InputError("--counters on " + ctx.device().str() + ": " + ctx.backend().counters_unavailable());
   }
+  // --predict: the GPU first (a wrong name fails before any work); where the backend counts
+  // (the simulated GPU), the counted forward refines the prediction even without --counters.
+  const profiler::GpuSpec* predict_gpu = options.predict.empty() ? nullptr : &profiler::gpu_spec(options.predict);
+  const bool count = options.counters || (predict_gpu != nullptr && ctx.backend().counters_unavailable().empty());
   if (reports) announce_large_workload("profile", config);
   Workload workload(ctx, config, all_variant_paths(config), group);
 
@@ -162,6 +168,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
 
   std::vector<profiler::Profile> profiles;
   std::vector<profiler::Rows> counter_tables;  // --counters: per profile
+  std::vector<PredictedStep> predictions;      // --predict: per profile
   std::vector<size_t> profiled;  // index into variants of each profile
   std::vector<std::vector<profiler::Profile>> other_ranks;  // per profile: ranks 1.. (rank 0 gathers them)
   Progress progress("profile", variants.size(), !reports);
@@ -183,14 +190,26 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
       const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profiles.back());
+      std::vector<KernelCounterRecord> counted;
+      if (count) counted = profiler::count_kernels(ctx, [&] { workload.forward(); });
       if (options.counters) {
-        counter_tables.push_back(profiler::counter_table_rows(profiler::count_kernels(ctx, [&] { workload.forward(); })));
+        counter_tables.push_back(profiler::counter_table_rows(counted));
         if (format == profiler::Format::table) {
           out << open << label << " / kernel counters (one forward" << (ctx.backend().info(config.dtype).simulated
                                                                             ? ", counted on the simulated GPU"
                                                                             : "")
               << ")" << close << "\n"
               << profiler::render(counter_tables.back(), format, fitted) << "\n";
+          out.flush();
+        }
+      }
+      if (predict_gpu != nullptr) {
+        predictions.push_back(predict_step(*predict_gpu, profiles.back(), counted));
+        profiles.back().prediction = predicted_step_json(predictions.back());  // saved, and in the diffs
+        if (format == profiler::Format::table) {
+          out << open << label << " / predicted on " << predict_gpu->description << close << "\n"
+              << profiler::render(predicted_op_rows(predictions.back()), format, fitted)
+              << profiler::wrap_line(predicted_step_line(predictions.back()), profiler::terminal_width());
           out.flush();
         }
       }
@@ -241,6 +260,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
                       {"ops", parsed(profiler::op_table(p, table, format))},
                       {"kernels", parsed(profiler::kernel_table(p, format))}};
       if (i < counter_tables.size()) variant["counters"] = parsed(profiler::render(counter_tables[i], format));
+      if (i < predictions.size()) variant["prediction"] = predicted_step_json(predictions[i]);
       if (config.kind == WorkloadKind::decode) {
         for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
           const profiler::Profile part = profiler::phase_profile(p, phase);
@@ -285,6 +305,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
       else if (which == "kernels") part = profiler::kernel_table_rows(p);
       else if (which == "steps") part = profiler::step_table_rows(p);
       else if (which == "counters") part = counter_tables.at(i);
+      else if (which == "predicted") part = predicted_op_rows(predictions.at(i));
       else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
       else continue;
       append(profiler::with_variant_column(part, p.label));
@@ -299,6 +320,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     for (size_t i = 1; i < profiles.size(); ++i) {
       out << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
     }
+
   }
   out.flush();
 
@@ -346,6 +368,9 @@ int profile_command(Session& session) {
   }
   if (options.table == "counters" && !options.counters) {
     throw InputError("--table counters prints the kernel counters, which --counters measures (add --counters)");
+  }
+  if (options.table == "predicted" && options.predict.empty()) {
+    throw InputError("--table predicted prints the predicted op table, which --predict GPU makes (add --predict h100)");
   }
   const WorkloadConfig config = session.load_config();
   if (options.group_by_phase && config.kind != WorkloadKind::decode) {

@@ -44,6 +44,9 @@ struct Options {
   // profile --counters: one more forward per variant with every kernel launch counted (the
   // simulated GPU; Nsight Compute's metric names), printed as a table per variant.
   bool counters = false;
+  // profile --predict GPU: each variant's step as the GPU performance model predicts it on that
+  // GPU (profile_prediction.h), labelled as predicted; empty: none.
+  std::string predict;
   std::string columns;  // --columns: the op table's columns to show ("all": every one, unfitted)
   // --table: which tidy table --format csv prints (ops, kernels, steps, diffs); empty: not given (ops)
   std::string table;
