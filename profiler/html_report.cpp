@@ -562,6 +562,47 @@ std::string html_table(const Rows& rows, const std::string& css_class, size_t va
   return out + "</tbody></table></div>\n";
 }
 
+// profile --predict: each variant's predicted step beside what it measured, and its predicted
+// ops (Profile::prediction, the CLI's JSON). Measured on a GPU of the predicted kind, the ratio
+// is the model's error; on the CPU or the simulator the two are different machines.
+std::string prediction_html(const std::vector<Profile>& profiles) {
+  std::string rows, ops;
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    const json& p = profiles[v].prediction;
+    if (!p.is_object()) continue;
+    const std::vector<double> steps = step_times_us(profiles[v]);
+    const double measured = steps.empty() ? 0.0 : spread_of(steps).median;
+    const bool comparable = !profiles[v].simulated && profiles[v].device.rfind("cuda", 0) == 0;
+    rows += fmt::format("<tr><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                        "<td class=\"num\">{}</td><td>{}-bound</td><td>{}</td></tr>\n",
+                        swatch(v), esc(profiles[v].label), esc(format_time_us(p.value("step_us", 0.0))),
+                        esc(format_time_us(p.value("device_us", 0.0))), esc(format_time_us(p.value("host_us", 0.0))),
+                        esc(format_time_us(measured)), esc(p.value("bound", "")),
+                        comparable && measured > 0 ? fmt::format("{:.2f}x", measured / p.value("step_us", 1.0))
+                                                   : std::string("measured on ") + esc(profiles[v].device_name));
+    ops += "<h3>" + swatch(v) + esc(profiles[v].label) + ": predicted ops</h3>\n<div class=\"scroll\"><table class=\"prediction\">"
+           "<thead><tr><th>Op</th><th>Path</th><th>Calls</th><th>Kernels</th><th>Predicted</th><th>Compute</th>"
+           "<th>Memory</th><th>Launch</th><th>Bound</th></tr></thead><tbody>\n";
+    for (const json& op : p.value("ops", json::array())) {
+      ops += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+                         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+                         esc(op.value("name", "")), esc(op.value("path", "")), op.value("calls", 0), op.value("kernels", 0),
+                         esc(format_time_us(op.value("predicted_us", 0.0))), esc(format_time_us(op.value("compute_us", 0.0))),
+                         esc(format_time_us(op.value("memory_us", 0.0))), esc(format_time_us(op.value("launch_us", 0.0))),
+                         esc(op.value("bound", "")));
+    }
+    ops += "</tbody></table></div>\n";
+  }
+  if (rows.empty()) return "";
+  const json& first = std::find_if(profiles.begin(), profiles.end(), [](const Profile& p) { return p.prediction.is_object(); })->prediction;
+  return "<h2>Predicted GPU time</h2>\n<section id=\"prediction\">\n<p class=\"note\">Predicted, not measured: " +
+         esc(first.value("gpu", first.value("target", ""))) + " by " + esc(first.value("model_version", "")) +
+         " (docs/PREDICTION.md). Each step as the model prices the CUDA kernels its ops launch; the host issues each "
+         "launch.</p>\n<div class=\"scroll\"><table class=\"prediction\"><thead><tr><th>Variant</th><th>Predicted step</th>"
+         "<th>Device</th><th>Host</th><th>Measured step</th><th>Bound</th><th>Measured / predicted</th></tr></thead><tbody>\n" +
+         rows + "</tbody></table></div>\n" + ops + "</section>\n";
+}
+
 // JSON inside <script>: "</script" would end the element, "<!--" change how it is parsed; no
 // "<" at all (written as the JSON escape \u003c) rules out both.
 std::string script_json(const json& value) {
@@ -685,6 +726,8 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
     body += "</section>\n";
   }
 
+  body += prediction_html(profiles);
+
   body += "<h2>Tables</h2>\n<section id=\"tables\">\n";
   json data = {{"format", "blockscope-report"}, {"version", 1}, {"title", title}};
   for (size_t v = 0; v < profiles.size(); ++v) {
@@ -697,7 +740,8 @@ std::string html_report(const std::vector<Profile>& profiles, const ReportOption
                                 {"step_times_us", step_times_us(profiles[v])},
                                 {"verdict", step_verdict_json(verdicts[v])},
                                 {"ops", rows_json(ops)},
-                                {"kernels", rows_json(kernels)}});
+                                {"kernels", rows_json(kernels)},
+                                {"prediction", profiles[v].prediction}});
   }
   body += "</section>\n";
 
