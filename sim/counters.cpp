@@ -230,6 +230,13 @@ void add_shared(double* totals, const WarpAccess& a, Metric inst, Metric wavefro
   totals[conflicts] += std::max(0.0, w - ideal);
 }
 
+void add_global(double* totals, const WarpAccess& a, Metric requests, Metric sectors, Metric bytes) {
+  const Footprint f = footprint(a);
+  totals[requests] += 1;
+  totals[sectors] += f.sectors;
+  totals[bytes] += f.bytes;
+}
+
 void count_instruction(GridCounters& c, const WarpAccess& a) {
   double* t = c.totals;
   t[kMemoryInst] += 1;
@@ -239,16 +246,14 @@ void count_instruction(GridCounters& c, const WarpAccess& a) {
       if (a.shared) {
         add_shared(t, a, kSharedLoadInst, kSharedLoadWavefronts, kSharedLoadConflicts);
       } else {
-        const Footprint f = footprint(a);
-        t[kGlobalLoadRequests] += 1, t[kGlobalLoadSectors] += f.sectors, t[kGlobalLoadBytes] += f.bytes;
+        add_global(t, a, kGlobalLoadRequests, kGlobalLoadSectors, kGlobalLoadBytes);
       }
       break;
     case Access::store:
       if (a.shared) {
         add_shared(t, a, kSharedStoreInst, kSharedStoreWavefronts, kSharedStoreConflicts);
       } else {
-        const Footprint f = footprint(a);
-        t[kGlobalStoreRequests] += 1, t[kGlobalStoreSectors] += f.sectors, t[kGlobalStoreBytes] += f.bytes;
+        add_global(t, a, kGlobalStoreRequests, kGlobalStoreSectors, kGlobalStoreBytes);
       }
       break;
     case Access::atomic:
