@@ -178,7 +178,8 @@ class FakeGpu : public ScratchDir {
     const fs::path out = dir_ / "out";
     fs::create_directories(out);
     return run("NVIDIA_SMI=" + nvidia_smi + " DEVICE_CHECK_KIT=" + kit_ + " OUT=" + out.string() +
-               " COMPUTE_SANITIZER=" + sanitizer_ + " DEVICE_CHECK_MIN_STEP_S=1 DEVICE_CHECK_SANITIZERS_S=2 " + extra +
+               " COMPUTE_SANITIZER=" + sanitizer_ + " NCU=" + (dir_ / "absent-ncu").string() +
+               " DEVICE_CHECK_MIN_STEP_S=1 DEVICE_CHECK_SANITIZERS_S=2 " + extra +
                " bash " + tool("device/device_check.sh"));
   }
   std::string args_log_, kit_, sanitizer_;
@@ -194,12 +195,15 @@ TEST_F(FakeGpu, DryRunReportsEveryPhase) {
   EXPECT_NE(o.find("unpacking the kit with Python's lzma/tarfile"), std::string::npos) << o;
   EXPECT_NE(o.find("driver CUDA 13.0, kit runtime 13.0; compute capability 9.0, kit architectures 90"),
             std::string::npos) << o;
-  for (const char* phase : {"phase tests", "phase sanitizers", "phase benchmarks", "phase pytorch"}) {
+  for (const char* phase : {"phase tests", "phase sanitizers", "phase benchmarks", "phase counters", "phase pytorch"}) {
     EXPECT_NE(o.find(phase), std::string::npos) << phase << "\n" << o;
   }
   EXPECT_LT(o.find("phase tests"), o.find("phase sanitizers")) << o;
   EXPECT_LT(o.find("phase sanitizers"), o.find("phase benchmarks")) << o;
-  EXPECT_LT(o.find("phase benchmarks"), o.find("phase pytorch")) << o;
+  EXPECT_LT(o.find("phase benchmarks"), o.find("phase counters")) << o;
+  EXPECT_LT(o.find("phase counters"), o.find("phase pytorch")) << o;
+  // No Nsight Compute on the fake machine: the comparison is one skip row saying so.
+  EXPECT_NE(o.find("Nsight Compute (ncu) not installed"), std::string::npos) << o;
   // The kit's commit (deadbeef) against the tree's: a warning when git knows the tree's.
   EXPECT_TRUE(o.find("kit deadbeefdead but this tree is at") != std::string::npos ||
               o.find("this tree's commit is unknown") != std::string::npos) << o;

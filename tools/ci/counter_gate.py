@@ -66,6 +66,7 @@ def count_case(blockscope, name, config, extra):
                     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum", 0)})
         variants[variant["label"]] = launches
     return {"command": " ".join(["blockscope", "profile", config, "--device", "cuda", "--counters"] + extra),
+            "order": [variant["label"] for variant in document["variants"]],  # the run's order
             "variants": variants}
 
 

@@ -42,9 +42,12 @@
 #                    row says why
 #        sanitizers  (DEVICE_CHECK_SANITIZERS_S, 110 s)  compute-sanitizer memcheck and
 #                    racecheck over a small subset; a run cut by its limit is "timeout"
-#        benchmarks  (DEVICE_CHECK_BENCH_S, 110 s)  the suites, --benchmark_filter'd to their
+#        benchmarks  (DEVICE_CHECK_BENCH_S, 100 s)  the suites, --benchmark_filter'd to their
 #                    CUDA cases (names with /cuda:N); a suite without any is skipped
-#        pytorch     (DEVICE_CHECK_TORCH_S, 80 s)  tools/peers/torch_peer.py on the same workloads
+#        counters    (DEVICE_CHECK_COUNTERS_S, 30 s)  Nsight Compute's counters of the series'
+#                    attention beside the simulated GPU's (tools/ci/compare_counters.py:
+#                    counters.md; a difference is a WARN to explain)
+#        pytorch     (DEVICE_CHECK_TORCH_S, 60 s)  tools/peers/torch_peer.py on the same workloads
 #                    and tools/peers/side_by_side.py
 #      then writes one summary file and prints a short table. Every step has a time limit
 #      clipped to its phase's budget and the whole run's (DEVICE_CHECK_BUDGET_S, default
@@ -52,7 +55,7 @@
 #      never silently dropped.
 #   Test knobs (test/cuda_tools_test.cpp runs all of this on a fake GPU and a fake kit):
 #   NVIDIA_SMI, DEVICE_CHECK_KIT (the archive), DEVICE_CHECK_XZ (the xz to use),
-#   COMPUTE_SANITIZER, DEVICE_CHECK_MIN_STEP_S (least time a step needs, 15 s).
+#   COMPUTE_SANITIZER, NCU, DEVICE_CHECK_MIN_STEP_S (least time a step needs, 15 s).
 #
 # Results: $OUT when set (the device tool), else bench/results/<date>-<gpu>/:
 #   summary.md (the table, the GPU, the commit, test counts, sanitizer verdicts),
@@ -510,7 +513,7 @@ PY
   # ---- benchmarks -------------------------------------------------------------------------------
   # Only the CUDA cases: every suite registers each workload per device (name KEY/cuda:0[/manual_time] or
   # .../cpu); the CPU cases would spend the phase on what the build machine measures anyway.
-  begin_phase benchmarks "${DEVICE_CHECK_BENCH_S:-110}"
+  begin_phase benchmarks "${DEVICE_CHECK_BENCH_S:-100}"
   local bench bench_jsons=() cuda_filter='/cuda:[0-9]+' cases
   for bench in "$KIT"/bin/*_bench; do
     [[ -x "$bench" ]] || continue
@@ -541,8 +544,34 @@ json.dump(merged, open(sys.argv[1], "w"), indent=1)
 PY
   fi
 
+  # ---- Counters: Nsight Compute beside the simulated GPU ---------------------------------------
+  # The series' attention (counter_gate.py's case attention-bf16, one step) under ncu with the
+  # metrics the simulator counts; tools/ci/compare_counters.py writes counters.md, both side by
+  # side. Deterministic counts should match; a difference is a WARN to explain, not a failure.
+  begin_phase counters "${DEVICE_CHECK_COUNTERS_S:-30}"
+  local ncu="${NCU:-}"
+  [[ -z "$ncu" ]] && ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+  if [[ -z "$ncu" || ! -x "$ncu" ]]; then
+    record "counters vs ncu" skip 0 "Nsight Compute (ncu) not installed"
+  else
+    set_bin blockscope
+    if run_step "counters vs ncu" 60 "$LOGS/ncu_attention.csv" "$ncu" --csv --target-processes all \
+         --metrics "$(python3 "$ROOT/tools/ci/compare_counters.py" metrics)" "${BIN[@]}" profile \
+         "$ROOT/configs/series/04_attention.yaml" --device cuda --set input.batch=1 --set input.seq_len=160 \
+         --set profile.schedule.wait=0 --set profile.schedule.warmup=0 --set profile.schedule.active=1; then
+      if [[ "$STEP_RC" != 0 ]]; then
+        record "counters vs ncu" "$(status_of $STEP_RC)" "$STEP_S" "ncu rc $STEP_RC (ncu_attention.csv)"
+      elif python3 "$ROOT/tools/ci/compare_counters.py" compare --baseline "$ROOT/bench/counters/sim_baseline.json" \
+             --case attention-bf16 --ncu "$LOGS/ncu_attention.csv" --out "$DEST/counters.md" > /dev/null; then
+        record "counters vs ncu" ok "$STEP_S" "every compared count equal (counters.md)"
+      else
+        record "counters vs ncu" WARN "$STEP_S" "some counts differ from the simulator's: explain each (counters.md)"
+      fi
+    fi
+  fi
+
   # ---- PyTorch side by side ---------------------------------------------------------------------
-  begin_phase pytorch "${DEVICE_CHECK_TORCH_S:-80}"
+  begin_phase pytorch "${DEVICE_CHECK_TORCH_S:-60}"
   if [[ -f "$ROOT/tools/peers/torch_peer.py" ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     local peer_args=(--device cuda --out "$LOGS/torch_peer.json")
     if (( ${#bench_jsons[@]} > 0 )); then peer_args+=(--from-json "${bench_jsons[@]}"); else peer_args+=(--sizes gpu); fi
