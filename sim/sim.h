@@ -180,7 +180,8 @@ void set_last_kernel_name(std::string name, const void* function = nullptr);
 // sectors, shared-memory instructions, wavefronts and bank conflicts, ldmatrix, cp.async, MMAs,
 // atomics, barriers, active lanes per memory instruction, and the launch statistics with the
 // theoretical occupancy of an sm_90 SM. Kernels must be built by nvcc-sim with its access
-// instrumentation (not in ASan builds: there only launch statistics, MMAs and barriers count).
+// instrumentation (not in ASan builds: there only what the simulator does itself counts —
+// launch statistics, MMAs, ldmatrix, cp.async and barriers; no plain loads or stores).
 // BLOCKSCOPE_SIM_COUNTERS=FILE.json turns counting on and writes every launch to FILE at exit
 // ("%p" in FILE becomes the process id; a forked child writes none). A place that cannot be
 // written is said on stderr at start-up and again at exit.
