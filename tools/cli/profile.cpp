@@ -204,7 +204,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
         }
       }
       if (predict_gpu != nullptr) {
-        predictions.push_back(predict_step(*predict_gpu, profiles.back(), counted));
+        predictions.push_back(predict_step(*predict_gpu, profiles.back(), counted, config.run.cuda_graph));
         profiles.back().prediction = predicted_step_json(predictions.back());  // saved, and in the diffs
         if (format == profiler::Format::table) {
           out << open << label << " / predicted on " << predict_gpu->description << close << "\n"

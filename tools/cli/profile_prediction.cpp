@@ -118,8 +118,9 @@ PredictedOp priced_by_traffic(const profiler::GpuSpec& gpu, double flops, double
 }  // namespace
 
 PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile& profile,
-                           const std::vector<KernelCounterRecord>& counted) {
+                           const std::vector<KernelCounterRecord>& counted, bool graph) {
   PredictedStep step;
+  step.graph = graph;
   step.target = gpu.name;
   step.description = gpu.description;
   step.model_version = predict::kModelVersion;
@@ -164,6 +165,11 @@ PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile
       op = priced_by_traffic(gpu, e.flops, std::max(bytes, counted_bytes * l2_discount), kernels);
       op.counted = counted_bytes * l2_discount > bytes;  // the counters raised the op's traffic
     }
+    if (graph) {  // each kernel a node of the replayed graph: its gap, not an eager launch's
+      const double nodes = kernels * gpu.graph_node_us;
+      op.predicted_us += nodes - op.launch_us;
+      op.launch_us = nodes;
+    }
     op.scope = e.scope;
     op.name = e.name;
     op.path = e.path;
@@ -173,7 +179,7 @@ PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile
     step.busy_us += op.predicted_us - op.launch_us;
     step.ops.push_back(op);
   }
-  step.host_us = step.launches * kHostLaunchUs + static_cast<double>(step.ops.size()) * kRuntimeOpUs;
+  step.host_us = graph ? kHostLaunchUs : step.launches * kHostLaunchUs + static_cast<double>(step.ops.size()) * kRuntimeOpUs;
   const double last = step.ops.empty() ? 0 : step.ops.back().predicted_us - step.ops.back().launch_us;
   step.step_us = std::max(step.device_us, step.host_us + last);
   step.bound = step.host_us > step.busy_us ? "host" : "device";
@@ -221,12 +227,13 @@ profiler::Rows predicted_op_rows(const PredictedStep& step) {
 }
 
 std::string predicted_step_line(const PredictedStep& step) {
+  const std::string host = step.graph ? fmt::format("one CUDA graph launch, {:g} µs", kHostLaunchUs)
+                                      : fmt::format("{:g} µs a launch, {:g} µs an op", kHostLaunchUs, kRuntimeOpUs);
   return fmt::format("Predicted step on {} ({}): {} — device {} for {} kernel{} (busy {}), host {} to launch them "
-                     "({:g} µs a launch, {:g} µs an op): {}-bound. Predicted, not measured.",
+                     "({}): {}-bound. Predicted, not measured.",
                      step.target, step.model_version, profiler::format_time_us(step.step_us),
                      profiler::format_time_us(step.device_us), step.launches, step.launches == 1 ? "" : "s",
-                     profiler::format_time_us(step.busy_us), profiler::format_time_us(step.host_us), kHostLaunchUs,
-                     kRuntimeOpUs, step.bound);
+                     profiler::format_time_us(step.busy_us), profiler::format_time_us(step.host_us), host, step.bound);
 }
 
 nlohmann::json predicted_step_json(const PredictedStep& step) {
@@ -239,6 +246,7 @@ nlohmann::json predicted_step_json(const PredictedStep& step) {
           {"busy_us", step.busy_us},
           {"host_us", step.host_us},
           {"launches", step.launches},
+          {"launch_mode", step.graph ? "graph" : "eager"},
           {"bound", step.bound},
           {"ops", profiler::rows_json(predicted_op_rows(step))}};
 }

@@ -11,7 +11,9 @@
 // issues every launch at kHostLaunchUs, the driver's cost of an eager cudaLaunchKernel, plus
 // kRuntimeOpUs of blockscope's own per op. The step takes the longer of the two, and is
 // host-bound when issuing the launches takes longer than the kernels run (the series' 64×64
-// matmul + add).
+// matmul + add). With `run.cuda_graph` the forward is one CUDA graph: the host makes one
+// cudaGraphLaunch a step, and each kernel costs the GPU's graph-node gap instead of an eager
+// launch's (decode.cuda_graph's per-token graphs are priced eagerly: not modelled yet).
 #pragma once
 
 #include <string>
@@ -43,11 +45,12 @@ struct PredictedOp {
 
 struct PredictedStep {
   std::string target, description, model_version;
+  bool graph = false;  // the step replays one CUDA graph
   std::vector<PredictedOp> ops;  // one step's leaf ops, in order
   int launches = 0;
   double device_us = 0;     // the kernels back to back, launch gaps included
   double busy_us = 0;       // the kernels alone
-  double host_us = 0;       // launches × kHostLaunchUs + ops × kRuntimeOpUs
+  double host_us = 0;       // launches × kHostLaunchUs + ops × kRuntimeOpUs (a graph: one launch)
   double step_us = 0;       // max(device_us, host_us + the last kernel)
   std::string bound;        // "host" or "device"
 };
@@ -55,7 +58,7 @@ struct PredictedStep {
 // One step of `profile` (its first active step) on `gpu`. `counted`: one forward's kernel
 // counters (empty when not counted), matched to the step's kernels by name and order.
 PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile& profile,
-                           const std::vector<KernelCounterRecord>& counted);
+                           const std::vector<KernelCounterRecord>& counted, bool graph = false);
 
 // The predicted op table (ops grouped by name and path, as the op table groups them), its footer
 // line, and the JSON form (what a saved profile keeps and diff compares: profiler::Profile's
