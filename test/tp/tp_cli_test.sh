@@ -64,7 +64,7 @@ for text in "reduce_scatter" "all_gather" "collective %"; do expect sp_profile "
 grep -q "all_reduce " sp_profile.out && fail "sp_profile: an all_reduce under sequence parallelism"
 
 run profile_gpt2 0 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
-    --save "$work/tp.json" --trace "$work/tp_trace.json"
+    --save "$work/tp.json" --trace "$work/tp_trace.json" --predict h100
 for text in "all_reduce" "/ rank 1 ==" "/ ranks (tensor parallel over 2" "merged across ranks" "slowest rank:"; do
   expect profile_gpt2 "$text"
 done
@@ -79,6 +79,12 @@ base, rank1 = json.load(open(f"{work}/tp.json")), json.load(open(f"{work}/tp.ran
 assert base["tensor_parallel"] == {"rank": 0, "ranks": 2}, base.get("tensor_parallel")
 assert rank1["tensor_parallel"] == {"rank": 1, "ranks": 2}, rank1.get("tensor_parallel")
 assert any(op["name"] == "all_reduce" for op in rank1["ops"])
+# --predict: every rank's profile carries its prediction, the all-reduces priced as NCCL's over
+# 2 H100s (small messages: latency-bound).
+for saved in (base, rank1):
+    reduces = [op for op in saved["prediction"]["ops"] if op["name"] == "all_reduce"]
+    assert saved["prediction"]["target"] == "h100-sxm" and reduces, saved["prediction"]
+    assert reduces[0]["bound"] == "latency" and reduces[0]["predicted_us"] > 0, reduces
 names = {e["args"]["name"] for e in json.load(open(f"{work}/tp_trace.json"))["traceEvents"]
          if e["ph"] == "M" and e["name"] == "process_name"}
 for rank in (0, 1):

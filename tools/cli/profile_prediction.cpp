@@ -27,10 +27,10 @@ double numel(const Shape& s) {
 
 int64_t round_size(double v) { return static_cast<int64_t>(std::llround(v)); }
 
-// The catalogue's call for an op whose kernels the model prices by shape (GEMMs, attention),
-// from what the op recorded: its input shapes and FLOPs. Other ops: none (priced by their
-// recorded FLOPs and bytes).
-std::optional<ops::OpCall> call_of(const OpEvent& e) {
+// The catalogue's call for an op whose kernels the model prices by shape (GEMMs, attention,
+// collectives over the profile's ranks), from what the op recorded: its input shapes and FLOPs.
+// Other ops: none (priced by their recorded FLOPs and bytes).
+std::optional<ops::OpCall> call_of(const OpEvent& e, int ranks) {
   ops::OpCall c;
   c.path = e.path;
   c.dtype = e.dtype;
@@ -59,6 +59,13 @@ std::optional<ops::OpCall> call_of(const OpEvent& e) {
     c.sizes = {{"B", in[0][0]}, {"H", in[0][1]}, {"Hkv", in[1][1]}, {"Sq", in[0][2]}, {"Sk", in[1][2]}, {"D", in[0][3]}};
     const double full = 4.0 * numel(in[0]) * static_cast<double>(in[1][2]);
     c.flags["causal"] = e.flops < 0.75 * full;
+    return c;
+  }
+  if ((e.name == "all_reduce" || e.name == "reduce_scatter" || e.name == "all_gather") && !in.empty() && ranks > 1) {
+    // N: the whole tensor's elements (all_reduce's and reduce_scatter's input; all_gather's
+    // input is one rank's block of it), over the profile's ranks.
+    const double n = numel(in[0]) * (e.name == "all_gather" ? ranks : 1);
+    c.sizes = {{"N", round_size(n)}, {"ranks", ranks}};
     return c;
   }
   return std::nullopt;
@@ -153,7 +160,7 @@ PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile
     const int kernels = found == kernels_of.end() ? 0 : static_cast<int>(found->second.size());
     if (kernels == 0) continue;  // nothing launched (an empty op, a view)
     PredictedOp op;
-    const std::optional<ops::OpCall> call = call_of(e);
+    const std::optional<ops::OpCall> call = call_of(e, profile.ranks);
     if (call) {
       op = priced_by_shape(gpu, e, *call);
     } else {
