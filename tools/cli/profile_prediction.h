@@ -1,9 +1,10 @@
 // `blockscope profile --predict GPU`: a measured profile's step turned into what the GPU
 // performance model (profiler/gpu_model.h) predicts for the CUDA backend on that GPU — every
 // time labelled as predicted. Each leaf op of one step (an op with no ops inside it) becomes
-// its CUDA kernels: GEMMs (linear, batched_matmul, unfused attention) and flash attention by
-// their shapes through info --predict's op model (cost_prediction.h), every other op by its
-// recorded FLOPs and bytes, one launch per kernel the step recorded under it. On the simulated
+// its CUDA kernels: GEMMs (linear, batched_matmul, unfused attention), flash attention and the
+// collectives (over the profile's ranks) by their shapes through info --predict's op model
+// (cost_prediction.h), every other op by its recorded FLOPs and bytes, one launch per kernel the
+// step recorded under it. On the simulated
 // GPU's build, the kernels' counted sectors (profile --counters) raise an op's bytes where it
 // moves more than its least traffic (re-reads at L2 bandwidth).
 //
