@@ -92,6 +92,27 @@ class Reader {
   std::string where_;
 };
 
+// profile --predict's prediction (the CLI's JSON), kept as written once every field that diff and
+// the report read holds its type: a saved profile is input like any other.
+json read_prediction(const Reader& top, const json& value) {
+  const Reader p = top.child("prediction");
+  p.string("target");
+  p.string("model_version");
+  p.string("bound");
+  for (const char* key : {"step_us", "device_us", "busy_us", "host_us"}) p.number(key);
+  p.integer("launches");
+  for (const char* key : {"gpu", "note", "launch_mode"})
+    if (value.contains(key)) p.string(key);
+  const json& ops = p.array("ops");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Reader op = p.element(ops, "ops", i);
+    for (const char* key : {"name", "path", "bound", "bytes_from"}) op.string(key);
+    for (const char* key : {"calls", "kernels"}) op.integer(key);
+    for (const char* key : {"predicted_us", "pct", "compute_us", "memory_us", "launch_us"}) op.number(key);
+  }
+  return value;
+}
+
 }  // namespace
 
 json profile_to_json(const Profile& profile) {
@@ -176,13 +197,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.dtype = top.string("dtype");
   profile.simulated = document.contains("simulated") && top.boolean("simulated");
   profile.workload = document.contains("workload") ? top.string("workload") : "";
-  if (document.contains("prediction")) {  // profile --predict: kept as written, its key fields checked
-    const Reader prediction = top.child("prediction");
-    prediction.string("target");
-    prediction.string("model_version");
-    prediction.number("step_us");
-    profile.prediction = document["prediction"];
-  }
+  if (document.contains("prediction")) profile.prediction = read_prediction(top, document["prediction"]);
   const Reader peaks = top.child("peaks");
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");

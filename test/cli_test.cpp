@@ -909,6 +909,13 @@ TEST(Cli, ProfilePredictSavesThePredictionAndDiffComparesIt) {
   r = run_cli({"diff", saved, (dir / "broken.json").string()});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("step_us"), std::string::npos) << r.err;
+  broken = document;
+  broken["prediction"]["ops"][0]["calls"] = "two";  // what the report reads, checked too
+  std::ofstream(dir / "broken.json") << broken.dump();
+  r = run_cli({"report", (dir / "broken.json").string(), "-o", (dir / "never.html").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("prediction.ops[0].calls"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "never.html"));
 }
 
 TEST(Cli, PredictAndCountersRefuseWhatTheyCannotDoBeforeAnyWork) {
