@@ -968,6 +968,11 @@ TEST(Cli, ProfileCountersOnTheSimulatedGpu) {
                    kOneStep));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("kernel counters (one forward, counted on the simulated GPU)"), std::string::npos) << r.out;
+  // Ranks on threads of one process would take each other's counts: refused before any work.
+  r = run_cli({"profile", source("configs/blocks/tiny-gpt2.yaml"), "--device", "cuda", "--set", "parallel.tensor=2",
+               "--counters"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("parallel.tensor > 1"), std::string::npos) << r.err;
 }
 #endif
 

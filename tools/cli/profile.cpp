@@ -67,10 +67,17 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
   if (options.counters && !ctx.backend().counters_unavailable().empty()) {
     throw InputError("--counters on " + ctx.device().str() + ": " + ctx.backend().counters_unavailable());
   }
+  // The simulator counts the whole process's launches: ranks on threads of one process would
+  // take each other's.
+  if (options.counters && group != nullptr && group->size() > 1) {
+    throw InputError("--counters counts one rank's kernels; with parallel.tensor > 1 it is not supported yet "
+                     "(profile one rank: parallel.tensor: 1)");
+  }
   // --predict: the GPU first (a wrong name fails before any work); where the backend counts
   // (the simulated GPU), the counted forward refines the prediction even without --counters.
   const profiler::GpuSpec* predict_gpu = options.predict.empty() ? nullptr : &profiler::gpu_spec(options.predict);
-  const bool count = options.counters || (predict_gpu != nullptr && ctx.backend().counters_unavailable().empty());
+  const bool count = options.counters || (predict_gpu != nullptr && group == nullptr &&
+                                          ctx.backend().counters_unavailable().empty());
   if (reports) announce_large_workload("profile", config);
   Workload workload(ctx, config, all_variant_paths(config), group);
 
