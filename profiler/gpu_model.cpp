@@ -119,19 +119,16 @@ double element_bytes(ComputeUnit unit) {
 }
 
 Occupancy occupancy(const GpuSpec& spec, int threads_per_block, int registers_per_thread, int smem_bytes) {
-  BS_CHECK_INPUT(threads_per_block >= 1 && threads_per_block <= spec.max_threads_per_block, "occupancy: ",
-                 threads_per_block, " threads per block (1 to ", spec.max_threads_per_block, " on ", spec.name, ")");
-  BS_CHECK_INPUT(registers_per_thread <= spec.max_regs_per_thread, "occupancy: ", registers_per_thread,
-                 " registers per thread (at most ", spec.max_regs_per_thread, ")");
-  BS_CHECK_INPUT(smem_bytes >= 0 && smem_bytes <= spec.smem_per_block_optin_bytes, "occupancy: ", smem_bytes,
-                 " bytes of shared memory per block (at most ", spec.smem_per_block_optin_bytes, " on ", spec.name, ")");
+  const sim::SmLimits& sm = spec.sm;
+  BS_CHECK_INPUT(threads_per_block >= 1 && threads_per_block <= sm.max_threads_per_block, "occupancy: ",
+                 threads_per_block, " threads per block (1 to ", sm.max_threads_per_block, " on ", spec.name, ")");
+  BS_CHECK_INPUT(registers_per_thread <= sm.max_registers_per_thread, "occupancy: ", registers_per_thread,
+                 " registers per thread (at most ", sm.max_registers_per_thread, ")");
+  BS_CHECK_INPUT(smem_bytes >= 0 && smem_bytes <= sm.max_smem_per_block, "occupancy: ", smem_bytes,
+                 " bytes of shared memory per block (at most ", sm.max_smem_per_block, " on ", spec.name, ")");
   // The occupancy calculator's rules live once, in sim/occupancy.h (checked there against the
-  // CUDA toolkit's cuda_occupancy.h); here with the target's limits.
-  const sim::SmLimits limits{spec.max_threads_per_block, spec.max_warps_per_sm, spec.max_blocks_per_sm,
-                             spec.regs_per_sm, spec.reg_alloc_unit, spec.regs_per_sm, spec.warp_alloc_granularity,
-                             spec.max_regs_per_thread, spec.smem_per_sm_bytes, spec.smem_per_block_optin_bytes,
-                             spec.smem_reserved_per_block_bytes, spec.smem_alloc_unit_bytes};
-  const sim::Occupancy rules = sim::theoretical_occupancy(limits, threads_per_block, registers_per_thread, smem_bytes);
+  // CUDA toolkit's cuda_occupancy.h).
+  const sim::Occupancy rules = sim::theoretical_occupancy(sm, threads_per_block, registers_per_thread, smem_bytes);
   Occupancy o;
   o.warps_per_block = rules.warps_per_block;
   o.limit_warps = rules.limit_warps;

@@ -16,14 +16,9 @@ namespace blockscope::profiler {
 //        stas00/ml-engineering compute/accelerator/README.md (H100: 1830 MHz × 512 FMA per tensor
 //        core × 528 tensor cores = 989 TFLOP/s; A100: 1410 MHz × 256 × 432 = 312; HBM: H100 SXM
 //        3.35 TB/s, H200 4.8 TB/s 141 GB, A100 SXM 80GB 2.0 TB/s).
-// [CCG]  CUDA C Programming Guide, "Technical Specifications per Compute Capability" (8.0 and
-//        9.0: 64K 32-bit registers per SM, 255 per thread, 2048 threads / 64 warps / 32 blocks
-//        per SM, 1024 threads per block, 164/228 KB shared memory per SM and 163/227 KB per block
-//        opt-in, 1 KB reserved per block) and "Arithmetic Instructions" (16 MUFU results per clock
-//        per SM on 8.0 and 9.0).
-// [OCC]  The CUDA occupancy calculator's allocation rules (also Nsight Compute's "Launch
-//        Statistics"/"Occupancy" sections): registers per warp in units of 256, warps in groups
-//        of 4, shared memory per block in units of 128 bytes.
+// [CCG]  CUDA C Programming Guide, "Arithmetic Instructions" (16 MUFU results per clock per SM on
+//        8.0 and 9.0). The SMs' occupancy limits (registers, warps, blocks, shared memory) are
+//        sim/occupancy.h's kSm80Limits / kSm90Limits, cited there.
 // [L2]   PMC10448217 (pmc.ncbi.nlm.nih.gov/articles/PMC10448217, Table 3): L2 bandwidth
 //        A100 7219 GB/s and GH100 8986 GB/s, i.e. 5120 bytes per clock (A100 whitepaper's L2
 //        width) at 1.41 / 1.755 GHz.
@@ -48,8 +43,6 @@ namespace blockscope::profiler {
 
 namespace {
 
-constexpr int kKiB = 1024;
-
 GpuSpec hopper(const char* name, std::vector<const char*> aliases, const char* description, double hbm_tbps,
                double hbm_gb) {
   GpuSpec s{};
@@ -73,8 +66,7 @@ GpuSpec hopper(const char* name, std::vector<const char*> aliases, const char* d
   s.hbm_gb = hbm_gb;
   s.l2_mb = 50;      // [DS] 50 MB
   s.l2_tbps = 8.986; // [L2]
-  s.smem_per_sm_bytes = 228 * kKiB;           // [CCG] 9.0
-  s.smem_per_block_optin_bytes = 227 * kKiB;  // [CCG] 9.0
+  s.sm = sim::kSm90Limits;
   s.nvlink_gbps = 450;     // [NVL] 900 GB/s both ways
   s.nvlink_sharp = true;   // [NVL]
   s.dram_efficiency = 0.90;   // [QUACK] 3.01 of 3.35 TB/s; H200 assumed alike (no measurement cited)
@@ -87,20 +79,10 @@ GpuSpec hopper(const char* name, std::vector<const char*> aliases, const char* d
   return s;
 }
 
-// Shared by every GPU of the table: compute capabilities 8.0 and 9.0 agree on these.
-void common_limits(GpuSpec& s) {
-  s.smem_reserved_per_block_bytes = 1 * kKiB;  // [CCG] 8.x and 9.0
-  s.smem_alloc_unit_bytes = 128;               // [OCC]
-  s.regs_per_sm = 64 * kKiB;                   // [CCG]
-  s.max_regs_per_thread = 255;                 // [CCG]
-  s.reg_alloc_unit = 256;                      // [OCC]
-  s.warp_alloc_granularity = 4;                // [OCC]
-  s.max_threads_per_block = 1024;              // [CCG]
-  s.max_threads_per_sm = 2048;                 // [CCG]
-  s.max_warps_per_sm = 64;                     // [CCG]
-  s.max_blocks_per_sm = 32;                    // [CCG]
-  s.launch_overhead_us = 1.0;                  // [GRAPH] XLA's 1 µs; the blog's ~0.9 µs
-  s.graph_node_us = 0.5;                       // [GRAPH] 3.4 - 2.9 µs
+// Shared by every GPU of the table.
+void common_launch_costs(GpuSpec& s) {
+  s.launch_overhead_us = 1.0;  // [GRAPH] XLA's 1 µs; the blog's ~0.9 µs
+  s.graph_node_us = 0.5;       // [GRAPH] 3.4 - 2.9 µs
 }
 
 std::vector<GpuSpec> make_specs() {
@@ -128,8 +110,7 @@ std::vector<GpuSpec> make_specs() {
   a100.hbm_gb = 80;
   a100.l2_mb = 40;                  // [DS]
   a100.l2_tbps = 7.219;             // [L2]
-  a100.smem_per_sm_bytes = 164 * kKiB;           // [CCG] 8.0
-  a100.smem_per_block_optin_bytes = 163 * kKiB;  // [CCG] 8.0
+  a100.sm = sim::kSm80Limits;
   a100.nvlink_gbps = 300;          // [NVL] 600 GB/s both ways
   a100.nvlink_sharp = false;       // NVSwitch 2 has no SHARP
   a100.dram_efficiency = 0.88;     // [A100BW]
@@ -143,7 +124,7 @@ std::vector<GpuSpec> make_specs() {
   a100.nvlink_sharp_efficiency = 0;
 
   std::vector<GpuSpec> specs{h100, h200, a100};
-  for (GpuSpec& s : specs) common_limits(s);
+  for (GpuSpec& s : specs) common_launch_costs(s);
   return specs;
 }
 

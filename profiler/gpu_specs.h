@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/occupancy.h"
+
 namespace blockscope::profiler {
 
 // Who does a kernel's FLOPs: a tensor-core MMA of an input type, or the CUDA cores.
@@ -49,20 +51,9 @@ struct GpuSpec {
   double l2_mb;      // L2 size, MB (1e6 bytes)
   double l2_tbps;    // L2 bandwidth at the boost clock, TB/s
 
-  // Occupancy (CUDA C Programming Guide, "Technical Specifications per Compute Capability",
-  // and the occupancy calculator's allocation rules).
-  int smem_per_sm_bytes;            // the largest shared-memory carveout
-  int smem_per_block_optin_bytes;   // cudaFuncAttributeMaxDynamicSharedMemorySize's ceiling
-  int smem_reserved_per_block_bytes;
-  int smem_alloc_unit_bytes;
-  int regs_per_sm;
-  int max_regs_per_thread;
-  int reg_alloc_unit;        // registers are allocated per warp in units of this many
-  int warp_alloc_granularity;
-  int max_threads_per_block;
-  int max_threads_per_sm;
-  int max_warps_per_sm;
-  int max_blocks_per_sm;
+  // An SM's limits for occupancy: its compute capability's (sim/occupancy.h states them once,
+  // with their sources, for the simulated GPU and this table alike).
+  sim::SmLimits sm;
 
   double nvlink_gbps;  // NVLink bandwidth per GPU, one direction, GB/s
   bool nvlink_sharp;   // NVSwitch reduces in the switch (NCCL's NVLS all-reduce)

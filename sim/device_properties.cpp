@@ -51,7 +51,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->uuid.bytes[0] = static_cast<char>(device + 1);
   prop->totalGlobalMem = kTotalGlobalMem;
   prop->sharedMemPerBlock = kSharedPerBlock;
-  prop->regsPerBlock = 65536;
+  prop->regsPerBlock = blockscope::sim::kSm90Limits.registers_per_block;
   prop->warpSize = 32;
   prop->memPitch = 2147483647;
   prop->maxThreadsPerBlock = 1024;
@@ -78,7 +78,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->globalL1CacheSupported = 1;
   prop->localL1CacheSupported = 1;
   prop->sharedMemPerMultiprocessor = kSharedPerSm;
-  prop->regsPerMultiprocessor = 65536;
+  prop->regsPerMultiprocessor = kRegistersPerSm;
   prop->managedMemory = 1;
   prop->computePreemptionSupported = 1;
   prop->cooperativeLaunch = 1;

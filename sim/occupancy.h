@@ -38,6 +38,11 @@ struct SmLimits {
   int64_t smem_unit;
 };
 
+// The figures: CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"
+// (8.0 and 9.0: 1024 threads per block, 64 warps and 32 blocks per SM, 64 Ki 32-bit registers per
+// SM and per block, 255 per thread, 164/228 KiB shared memory per SM and 163/227 KiB per block
+// opt-in, 1 KiB reserved per block); the occupancy calculator (cuda_occupancy.h): registers per
+// warp in units of 256, 4 sub-partitions, shared memory in units of 128 bytes.
 // sm_90 (H100, H200): 64 warps, 32 blocks, 64 Ki registers, 228 KiB shared per SM, 227 KiB per block.
 constexpr SmLimits kSm90Limits{1024, 64, 32, 65536, 256, 65536, 4, 255, 228 * 1024, 227 * 1024, 1024, 128};
 // sm_80 (A100): 64 warps, 32 blocks, 64 Ki registers, 164 KiB shared per SM, 163 KiB per block.

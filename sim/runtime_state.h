@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "sim/occupancy.h"
 #include "sim/sim.h"
 
 namespace blockscope::sim::detail {
@@ -107,13 +108,14 @@ int& current_device(); // per host thread
 bool valid_device(int device);
 constexpr size_t kTotalGlobalMem = 143771140096ull;  // 141 GB (H200 SXM)
 constexpr size_t kSharedPerBlock = 48u << 10;
-constexpr size_t kSharedPerBlockOptin = 227u << 10;
-constexpr size_t kSharedPerSm = 228u << 10;
-constexpr size_t kReservedSharedPerBlock = 1u << 10;
+// An H200's SM: sm_90's limits, stated once in sim/occupancy.h.
+constexpr size_t kSharedPerBlockOptin = static_cast<size_t>(kSm90Limits.max_smem_per_block);
+constexpr size_t kSharedPerSm = static_cast<size_t>(kSm90Limits.smem_per_sm);
+constexpr size_t kReservedSharedPerBlock = static_cast<size_t>(kSm90Limits.reserved_smem_per_block);
 constexpr int kSmCount = 132;
-constexpr int kMaxThreadsPerSm = 2048;
-constexpr int kMaxBlocksPerSm = 32;
-constexpr int kRegistersPerSm = 65536;
+constexpr int kMaxThreadsPerSm = kSm90Limits.max_warps * 32;
+constexpr int kMaxBlocksPerSm = kSm90Limits.max_blocks;
+constexpr int kRegistersPerSm = kSm90Limits.registers_per_sm;
 constexpr int kFirstPciBus = 0x18;                      // device d sits on bus 0x18 + d
 constexpr size_t kPersistingL2CacheMax = 0x4B0000;      // bytes of L2 a stream may keep
 constexpr size_t kAccessPolicyMaxWindow = 134213632;    // bytes of an access policy window

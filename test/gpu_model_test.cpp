@@ -45,8 +45,8 @@ TEST(GpuModelSpecs, PeaksReproduceTheDatasheets) {
   EXPECT_DOUBLE_EQ(h200.hbm_tbps, 4.8);
   EXPECT_DOUBLE_EQ(h200.hbm_gb, 141);
   EXPECT_NEAR(h200.peak_tflops(ComputeUnit::tensor_bf16), 989.4, 0.5);  // the same compute as H100
-  EXPECT_EQ(h100().smem_per_sm_bytes, 228 * 1024);
-  EXPECT_EQ(a100().smem_per_block_optin_bytes, 163 * 1024);
+  EXPECT_EQ(h100().sm.smem_per_sm, 228 * 1024);
+  EXPECT_EQ(a100().sm.max_smem_per_block, 163 * 1024);
 }
 
 TEST(GpuModelSpecs, NamesAndAliasesResolve) {
