@@ -9,7 +9,7 @@ namespace blockscope::profiler {
 std::vector<KernelCounterRecord> count_kernels(Context& ctx, const std::function<void()>& forward) {
   Backend& backend = ctx.backend();
   const std::string why = backend.counters_unavailable();
-  if (!why.empty()) throw InputError("--counters: " + why);
+  if (!why.empty()) throw InputError("kernel counters on " + ctx.device().str() + ": " + why);
   backend.begin_counting();
   try {
     forward();

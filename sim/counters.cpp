@@ -25,7 +25,6 @@
 // copy may become a memcpy (counted as one access of its size), a loop inside a thread may be
 // vectorised. Our kernels use explicit vector types (float4, uint4) for wide accesses, as on a GPU.
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -239,8 +238,10 @@ void add_global(double* totals, const WarpAccess& a, Metric requests, Metric sec
 
 void count_instruction(GridCounters& c, const WarpAccess& a) {
   double* t = c.totals;
-  t[kMemoryInst] += 1;
-  t[kMemoryLanes] += __builtin_popcount(a.lanes);
+  if (a.access != Access::async_copy_destination) {  // a cp.async's two sides: one instruction
+    t[kMemoryInst] += 1;
+    t[kMemoryLanes] += __builtin_popcount(a.lanes);
+  }
   switch (a.access) {
     case Access::load:
       if (a.shared) {
@@ -267,7 +268,6 @@ void count_instruction(GridCounters& c, const WarpAccess& a) {
       t[kLdgstsRequests] += 1, t[kLdgstsSectors] += footprint(a).sectors;
       break;
     case Access::async_copy_destination:
-      t[kMemoryInst] -= 1, t[kMemoryLanes] -= __builtin_popcount(a.lanes);  // the source's instruction
       add_shared(t, a, kMetricCount, kLdgstsSharedWavefronts, kLdgstsSharedConflicts);
       break;
   }
@@ -375,7 +375,6 @@ KernelCounters to_public(const LaunchRecord& r) {
   const uint64_t blocks = uint64_t{r.grid.x} * r.grid.y * r.grid.z;
   const Occupancy o = theoretical_occupancy(kSm90Limits, threads, r.registers, r.static_smem + r.dynamic_smem);
   k.occupancy_limiter = o.limiter;
-  k.registers_known = o.registers_known;
   auto& m = k.metrics;
   put(m, "launch__grid_size", static_cast<double>(blocks));
   put(m, "launch__block_size", threads);

@@ -190,7 +190,6 @@ struct KernelCounters {
   dim3 grid, block;
   int device = 0;
   std::string occupancy_limiter;  // "registers", "shared_mem", "warps" or "blocks"
-  bool registers_known = false;   // ptxas's registers were recorded (else no register limit)
   std::vector<std::pair<std::string, double>> metrics;  // name → value, in the list's order
 };
 bool counters_enabled();

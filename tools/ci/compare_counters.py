@@ -141,7 +141,8 @@ def main():
             failures.append("four more store sectors on the GPU went unnoticed")
         for failure in failures:
             print(f"compare_counters self-test: {failure}", file=sys.stderr)
-        print(f"compare_counters self-test: {2 - len(failures)} passed, {len(failures)} failed")
+        checks = 2  # the exact copy, the doctored one
+        print(f"compare_counters self-test: {checks - len(failures)} passed, {len(failures)} failed")
         return 1 if failures else 0
     if not args.ncu:
         sys.exit("compare_counters: --ncu FILE is required")

@@ -11,6 +11,7 @@
 
 #include "profiler/counters.h"
 #include "profiler/diff.h"
+#include "profiler/gpu_specs.h"
 #include "profiler/html_report.h"
 #include "profiler/profile_io.h"
 #include "profiler/session.h"
@@ -18,7 +19,6 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
-#include "profiler/gpu_specs.h"
 #include "tools/cli/decode_summary.h"
 #include "tools/cli/profile_prediction.h"
 #include "tools/cli/progress.h"
@@ -267,7 +267,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
                       {"ops", parsed(profiler::op_table(p, table, format))},
                       {"kernels", parsed(profiler::kernel_table(p, format))}};
       if (i < counter_tables.size()) variant["counters"] = parsed(profiler::render(counter_tables[i], format));
-      if (i < predictions.size()) variant["prediction"] = predicted_step_json(predictions[i]);
+      if (!p.prediction.is_null()) variant["prediction"] = p.prediction;
       if (config.kind == WorkloadKind::decode) {
         for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
           const profiler::Profile part = profiler::phase_profile(p, phase);
@@ -327,7 +327,6 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     for (size_t i = 1; i < profiles.size(); ++i) {
       out << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
     }
-
   }
   out.flush();
 

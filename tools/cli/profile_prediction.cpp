@@ -164,13 +164,13 @@ PredictedStep predict_step(const profiler::GpuSpec& gpu, const profiler::Profile
     if (call) {
       op = priced_by_shape(gpu, e, *call);
     } else {
-      double bytes = e.bytes, counted_bytes = 0;
+      double counted_bytes = 0;
       for (size_t k : found->second) {
         const auto c = counters_of.find(k);
         if (c != counters_of.end()) counted_bytes += sector_bytes(*c->second);
       }
-      op = priced_by_traffic(gpu, e.flops, std::max(bytes, counted_bytes * l2_discount), kernels);
-      op.counted = counted_bytes * l2_discount > bytes;  // the counters raised the op's traffic
+      op = priced_by_traffic(gpu, e.flops, std::max(e.bytes, counted_bytes * l2_discount), kernels);
+      op.counted = counted_bytes * l2_discount > e.bytes;  // the counters raised the op's traffic
     }
     if (graph) {  // each kernel a node of the replayed graph: its gap, not an eager launch's
       const double nodes = kernels * gpu.graph_node_us;
