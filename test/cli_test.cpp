@@ -774,6 +774,48 @@ TEST(Cli, InfoCostGivesTheCatalogueNumbersAndNamesBadSpecs) {
   }
 }
 
+// info --cost, issue 43: causal attention counts the keys each query sees (one query over 1024
+// keys: every key, before half the FLOPs), a zero size is a call that launches no kernel, and
+// specs no call could have — a size given twice, 2^32, a product past 2^50 elements, Hkv not
+// dividing H, ranks < 1 — are exit 2 naming the size (before: accepted, numbers made up).
+TEST(Cli, InfoCostCountsCausalKeysAndRefusesImpossibleSizes) {
+  Result r = run_cli({"info", "--cost", "attention/flash:B=1,H=12,Hkv=12,Sq=1,Sk=1024,D=64,causal=1", "--cost",
+                      "attention/flash:B=1,H=12,Hkv=12,Sq=1,Sk=1024,D=64,causal=0", "--cost",
+                      "attention/naive:B=1,H=2,Hkv=2,Sq=4,Sk=4,D=8,causal=1", "--cost", "softmax:R=0,N=64", "--cost",
+                      "attention/naive:B=2,H=4,Hkv=2,Sq=0,Sk=16,D=8,causal=1", "--predict", "h100"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json costs = nlohmann::json::parse(r.out)["costs"];
+  ASSERT_EQ(costs.size(), 5u);
+  EXPECT_EQ(costs[0]["flops"], 4.0 * 12 * 1024 * 64);
+  EXPECT_EQ(costs[0]["flops"], costs[1]["flops"]);
+  EXPECT_EQ(costs[2]["flops"], 4.0 * 2 * (1 + 2 + 3 + 4) * 8);  // query i sees i + 1 keys
+  for (size_t i : {3u, 4u}) {
+    EXPECT_EQ(costs[i]["kernels"]["cpu"], nlohmann::json::array()) << costs[i].dump();
+    EXPECT_EQ(costs[i]["kernels"]["cuda"], nlohmann::json::array()) << costs[i].dump();
+    EXPECT_EQ(costs[i]["flops"], 0.0);
+    EXPECT_EQ(costs[i]["predicted_kernels"], nlohmann::json::array()) << costs[i].dump();
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"softmax:R=1,N=8,R=2", "'R' is given twice"},
+      {"attention/flash:B=1,B=2,H=1,Hkv=1,Sq=1,Sk=1,D=8", "'B' is given twice"},
+      {"linear/naive:M=1,K=2,N=3,bias=1,bias=0", "'bias' is given twice"},
+      {"softmax:R=4294967296,N=8", "size 'R' = 4294967296 is over 2147483647"},
+      {"softmax:R=99999999999999999999,N=8", "size 'R' = 99999999999999999999 is over 2147483647"},
+      {"softmax:R=2147483647,N=2147483647", "impossible size: R x N"},
+      {"attention/flash:B=1,H=12,Hkv=5,Sq=1,Sk=1,D=8", "'Hkv' = 5 must be at least 1 and divide H = 12"},
+      {"attention/flash:B=1,H=12,Hkv=0,Sq=1,Sk=1,D=8", "'Hkv' = 0"},
+      {"all_reduce:N=8,ranks=0", "'ranks' = 0 must be at least 1"},
+      {"all_gather:N=9,ranks=2", "'N' = 9 must be a multiple of ranks = 2"},
+  };
+  for (const auto& [spec, needle] : bad) {
+    r = run_cli({"info", "--cost", spec});
+    EXPECT_EQ(r.code, 2) << spec << "\n" << r.out;
+    EXPECT_NE(r.err.find("'" + spec + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 // info --predict GPU --cost: each cost gains the model's time and terms (profiler/gpu_model.h),
 // the series' attention lesson shows in them, and an unknown GPU is an exit-2 error naming the
 // valid ones.

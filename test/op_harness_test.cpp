@@ -9,12 +9,16 @@
 // And the catalogue against itself: every op has cases, every path-table op its kernel counts.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "ops/attention/attention.h"
 #include "ops/catalogue/catalogue.h"
+#include "ops/common/flops.h"
+#include "ops/elementwise/elementwise.h"
 #include "profiler/recorder.h"
 #include "test/op_cases.h"
 #include "test/op_test_helpers.h"
@@ -148,9 +152,10 @@ TEST_P(OpHarness, RecordsWhatTheCatalogueSays) {
     const ops::OpCost cost = spec.cost(call);
     EXPECT_DOUBLE_EQ(op.flops, cost.flops) << "FLOPs recorded vs the catalogue";
     EXPECT_DOUBLE_EQ(op.bytes, cost.bytes) << "bytes recorded vs the catalogue";
-    const std::vector<std::string> expected =
-        shape_numel(c.output) == 0 ? std::vector<std::string>{} : spec.kernels(call, device().type);
-    EXPECT_EQ(bt::kernel_names(recorder), expected);
+    // The catalogue says when a call launches nothing (its output tensor has no elements).
+    EXPECT_NO_THROW(ops::check_call(spec, call)) << "a call the op runs is one the catalogue takes";
+    EXPECT_EQ(ops::output_elements(spec, call) == 0, shape_numel(c.output) == 0) << "the catalogue's output tensor";
+    EXPECT_EQ(bt::kernel_names(recorder), ops::launched_kernels(spec, call, device().type));
     for (const profiler::KernelEvent& k : recorder.kernels()) EXPECT_GE(k.op, 0) << k.name << " outside any op";
     for (size_t i = 1; i < recorder.ops().size(); ++i)
       EXPECT_EQ(recorder.ops()[i].parent, 0) << recorder.ops()[i].name << " is not inside " << op.name;
@@ -238,6 +243,80 @@ TEST(OpCatalogue, UnknownOpsAndMissingSizesAreNamed) {
   bt::expect_input_error([] { ops::op_spec("sigmoidd"); }, {"sigmoidd", "softmax"});
   const ops::OpCall call;
   bt::expect_input_error([&] { ops::op_spec("softmax").cost(call); }, {"'R'"});
+}
+
+ops::OpCall sized(std::map<std::string, int64_t> sizes, const std::string& path = "", bool causal = false) {
+  ops::OpCall call;
+  call.path = path;
+  call.sizes = std::move(sizes);
+  call.flags["causal"] = causal;
+  return call;
+}
+
+// Causal attention counts the keys each query sees, bottom-right aligned as the kernels mask
+// (query i of Sq sees keys 0 .. Sk - Sq + i): one query over 1024 keys sees all 1024 (before:
+// half the FLOPs of the unmasked call), Sq = Sk sees Sq·(Sq + 1)/2 pairs, Sq > Sk leaves the
+// first Sq - Sk queries none. Checked against a count of the mask itself.
+TEST(OpCatalogue, CausalAttentionCountsTheKeysEachQuerySees) {
+  const auto counted = [](int64_t sq, int64_t sk) {
+    double pairs = 0;
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j) pairs += j <= i + sk - sq ? 1 : 0;
+    return pairs;
+  };
+  for (const auto& [sq, sk] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1024}, {1, 1}, {4, 4}, {3, 5}, {6, 4}, {64, 64}, {17, 300}, {300, 17}, {0, 5}, {5, 0}}) {
+    SCOPED_TRACE("Sq=" + std::to_string(sq) + " Sk=" + std::to_string(sk));
+    EXPECT_EQ(ops::causal_visible_pairs(sq, sk), counted(sq, sk));
+    EXPECT_EQ(ops::causal_masked_elements(3, sq, sk), 3 * (static_cast<double>(sq * sk) - counted(sq, sk)));
+    EXPECT_EQ(ops::attention_flops(2, 3, sq, sk, 8, true), 4.0 * 2 * 3 * 8 * counted(sq, sk));
+    EXPECT_EQ(ops::attention_flops(2, 3, sq, sk, 8, false), 4.0 * 2 * 3 * 8 * static_cast<double>(sq * sk));
+  }
+  const ops::OpSpec& attention = ops::op_spec("attention");
+  const ops::OpCall one_query = sized({{"B", 1}, {"H", 12}, {"Hkv", 12}, {"Sq", 1}, {"Sk", 1024}, {"D", 64}}, "flash", true);
+  ops::OpCall unmasked = one_query;
+  unmasked.flags["causal"] = false;
+  EXPECT_EQ(attention.cost(one_query).flops, attention.cost(unmasked).flops) << "the one query sees every key";
+  EXPECT_EQ(attention.cost(one_query).flops, 4.0 * 12 * 1024 * 64);
+  // Closed form: a causal call of 2^31 - 1 queries is counted at once, not row by row.
+  EXPECT_DOUBLE_EQ(ops::causal_visible_pairs(2147483647, 2147483647), 2147483647.0 * 2147483648.0 / 2);
+}
+
+// Calls no op could run are refused naming the size and its value; sizes of 0 are calls with
+// no work, and a call whose output has no elements launches no kernel.
+TEST(OpCatalogue, ImpossibleCallsAreRefusedAndEmptyOnesLaunchNothing) {
+  const auto refused = [](const char* op, std::map<std::string, int64_t> sizes, std::vector<std::string> needles) {
+    SCOPED_TRACE(op);
+    bt::expect_input_error([&] { ops::check_call(ops::op_spec(op), sized(sizes)); }, needles);
+  };
+  const std::map<std::string, int64_t> attention{{"B", 1}, {"H", 12}, {"Hkv", 4}, {"Sq", 8}, {"Sk", 8}, {"D", 64}};
+  EXPECT_NO_THROW(ops::check_call(ops::op_spec("attention"), sized(attention)));
+  auto with = [](std::map<std::string, int64_t> sizes, const std::string& name, int64_t value) {
+    sizes[name] = value;
+    return sizes;
+  };
+  refused("attention", with(attention, "B", int64_t{1} << 32), {"size 'B' = 4294967296", "2147483647"});
+  refused("attention", with(attention, "Hkv", 5), {"'Hkv' = 5", "divide H = 12"});
+  refused("attention", with(attention, "Hkv", 0), {"'Hkv' = 0", "at least 1"});
+  refused("attention", with(with(with(attention, "B", 1 << 30), "Sq", 1 << 30), "H", 1 << 24),
+          {"impossible size", "B x H x Sq x D", "2^50"});
+  refused("softmax", {{"R", 1 << 30}, {"N", 1 << 30}}, {"impossible size", "R x N"});
+  refused("all_reduce", {{"N", 8}, {"ranks", 0}}, {"'ranks' = 0", "at least 1"});
+  refused("reduce_scatter", {{"N", 7}, {"ranks", 2}}, {"'N' = 7", "multiple of ranks = 2"});
+  refused("batched_matmul", {{"batch", 4}, {"G", 3}, {"M", 1}, {"K", 1}, {"N", 1}}, {"'G' = 3", "divide batch = 4"});
+  refused("decode_attention", {{"B", 4}, {"H", 2}, {"Hkv", 2}, {"D", 8}, {"L", 3}}, {"'L' = 3", "at least B = 4"});
+  refused("kv_cache_write", {{"B", 2}, {"Hkv", 2}, {"S", 3}, {"D", 8}, {"W", 7}}, {"'W' = 7", "B x S = 6"});
+  refused("rope", {{"B", -1}, {"H", 1}, {"S", 1}, {"D", 2}}, {"'B' = -1", "negative"});
+
+  // Empty calls: valid, no kernel on any device; a GEMM with K = 0 still writes its output.
+  for (DeviceType device : {DeviceType::cpu, DeviceType::cuda}) {
+    EXPECT_TRUE(ops::launched_kernels(ops::op_spec("softmax"), sized({{"R", 0}, {"N", 8}}), device).empty());
+    EXPECT_TRUE(ops::launched_kernels(ops::op_spec("attention"), sized(with(attention, "Sq", 0), "naive", true), device)
+                    .empty());
+    ops::OpCall empty_sum = sized({{"M", 3}, {"K", 0}, {"N", 5}}, "epilogue");
+    EXPECT_EQ(ops::launched_kernels(ops::op_spec("linear"), empty_sum, device).size(), 1u);
+  }
+  EXPECT_NO_THROW(ops::check_call(ops::op_spec("attention"), sized(with(attention, "B", 0))));
 }
 
 }  // namespace

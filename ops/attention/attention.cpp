@@ -84,10 +84,10 @@ void materialising_attention(Context& ctx, const Tensor& q, const Tensor& k, con
 }  // namespace
 
 double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal) {
-  // Two GEMMs of 2·Sq·Sk·D each per head; causal skips about half of both.
-  const double full = 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(sq) *
-                      static_cast<double>(sk) * static_cast<double>(head_dim);
-  return causal ? full / 2.0 : full;
+  // Two GEMMs of 2·D FLOPs per (query, key) pair, over the pairs the mask keeps: every pair
+  // without one, those causal_visible_pairs counts with one (Sq = 1 over Sk keys: all Sk).
+  const double pairs = causal ? causal_visible_pairs(sq, sk) : static_cast<double>(sq) * static_cast<double>(sk);
+  return 4.0 * static_cast<double>(batch) * static_cast<double>(heads) * pairs * static_cast<double>(head_dim);
 }
 
 double attention_scores_bytes(int64_t batch, int64_t heads, int64_t sq, int64_t sk, DType dtype) {

@@ -24,7 +24,10 @@ namespace blockscope::ops {
 void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, AttentionPath path,
                bool causal, float scale);
 
-// FLOPs: 4·B·H·Sq·Sk·D, halved when causal (the convention FlashAttention's benchmarks use).
+// FLOPs: 4·B·H·D per (query, key) pair computed: Sq·Sk pairs, or with causal the pairs the
+// bottom-right-aligned mask keeps (causal_visible_pairs, ops/common/flops.h: Sq·(Sq + 1)/2 when
+// Sq = Sk, all Sk keys for Sq = 1). FlashAttention's benchmarks halve 4·B·H·S²·D instead; the
+// GPU model's validation keeps that convention (profiler/gpu_model.h), nothing else does.
 double attention_flops(int64_t batch, int64_t heads, int64_t sq, int64_t sk, int64_t head_dim, bool causal);
 
 // Bytes of the [B, H, Sq, Sk] score matrix the materialising paths need (memory estimate).

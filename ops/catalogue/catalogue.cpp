@@ -1,5 +1,7 @@
 #include "ops/catalogue/catalogue.h"
 
+#include <cstdio>
+
 #include "ops/activation/backends.h"
 #include "ops/all_gather/backends.h"
 #include "ops/all_reduce/backends.h"
@@ -35,6 +37,14 @@ namespace {
 using Names = std::vector<std::string>;
 
 double d(int64_t v) { return static_cast<double>(v); }
+
+// 1.23e+18: an element count too large to spell out.
+std::string fmt_elements(double elements) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", elements);
+  return text;
+}
+
 double elem(const OpCall& c) { return static_cast<double>(dtype_size(c.dtype)); }
 
 Activation activation_of(const OpCall& c) {
@@ -307,68 +317,74 @@ std::string no_path(const OpCall&) { return ""; }
 
 std::vector<OpSpec> make_catalogue() {
   using profiler::Family;
-  const Names rows{"R", "N"};
+  const Names rows{"R", "N"}, scores{"B", "Sq", "Sk"};
   return {
-      {"add", Family::elementwise, std::nullopt, rows, {"broadcast"}, false,
+      {"add", Family::elementwise, std::nullopt, rows, {rows}, {"broadcast"}, false,
        "out = a + b; a, out [R, N], b [R, N] or [N] (row broadcast)", add_cost, one_kernel<kernel_names::kAdd>},
-      {"mul", Family::elementwise, std::nullopt, rows, {}, false, "out = a * b; [R, N]", mul_cost,
+      {"mul", Family::elementwise, std::nullopt, rows, {rows}, {}, false, "out = a * b; [R, N]", mul_cost,
        one_kernel<kernel_names::kMul>},
-      {"scale", Family::elementwise, std::nullopt, rows, {}, false, "out = x * factor; [R, N]", scale_cost,
+      {"scale", Family::elementwise, std::nullopt, rows, {rows}, {}, false, "out = x * factor; [R, N]", scale_cost,
        one_kernel<kernel_names::kScale>},
-      {"copy", Family::copy, std::nullopt, rows, {"strided"}, false, "dst = src; [R, N], src any strides",
+      {"copy", Family::copy, std::nullopt, rows, {rows}, {"strided"}, false, "dst = src; [R, N], src any strides",
        copy_cost, copy_kernels},
-      {"masked_fill", Family::elementwise, std::nullopt, {"B", "Sq", "Sk"}, {}, false,
+      {"masked_fill", Family::elementwise, std::nullopt, scores, {scores}, {}, false,
        "out = scores.masked_fill(causal, value); scores [B, Sq, Sk]", masked_fill_cost, masked_fill_kernels},
-      {"masked_fill_", Family::elementwise, std::nullopt, {"B", "Sq", "Sk"}, {}, false,
+      {"masked_fill_", Family::elementwise, std::nullopt, scores, {scores}, {}, false,
        "scores.masked_fill_(causal, value); scores [B, Sq, Sk]", masked_fill_inplace_cost,
        one_kernel<kernel_names::kMaskedFillCausal>},
-      {"activation", Family::activation, std::nullopt, rows, {}, true, "y = act(x); [R, N]", activation_cost,
+      {"activation", Family::activation, std::nullopt, rows, {rows}, {}, true, "y = act(x); [R, N]", activation_cost,
        activation_kernels, activation_event_name, no_path},
-      {"gated_activation", Family::activation, std::nullopt, rows, {}, true,
+      {"gated_activation", Family::activation, std::nullopt, rows, {rows}, {}, true,
        "y = act(gate) * up; [R, N], gate and up may be column halves of one [R, 2N]", gated_activation_cost,
        gated_activation_kernels, nullptr, activation_event_name},
-      {"layer_norm", Family::norm, std::nullopt, rows, {"bias"}, false,
+      {"layer_norm", Family::norm, std::nullopt, rows, {rows}, {"bias"}, false,
        "y = (x - mean) / sqrt(var + eps) * weight + bias; x, y [R, N], weight, bias [N]", layer_norm_cost,
        one_kernel<kernel_names::kLayerNorm>},
-      {"rms_norm", Family::norm, std::nullopt, rows, {}, false,
+      {"rms_norm", Family::norm, std::nullopt, rows, {rows}, {}, false,
        "y = x / sqrt(mean(x^2) + eps) * weight; x, y [R, N], weight [N]", rms_norm_cost,
        one_kernel<kernel_names::kRmsNorm>},
-      {"softmax", Family::softmax, std::nullopt, rows, {}, false, "y = softmax(x) over N; [R, N]", softmax_cost,
+      {"softmax", Family::softmax, std::nullopt, rows, {rows}, {}, false, "y = softmax(x) over N; [R, N]", softmax_cost,
        one_kernel<kernel_names::kSoftmax>},
-      {"softmax_scale_causal", Family::softmax, std::nullopt, rows, {}, false,
+      {"softmax_scale_causal", Family::softmax, std::nullopt, rows, {rows}, {}, false,
        "y = softmax(scale * x + causal mask) over N; [R, N] (R = matrices x Sq)", softmax_scale_causal_cost,
        one_kernel<kernel_names::kSoftmaxCausalScale>},
-      {"rope", Family::rope, std::nullopt, {"B", "H", "S", "D"}, {}, false,
+      {"rope", Family::rope, std::nullopt, {"B", "H", "S", "D"}, {{"B", "H", "S", "D"}}, {}, false,
        "rotary embedding, rotate_half; x, y [B, H, S, D]", rope_cost, one_kernel<kernel_names::kRope>},
-      {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {"bias", "gelu", "in_out"}, false,
+      {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {{"M", "N"}, {"M", "K"}, {"K", "N"}},
+       {"bias", "gelu", "in_out"}, false,
        "y = x * W^T + b (in_out: x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
-      {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"}, {}, false,
+      {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"},
+       {{"batch", "M", "N"}, {"batch", "M", "K"}, {"batch", "K", "N"}}, {}, false,
        "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",
        batched_matmul_cost, batched_matmul_kernels, nullptr, nullptr, /*path_is_kernel_label=*/true},
       {"attention", Family::attention, PathOp::attention, {"B", "H", "Hkv", "Sq", "Sk", "D"},
-       {"causal", "split_keys"}, false, "softmax(q k^T * scale + mask) v; q, out [B, H, Sq, D], k, v [B, Hkv, Sk, D]",
-       attention_cost, attention_kernels},
-      {"kv_cache_write", Family::copy, std::nullopt, {"B", "Hkv", "S", "D", "W"}, {}, false,
+       {{"B", "H", "Sq", "D"}, {"B", "Hkv", "Sk", "D"}}, {"causal", "split_keys"}, false,
+       "softmax(q k^T * scale + mask) v; q, out [B, H, Sq, D], k, v [B, Hkv, Sk, D]", attention_cost,
+       attention_kernels},
+      {"kv_cache_write", Family::copy, std::nullopt, {"B", "Hkv", "S", "D", "W"},
+       {{"W", "Hkv", "D"}, {"B", "Hkv", "S", "D"}}, {}, false,
        "cache[b, starts[b] + s] = k_new, v_new[b, :, s] for s < counts[b]; k_new, v_new [B, Hkv, S, D], W rows "
        "written in all; the cache paged or contiguous",
        kv_cache_write_cost, one_kernel<kernel_names::kKvCacheWrite>},
-      {"decode_attention", Family::attention, std::nullopt, {"B", "H", "Hkv", "D", "L"}, {"split_keys"}, false,
+      {"decode_attention", Family::attention, std::nullopt, {"B", "H", "Hkv", "D", "L"},
+       {{"B", "H", "D"}, {"L", "Hkv", "D"}}, {"split_keys"}, false,
        "softmax(q k^T * scale) v over each sequence's cached positions; q, out [B, H, D], L = the lengths summed; "
        "path naive or flash",
        decode_attention_cost, decode_attention_kernels, nullptr, nullptr, false, {"naive", "flash"}},
-      {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {"gated", "bias", "in_out"}, true,
+      {"mlp", Family::linear, PathOp::mlp, {"T", "D", "F"}, {{"T", "D"}, {"T", "F"}, {"D", "F"}},
+       {"gated", "bias", "in_out"}, true,
        "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F; in_out: [in, out] "
        "weights",
        mlp_cost, mlp_kernels},
-      {"all_reduce", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+      {"all_reduce", Family::collective, std::nullopt, {"N", "ranks"}, {{"N"}}, {}, false,
        "t = the sum of every rank's t, in place; t N elements, contiguous; bytes: the bus bytes, "
        "N * element size * 2(ranks - 1)/ranks",
        all_reduce_cost, one_kernel<kernel_names::kAllReduce>},
-      {"reduce_scatter", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+      {"reduce_scatter", Family::collective, std::nullopt, {"N", "ranks"}, {{"N"}}, {}, false,
        "out = this rank's block of rows of the sum of every rank's x; x [ranks * n, ...] N elements, out [n, ...]; "
        "bytes: the bus bytes, N * element size * (ranks - 1)/ranks",
        reduce_scatter_cost, one_kernel<kernel_names::kReduceScatter>},
-      {"all_gather", Family::collective, std::nullopt, {"N", "ranks"}, {}, false,
+      {"all_gather", Family::collective, std::nullopt, {"N", "ranks"}, {{"N"}}, {}, false,
        "out = every rank's x in rank order along dim 0; x [n, ...], out [ranks * n, ...] N elements; bytes: the "
        "bus bytes, N * element size * (ranks - 1)/ranks",
        all_gather_cost, one_kernel<kernel_names::kAllGather>},
@@ -398,6 +414,69 @@ const OpSpec& op_spec(const std::string& name) {
   std::string known;
   for (const std::string& n : op_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(ErrorKind::invalid_input, "op catalogue: no op '" + name + "' (known: " + known + ")");
+}
+
+void check_call(const OpSpec& spec, const OpCall& call) {
+  const std::string op = spec.name;
+  const auto fail = [&](const std::string& why) { throw Error(ErrorKind::invalid_input, op + ": " + why); };
+  const auto has = [&](const char* name) { return call.sizes.count(name) > 0; };
+  for (const auto& [name, value] : call.sizes) {
+    if (value < 0) fail("size '" + name + "' = " + std::to_string(value) + " is negative");
+    if (value > kMaxCallSize)
+      fail("size '" + name + "' = " + std::to_string(value) + " is over " + std::to_string(kMaxCallSize) +
+           " (2^31 - 1, what an int holds)");
+  }
+  for (const std::vector<std::string>& tensor : spec.tensors) {
+    double elements = 1;
+    std::string names;
+    bool sized = true;
+    for (const std::string& name : tensor) {
+      sized = sized && has(name.c_str());
+      if (!sized) break;
+      elements *= d(call.sizes.at(name));
+      names += (names.empty() ? "" : " x ") + name;
+    }
+    if (sized && elements > kMaxCallElements)
+      fail("impossible size: " + names + " = " + fmt_elements(elements) +
+           " elements, more than any device holds (at most 2^50 per tensor)");
+  }
+  if (has("H") && has("Hkv")) {
+    const int64_t h = call.sizes.at("H"), hkv = call.sizes.at("Hkv");
+    if (hkv < 1 || h % hkv != 0)
+      fail("size 'Hkv' = " + std::to_string(hkv) + " must be at least 1 and divide H = " + std::to_string(h) +
+           " (the query heads share the kv heads evenly)");
+  }
+  if (has("batch") && has("G")) {
+    const int64_t batch = call.sizes.at("batch"), g = call.sizes.at("G");
+    if (g < 1 || batch % g != 0)
+      fail("size 'G' = " + std::to_string(g) + " must be at least 1 and divide batch = " + std::to_string(batch));
+  }
+  if (has("ranks")) {
+    const int64_t ranks = call.sizes.at("ranks");
+    if (ranks < 1) fail("size 'ranks' = " + std::to_string(ranks) + " must be at least 1");
+    if (op != "all_reduce" && has("N") && call.sizes.at("N") % ranks != 0)
+      fail("size 'N' = " + std::to_string(call.sizes.at("N")) + " must be a multiple of ranks = " +
+           std::to_string(ranks) + " (every rank holds an equal block)");
+  }
+  if (op == "decode_attention" && has("L") && has("B") && call.sizes.at("L") < call.sizes.at("B"))
+    fail("size 'L' = " + std::to_string(call.sizes.at("L")) + " (the lengths summed) must be at least B = " +
+         std::to_string(call.sizes.at("B")) + ": every sequence attends at least one position");
+  if (op == "kv_cache_write" && has("W") && has("B") && has("S") &&
+      d(call.sizes.at("W")) > d(call.sizes.at("B")) * d(call.sizes.at("S")))
+    fail("size 'W' = " + std::to_string(call.sizes.at("W")) + " (rows written) is more than B x S = " +
+         fmt_elements(d(call.sizes.at("B")) * d(call.sizes.at("S"))) + " rows the sources hold");
+}
+
+double output_elements(const OpSpec& spec, const OpCall& call) {
+  double elements = 1;
+  if (!spec.tensors.empty())
+    for (const std::string& name : spec.tensors.front()) elements *= d(call.size(name));
+  return elements;
+}
+
+std::vector<std::string> launched_kernels(const OpSpec& spec, const OpCall& call, DeviceType device) {
+  if (output_elements(spec, call) == 0) return {};
+  return spec.kernels(call, device);
 }
 
 std::string recorded_name(const OpSpec& spec, const OpCall& call) {

@@ -45,6 +45,10 @@ struct OpSpec {
   profiler::Family family;
   std::optional<PathOp> path_op;  // the ops of the path table
   std::vector<std::string> sizes; // the sizes an OpCall must give, in the order keys spell them
+  // The tensors one call reads or writes, each the product of the named sizes, the output first:
+  // a call whose output has no elements launches no kernel (launched_kernels), and none may
+  // hold more than kMaxCallElements (check_call).
+  std::vector<std::vector<std::string>> tensors;
   std::vector<std::string> flags;
   bool takes_activation;
   const char* summary;            // one line: shapes and what it computes
@@ -74,6 +78,26 @@ const std::vector<OpSpec>& op_catalogue();
 // The entry of `name`; an invalid_input error listing the names when there is none.
 const OpSpec& op_spec(const std::string& name);
 std::vector<std::string> op_names();
+
+// The largest size check_call takes (what an int holds: the config's limit, model/config_reader.h)
+// and the most elements one tensor of a call may have (2^50: more than any device holds, as
+// the config's size check).
+constexpr int64_t kMaxCallSize = 2147483647;
+constexpr double kMaxCallElements = 1125899906842624.0;
+
+// Refuses (invalid_input, naming the size and its value) a call no op could run: a size over
+// kMaxCallSize (2^32, say), a tensor over kMaxCallElements (sizes whose product overflows), Hkv
+// of 0 or not dividing H, G of 0 or not dividing batch, ranks < 1, a collective's N not a
+// multiple of ranks, decode lengths summing to less than one per sequence, more rows written than
+// the sources hold. Sizes of 0 are valid: such a call has no work (launched_kernels).
+void check_call(const OpSpec& spec, const OpCall& call);
+
+// The output's elements: the product of spec.tensors' first entry.
+double output_elements(const OpSpec& spec, const OpCall& call);
+
+// The kernels one call launches on `device`: spec.kernels, or none when its output has no
+// elements (the op records a call with no work, ops/common/dispatch.h).
+std::vector<std::string> launched_kernels(const OpSpec& spec, const OpCall& call, DeviceType device);
 
 // The op event one call of `spec` records: (name, path).
 std::string recorded_name(const OpSpec& spec, const OpCall& call);

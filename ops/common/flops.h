@@ -22,4 +22,14 @@ inline double gemm_flops(int64_t m, int64_t n, int64_t k) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }
 
+// The (query, key) pairs of one [Sq, Sk] score matrix that a causal mask keeps, bottom-right
+// aligned as every path masks (query i sees keys 0 .. i + Sk - Sq): Sq·Sk − Sq·(Sq − 1)/2 when
+// Sq <= Sk (Sq = 1 sees all Sk keys), Sk·(Sk + 1)/2 when Sq > Sk (the first Sq − Sk queries see
+// none). Closed form in doubles: no loop over Sq, no integer product to overflow.
+inline double causal_visible_pairs(int64_t sq, int64_t sk) {
+  if (sq <= 0 || sk <= 0) return 0.0;
+  const double q = static_cast<double>(sq), k = static_cast<double>(sk);
+  return sq <= sk ? q * k - q * (q - 1.0) / 2.0 : k * (k + 1.0) / 2.0;
+}
+
 }  // namespace blockscope::ops

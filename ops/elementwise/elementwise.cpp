@@ -6,6 +6,7 @@
 
 #include "ops/common/checks.h"
 #include "ops/common/dispatch.h"
+#include "ops/common/flops.h"
 #include "ops/elementwise/backends.h"
 #include "runtime/error.h"
 
@@ -33,11 +34,9 @@ void check_scores(const Context& ctx, const char* op, const Tensor& scores) {
 }  // namespace
 
 double causal_masked_elements(int64_t matrices, int64_t sq, int64_t sk) {
-  double per_matrix = 0;
-  for (int64_t i = 0; i < sq; ++i) {  // row i keeps keys j <= i + Sk - Sq
-    const int64_t first_masked = std::clamp<int64_t>(i + sk - sq + 1, 0, sk);
-    per_matrix += static_cast<double>(sk - first_masked);
-  }
+  // Row i keeps keys j <= i + Sk - Sq; the rest of its Sk are masked.
+  const double per_matrix =
+      sq <= 0 || sk <= 0 ? 0.0 : static_cast<double>(sq) * static_cast<double>(sk) - causal_visible_pairs(sq, sk);
   return per_matrix * static_cast<double>(matrices);
 }
 

@@ -149,7 +149,8 @@ std::vector<PredictedKernel> gemm_op_kernels(const profiler::GpuSpec& gpu, const
 }
 
 std::vector<PredictedKernel> op_kernels(const profiler::GpuSpec& gpu, const ops::OpSpec& op, const ops::OpCall& c) {
-  const std::vector<std::string> kernels = op.kernels(c, DeviceType::cuda);
+  const std::vector<std::string> kernels = ops::launched_kernels(op, c, DeviceType::cuda);
+  if (kernels.empty()) return {};  // no output elements: nothing launches, nothing to predict
   const std::string name = op.name;
   const ops::OpCost cost = op.cost(c);
   const double elem = static_cast<double>(dtype_size(c.dtype));

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "ops/catalogue/catalogue.h"
@@ -244,10 +245,12 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
   }
   std::stringstream items(body);
   std::string item;
+  std::set<std::string> given;
   while (std::getline(items, item, ',')) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) fail("'" + item + "' is not NAME=VALUE");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (!given.insert(key).second) fail("'" + key + "' is given twice (B=1,B=2 has no one meaning)");
     if (key == "dtype") {
       if (!parse_dtype(value, &call.dtype)) fail("unknown dtype '" + value + "'");
     } else if (key == "activation" && entry.takes_activation) {
@@ -260,6 +263,9 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
     } else if (std::find(entry.sizes.begin(), entry.sizes.end(), key) != entry.sizes.end()) {
       int64_t size = -1;
       const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), size);
+      if (error == std::errc::result_out_of_range && end == value.data() + value.size() && value[0] != '-')
+        fail("size '" + key + "' = " + value + " is over " + std::to_string(ops::kMaxCallSize) +
+             " (2^31 - 1, what an int holds)");
       if (error != std::errc() || end != value.data() + value.size() || size < 0)
         fail("size '" + key + "' must be a non-negative integer, got '" + value + "'");
       call.sizes[key] = size;
@@ -274,6 +280,12 @@ ops::OpCall parse_cost_spec(const std::string& spec, const ops::OpSpec** op) {
   for (const std::string& size : entry.sizes)
     if (!call.sizes.count(size)) fail("size '" + size + "' is missing");
   if (entry.takes_activation && call.activation.empty()) fail("activation= is missing");
+  // Sizes no call could have (2^32, products past 2^50 elements, Hkv not dividing H, ranks < 1).
+  try {
+    ops::check_call(entry, call);
+  } catch (const Error& error) {
+    fail(error.what());
+  }
   return call;
 }
 
@@ -294,7 +306,10 @@ int info_costs_command(Session& session, const std::vector<std::string>& specs, 
                      {"path", ops::recorded_path(*op, call)},
                      {"flops", cost.flops},
                      {"bytes", cost.bytes},
-                     {"kernels", {{"cpu", op->kernels(call, DeviceType::cpu)}, {"cuda", op->kernels(call, DeviceType::cuda)}}}});
+                     // A call with no output elements launches none (its kernels: []).
+                     {"kernels",
+                      {{"cpu", ops::launched_kernels(*op, call, DeviceType::cpu)},
+                       {"cuda", ops::launched_kernels(*op, call, DeviceType::cuda)}}}});
     if (gpu != nullptr) costs.back().update(predict_op_cost(*gpu, *op, call));
   }
   nlohmann::json out{{"costs", costs}};

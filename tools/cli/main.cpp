@@ -195,7 +195,9 @@ int run_cli(Session& session, int argc, char** argv) {
   std::vector<std::string> cost_specs;
   info->add_option("--cost", cost_specs,
                    "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"
-                   "OP[/PATH]:NAME=VALUE,... with the op's sizes, its flags (0 or 1), dtype= and activation=")
+                   "OP[/PATH]:NAME=VALUE,... with the op's sizes, its flags (0 or 1), dtype= and activation=, each "
+                   "name once; sizes from 0 (a call with no output elements launches no kernel) to 2^31 - 1, no tensor "
+                   "over 2^50 elements, Hkv dividing H, ranks >= 1 (else exit 2 naming the size)")
       ->check(kNonEmpty);
   std::string predict_gpu;
   info->add_option("--predict", predict_gpu,

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "ops/attention/attention.h"
 #include "ops/catalogue/catalogue.h"
 #include "profiler/gpu_model.h"
 #include "tools/cli/cost_prediction.h"
@@ -55,10 +56,13 @@ std::optional<ops::OpCall> call_of(const OpEvent& e, int ranks) {
     return c;
   }
   if (e.name == "attention" && in.size() >= 2 && in[0].size() == 4 && in[1].size() == 4) {
-    // q [B, H, Sq, D], k [B, Hkv, Sk, D]; causal when the FLOPs are half the full count.
+    // q [B, H, Sq, D], k [B, Hkv, Sk, D]; causal when the FLOPs are nearer the causal count
+    // (the pairs the mask keeps) than the full one.
     c.sizes = {{"B", in[0][0]}, {"H", in[0][1]}, {"Hkv", in[1][1]}, {"Sq", in[0][2]}, {"Sk", in[1][2]}, {"D", in[0][3]}};
-    const double full = 4.0 * numel(in[0]) * static_cast<double>(in[1][2]);
-    c.flags["causal"] = e.flops < 0.75 * full;
+    const auto flops = [&](bool causal) {
+      return ops::attention_flops(in[0][0], in[0][1], in[0][2], in[1][2], in[0][3], causal);
+    };
+    c.flags["causal"] = std::abs(e.flops - flops(true)) < std::abs(e.flops - flops(false));
     return c;
   }
   if ((e.name == "all_reduce" || e.name == "reduce_scatter" || e.name == "all_gather") && !in.empty() && ranks > 1) {
