@@ -404,12 +404,46 @@ TEST(BadInputs, ThePeakCacheReplacesOnlyAPeakCache) {
   EXPECT_EQ(r.code, 0) << r.err;
   const nlohmann::json refreshed = nlohmann::json::parse(read(real));
   for (const auto& [key, entry] : refreshed.items()) EXPECT_GT(entry["tflops"].get<double>(), 1e-5) << key;
-  // Overrides outside what a machine can have are refused by name.
-  for (const char* value : {"inf", "1e400", "nan", "-1", "0", "2e9"}) {
+  // Overrides outside what a machine can have are refused by name; so is anything but a decimal
+  // number (issue 43: 0x10 was read as 16 by strtod).
+  for (const char* value : {"inf", "1e400", "nan", "-1", "0", "2e9", "0x10", "' 5'", "infinity", "5f"}) {
     r = run_cli({"info"}, std::string("BLOCKSCOPE_CPU_PEAK_TFLOPS=") + value + " BLOCKSCOPE_CPU_PEAK_GBPS=10 ");
     EXPECT_EQ(r.code, 2) << value << ": " << r.err;
-    EXPECT_NE(r.err.find("BLOCKSCOPE_CPU_PEAK_TFLOPS must be a number from"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("BLOCKSCOPE_CPU_PEAK_TFLOPS must be a decimal number from"), std::string::npos) << r.err;
   }
+  r = run_cli({"info", "--format", "json"}, "BLOCKSCOPE_CPU_PEAK_TFLOPS=1.5e1 BLOCKSCOPE_CPU_PEAK_GBPS=.5e2 ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["devices"][0]["peaks"]["f32"]["tflops"], 15.0);
+}
+
+// Issue 43, the caches through the CLI: BLOCKSCOPE_PLAN_CACHE / _PEAK_CACHE = OFF (any case) is
+// no cache (before: a file named OFF in the working directory); an empty peak cache file is an
+// empty cache and gets written (before: "holds something else than a peak cache", for good); a
+// relative XDG_CACHE_HOME is ignored as the XDG spec says (before: a cache under the working
+// directory) and the cache goes under $HOME.
+TEST(BadInputs, CacheLocationsFromTheEnvironmentAreStrict) {
+  const fs::path dir = scratch() / "cache-env";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "home");
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::string in_dir = "env -C '" + dir.string() + "' ";
+  CliResult r = run_cli({"profile", config, "--device", "cpu", "--set", "cpu.gemm=auto"},
+                        "BLOCKSCOPE_PLAN_CACHE=OFF BLOCKSCOPE_PEAK_CACHE=Off " + in_dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  for (const char* name : {"OFF", "Off", "off"}) EXPECT_FALSE(fs::exists(dir / name)) << name << " was created";
+
+  const std::string empty = write(dir / "peaks.json", "");
+  r = run_cli({"info"}, "BLOCKSCOPE_PEAK_CACHE='" + empty + "' ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("not cached"), std::string::npos) << r.err;
+  const nlohmann::json peaks = nlohmann::json::parse(read(dir / "peaks.json"), nullptr, false);
+  EXPECT_TRUE(peaks.is_object() && !peaks.empty()) << read(dir / "peaks.json");
+
+  r = run_cli({"info"}, "env -u BLOCKSCOPE_PEAK_CACHE HOME='" + (dir / "home").string() + "' XDG_CACHE_HOME=rel " + in_dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "rel")) << "a relative XDG_CACHE_HOME was used";
+  EXPECT_TRUE(fs::exists(dir / "home" / ".cache" / "blockscope" / "cpu-peaks.json"));
+  fs::remove_all(dir);
 }
 
 // Output paths refused before any work: a symlink loop (before: the other link was replaced),

@@ -650,12 +650,21 @@ TEST(Cli, DefaultThreadsLeaveACoreForTheSystem) {
     EXPECT_EQ(info["openmp_threads"], 3) << env;
     EXPECT_NE(info["default_threads"]["reason"].get<std::string>().find("OMP_NUM_THREADS=3"), std::string::npos);
   }
-  // Not a thread count: OpenMP's variable is ignored, as the cores rule applies.
-  r = run_cli({"info", "--format", "json"}, "OMP_NUM_THREADS=lots ");
-  ASSERT_EQ(r.code, 0) << r.err;
-  info = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(info.is_discarded()) << r.out;
-  EXPECT_EQ(info["default_threads"]["count"], std::max<int64_t>(1, reported_cores - 1));
+  // Not a thread count: OpenMP's variable is ignored, as the cores rule applies -- and said,
+  // naming the value (issue 43: abc, 0 and -1 silently meant the cores rule's 1).
+  for (const char* value : {"lots", "abc", "0", "-1", "3,x", "' 4'", "99999"}) {
+    r = run_cli({"info", "--format", "json"}, std::string("OMP_NUM_THREADS=") + value + " ");
+    ASSERT_EQ(r.code, 0) << r.err;
+    info = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(info.is_discarded()) << r.out;
+    EXPECT_EQ(info["default_threads"]["count"], std::max<int64_t>(1, reported_cores - 1)) << value;
+    const std::string shown = value[0] == '\'' ? " 4" : value;
+    EXPECT_NE(r.err.find("blockscope: note: OMP_NUM_THREADS='" + shown + "' is not a thread count"), std::string::npos)
+        << value << ": " << r.err;
+    EXPECT_NE(info["default_threads"]["note"].get<std::string>().find("'" + shown + "'"), std::string::npos);
+  }
+  r = run_cli({"info", "--format", "json"}, "OMP_NUM_THREADS=3,1 ");
+  EXPECT_EQ(r.err.find("note: OMP_NUM_THREADS"), std::string::npos) << r.err;
 }
 
 TEST(Cli, InfoAndHelp) {

@@ -1,5 +1,7 @@
 // Core types: dtype conversions, tensor views, allocator statistics, the CPU GEMM.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,10 +11,12 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "runtime/context.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/machine_cache.h"
 #include "runtime/dtype.h"
 #include "runtime/error.h"
 #include "test/op_test_helpers.h"
@@ -691,6 +695,103 @@ TEST(Gemm, PlanCacheIsPerMachineAndNeverTrustsADamagedEntry) {
   for (const std::string& name : names) cpu::set_matmul_plan_penalty_for_tests(name, 0);
   fs::remove(path);
   ::unsetenv("BLOCKSCOPE_PLAN_CACHE");
+}
+
+// ---- the machine caches (runtime/cpu/machine_cache.h), issue 43 ---------------------------------
+
+bool any_cache(const nlohmann::json&) { return true; }
+
+// Several processes adding entries to one cache at once: each read-modify-write runs under the
+// directory's flock, so every entry is kept (before: 48 entries written, 39 kept).
+TEST(MachineCache, ConcurrentWritersKeepEveryEntry) {
+  const fs::path path = testing::test_scratch_dir() / "concurrent" / "cache.json";
+  fs::remove_all(path.parent_path());
+  constexpr int kProcesses = 6, kEntries = 12;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      bool ok = true;
+      for (int e = 0; e < kEntries; ++e) {
+        ok = cpu::update_machine_cache(path.string(), "test cache", any_cache, [&](nlohmann::json& cache) {
+          // Widen the window between the read and the rename, as a slow disk would.
+          ::usleep(2000);
+          cache["p" + std::to_string(p) + "e" + std::to_string(e)] = {{"value", e}};
+        }) && ok;
+      }
+      ::_exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
+  }
+  std::ifstream in(path);
+  const nlohmann::json cache = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(cache.is_object());
+  EXPECT_EQ(cache.size(), static_cast<size_t>(kProcesses * kEntries)) << cache.dump();
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) left.push_back(entry.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"cache.json"}) << "no lock file or temporary left";
+  fs::remove_all(path.parent_path());
+}
+
+// An empty file (created, never written; truncated) is an empty cache: read as one and written
+// over (before: "it holds something else than a cache", for good).
+TEST(MachineCache, AnEmptyFileIsAnEmptyCache) {
+  const fs::path path = testing::test_scratch_dir() / "empty-cache.json";
+  for (const char* text : {"", "\n  \n"}) {
+    std::ofstream(path) << text;
+    const nlohmann::json read = cpu::read_machine_cache(path.string());
+    EXPECT_TRUE(read.is_object() && read.empty()) << read.dump();
+    EXPECT_TRUE(cpu::update_machine_cache(path.string(), "test cache", any_cache,
+                                          [](nlohmann::json& cache) { cache["k"] = {{"v", 1}}; }));
+    std::ifstream in(path);
+    EXPECT_EQ(nlohmann::json::parse(in, nullptr, false), (nlohmann::json{{"k", {{"v", 1}}}}));
+  }
+  fs::remove(path);
+}
+
+// Where a cache is kept: "off" in any case is none (before: OFF made a file named OFF), an empty
+// value is unset, and a relative XDG_CACHE_HOME is ignored as the XDG spec says (before: the
+// cache went wherever the command ran).
+TEST(MachineCache, PathsFromTheEnvironmentAreReadStrictly) {
+  struct Saved {
+    const char* name;
+    std::optional<std::string> value;
+  };
+  std::vector<Saved> saved;
+  for (const char* name : {"BLOCKSCOPE_TEST_CACHE", "XDG_CACHE_HOME", "HOME"}) {
+    const char* value = std::getenv(name);
+    saved.push_back({name, value ? std::optional<std::string>(value) : std::nullopt});
+  }
+  ::setenv("HOME", "/home/someone", 1);
+  ::setenv("XDG_CACHE_HOME", "/var/cache/x", 1);
+  for (const char* off : {"off", "OFF", "Off"}) {
+    ::setenv("BLOCKSCOPE_TEST_CACHE", off, 1);
+    EXPECT_EQ(cpu::machine_cache_path("BLOCKSCOPE_TEST_CACHE", "c.json"), "") << off;
+  }
+  ::setenv("BLOCKSCOPE_TEST_CACHE", "my.json", 1);
+  EXPECT_EQ(cpu::machine_cache_path("BLOCKSCOPE_TEST_CACHE", "c.json"), "my.json");
+  ::setenv("BLOCKSCOPE_TEST_CACHE", "", 1);
+  EXPECT_EQ(cpu::machine_cache_path("BLOCKSCOPE_TEST_CACHE", "c.json"), "/var/cache/x/blockscope/c.json");
+  ::unsetenv("BLOCKSCOPE_TEST_CACHE");
+  EXPECT_EQ(cpu::machine_cache_path("BLOCKSCOPE_TEST_CACHE", "c.json"), "/var/cache/x/blockscope/c.json");
+  for (const char* relative : {"cache", "./cache", "~/cache"}) {
+    ::setenv("XDG_CACHE_HOME", relative, 1);
+    EXPECT_EQ(cpu::machine_cache_path("BLOCKSCOPE_TEST_CACHE", "c.json"), "/home/someone/.cache/blockscope/c.json")
+        << relative;
+  }
+  for (const Saved& s : saved) {
+    if (s.value) {
+      ::setenv(s.name, s.value->c_str(), 1);
+    } else {
+      ::unsetenv(s.name);
+    }
+  }
 }
 
 // The device description says how this run's GEMMs run (planned, one library, or cpu.gemm's),

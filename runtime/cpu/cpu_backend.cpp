@@ -32,14 +32,18 @@ bool plausible_tflops(double value) { return value >= kMinTflops && value <= kMa
 bool plausible_gbps(double value) { return value >= kMinGbps && value <= kMaxGbps; }
 
 // A number in [min, max] from an environment variable, 0 when unset; an InputError naming the
-// variable and the range when it is set to anything else (inf, 1e400, nan, -1, "fast").
+// variable and the range when it is set to anything else (inf, 1e400, nan, -1, "fast"). Decimal
+// only, as written by hand: strtod would also read hex (0x10 = 16), " 5" and "infinity".
 double env_figure(const char* variable, double min, double max) {
   const char* text = std::getenv(variable);
   if (text == nullptr || *text == '\0') return 0;
+  const bool decimal = std::strspn(text, "0123456789.eE+-") == std::strlen(text) &&
+                       (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.');
   char* end = nullptr;
   const double value = std::strtod(text, &end);
-  BS_CHECK_INPUT(end != text && *end == '\0' && std::isfinite(value) && value >= min && value <= max,
-                 "environment variable ", variable, " must be a number from ", min, " to ", max, ", got '", text, "'");
+  BS_CHECK_INPUT(decimal && end != text && *end == '\0' && std::isfinite(value) && value >= min && value <= max,
+                 "environment variable ", variable, " must be a decimal number from ", min, " to ", max, ", got '",
+                 text, "'");
   return value;
 }
 

@@ -217,15 +217,28 @@ int physical_cores_in_affinity_mask() {
 DefaultThreads default_thread_count() {
   DefaultThreads d;
   d.cores = physical_cores_in_affinity_mask();
-  // OpenMP's own variable wins, as it would for any OpenMP program ("4" or a nested list "4,2").
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (end != env && n > 0 && n <= 4096 && (*end == '\0' || *end == ',')) {
-      d.count = static_cast<int>(n);
-      d.reason = std::string("OMP_NUM_THREADS=") + env;
+  // OpenMP's own variable wins, as it would for any OpenMP program ("4" or a nested list "4,2":
+  // each level a count from 1 to 4096, digits only). Anything else (abc, 0, -1, " 4") is not a
+  // thread count: the cores rule applies and `note` says so, naming the value.
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  if (env != nullptr && *env != '\0') {
+    const std::string text = env;
+    bool valid = true;
+    int first = 0;
+    for (size_t start = 0; valid && start <= text.size();) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      const std::string level = text.substr(start, comma - start);
+      valid = !level.empty() && level.size() <= 4 && level.find_first_not_of("0123456789") == std::string::npos &&
+              std::stoi(level) >= 1 && std::stoi(level) <= 4096;
+      if (valid && start == 0) first = std::stoi(level);
+      start = comma + 1;
+    }
+    if (valid) {
+      d.count = first;
+      d.reason = "OMP_NUM_THREADS=" + text;
       return d;
     }
+    d.note = "OMP_NUM_THREADS='" + text + "' is not a thread count (a number from 1 to 4096, or a list like 4,2): ignored";
   }
   d.count = std::max(1, d.cores - 1);
   d.reason = d.cores == 1 ? std::string("1 core") : std::to_string(d.cores) + " cores less one for the system";

@@ -182,7 +182,8 @@ std::string gemm_library_version();
 void set_thread_count(int n);
 
 // The thread count a run uses when it asks for none (the CLI's and the benchmarks' default):
-// OMP_NUM_THREADS when it is set to a positive number; else the physical cores this process
+// OMP_NUM_THREADS when it is set to a positive number (any other value is named in `note` and
+// ignored); else the physical cores this process
 // may run on (its affinity mask, hyperthread siblings counted once) less one, and at least 1.
 // The core left free is for the system and whatever else shares the machine: on a 2-core VM
 // with one other busy process, two threads made a profile's steps vary by 27–46 % and run
@@ -191,6 +192,7 @@ struct DefaultThreads {
   int count = 1;
   int cores = 1;           // physical cores in the affinity mask
   std::string reason;      // "OMP_NUM_THREADS=4", "2 cores less one for the system"
+  std::string note;        // OMP_NUM_THREADS set to what is not a thread count ("abc", "0"): said, then ignored
 };
 DefaultThreads default_thread_count();
 

@@ -54,7 +54,8 @@ int info_command(Session& session) {
   info["openmp_threads"] = omp_get_max_threads();
   const cpu::DefaultThreads default_threads = cpu::default_thread_count();
   info["default_threads"] = {
-      {"count", default_threads.count}, {"cores", default_threads.cores}, {"reason", default_threads.reason}};
+      {"count", default_threads.count}, {"cores", default_threads.cores}, {"reason", default_threads.reason},
+      {"note", default_threads.note}};
   // The path table (ops/common/paths.h): what the Python tools and benchmarks read.
   info["paths"] = nlohmann::json::array();
   for (const ops::PathInfo& row : ops::path_table()) {

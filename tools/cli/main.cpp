@@ -229,7 +229,12 @@ int run_cli(Session& session, int argc, char** argv) {
 
   // One thread count for every CPU pool, before any work: --threads, else the default
   // (OMP_NUM_THREADS, else the physical cores less one: cpu::default_thread_count).
-  const int threads = session.options.threads > 0 ? session.options.threads : cpu::default_thread_count().count;
+  const cpu::DefaultThreads defaults = cpu::default_thread_count();
+  const int threads = session.options.threads > 0 ? session.options.threads : defaults.count;
+  if (!defaults.note.empty() && session.rank == 0)  // OMP_NUM_THREADS=abc|0|-1: said, not taken as 1
+    std::cerr << "blockscope: note: " << defaults.note << "; using " << threads << " thread(s)"
+              << (session.options.threads > 0 ? " (--threads)" : " (" + defaults.reason + ")")
+              << "\n";
   cpu::set_thread_count(threads);
 
   if (run->parsed()) return run_command(session);
