@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/elementwise/elementwise.h"
+#include "ops/softmax/softmax.h"
 #include "ops/common/cuda/fast_divmod.h"
 #include "profiler/recorder.h"
 #include "runtime/error.h"
@@ -79,6 +80,48 @@ TEST_P(Elementwise, MaskedFillCausalMasksTheRightElements) {
   from_floats(scores, {1, 2, 3, 4, 5, 6, 7, 8});
   ops::masked_fill_causal_(ctx, scores, -7.0f);
   EXPECT_EQ(to_floats(scores), (std::vector<float>{1, 2, 3, -7, 5, 6, 7, 8}));
+}
+
+// Issue 43: run.check_finite knows the causal mask writes -inf by design: masked_fill's masked
+// elements are skipped (before: every naive and inplace attention run failed the check), its
+// other elements and every op after it (the softmax, the attention) are checked as always.
+TEST_P(Elementwise, CheckFiniteSkipsOnlyTheCausalMasksFill) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  ctx.set_check_finite_after_each_op(true);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Shape& shape : {Shape{2, 3, 5}, Shape{2, 5, 3}, Shape{4, 4}}) {
+    SCOPED_TRACE(shape_str(shape));
+    Tensor scores = bt::random_tensor(ctx, shape, DType::f32, bt::fresh_seed());
+    Tensor masked = ctx.empty(shape, DType::f32);
+    EXPECT_NO_THROW(ops::masked_fill_causal(ctx, scores, -inf, masked));
+    EXPECT_NO_THROW(ops::masked_fill_causal_(ctx, scores, -inf));
+    // A non-finite value where the mask keeps the score is still named: the last element of
+    // each matrix is always kept (bottom-right alignment).
+    std::vector<float> values = to_floats(masked);
+    values.back() = inf;
+    from_floats(scores, values);
+    try {
+      ops::masked_fill_causal(ctx, scores, -inf, masked);
+      ADD_FAILURE() << "an inf the mask keeps passed the check";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("run.check_finite: op 'masked_fill'"), std::string::npos) << error.what();
+    }
+    // What follows is checked as every op: a softmax of the masked scores is finite...
+    values.back() = 0.0f;
+    from_floats(scores, values);
+    ops::masked_fill_causal_(ctx, scores, -inf);
+    Tensor probabilities = ctx.empty(shape, DType::f32);
+    EXPECT_NO_THROW(ops::softmax(ctx, scores, probabilities));
+    // ...and a scale of them (-inf * 2) is not: the skip is the fill's alone.
+    Tensor scaled = ctx.empty(shape, DType::f32);
+    try {
+      ops::scale(ctx, scores, 2.0f, scaled);
+      ADD_FAILURE() << "the scale's -inf passed the check";  // every shape here masks some element
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("run.check_finite: op 'scale'"), std::string::npos) << error.what();
+    }
+  }
 }
 
 // The copy kernel's magic-number division (ops/common/cuda/fast_divmod.h), checked on the host

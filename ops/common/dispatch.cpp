@@ -17,8 +17,14 @@ void finish_op(Context& ctx, const OpRecord& record) {
   for (const Tensor* output : record.outputs) {
     if (output == nullptr || !output->defined()) continue;
     const std::vector<float> values = to_floats(*output);
+    // A causal fill's masked elements: (row, key) of each [Sq, Sk] matrix with key > row + Sk - Sq.
+    const int64_t sq = output->dim() >= 2 ? output->size(-2) : 1, sk = output->dim() >= 1 ? output->size(-1) : 1;
+    const auto masked = [&](size_t i) {
+      const int64_t index = static_cast<int64_t>(i), key = index % sk, row = (index / sk) % sq;
+      return record.causal_fill && key > row + sk - sq;
+    };
     for (size_t i = 0; i < values.size(); ++i) {
-      if (std::isfinite(values[i])) continue;
+      if (std::isfinite(values[i]) || masked(i)) continue;
       const std::string where = ctx.scope_path().empty() ? std::string() : " (in " + ctx.scope_path() + ")";
       throw Error(ErrorKind::runtime, std::string("run.check_finite: op '") + record.name + "'" + where +
                                           " wrote " + std::to_string(values[i]) + " at element " + std::to_string(i) +

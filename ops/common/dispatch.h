@@ -37,11 +37,16 @@ struct OpRecord {
   double flops = 0;
   double bytes = 0;
   bool empty = false;  // nothing to compute (a zero-element tensor): recorded, nothing runs
+  // The outputs' elements a causal mask covers ([..., Sq, Sk], bottom-right aligned) hold the
+  // fill value by design (masked_fill's −inf before a softmax): run.check_finite checks the
+  // others, and what follows (the softmax) as every op.
+  bool causal_fill = false;
 };
 
 // After the op: in debug mode (sync_after_each_op) waits for its queued work and names the op
 // when it failed; with check_finite_after_each_op, names the op whose output holds a NaN or an
-// infinity (the first op to write one: inner ops of a composite finish before it).
+// infinity (the first op to write one: inner ops of a composite finish before it) -- but for
+// the masked elements of a causal_fill op, −inf by design.
 void finish_op(Context& ctx, const OpRecord& record);
 
 // on_cpu / on_cuda: callables running the device implementation. In a build without CUDA,

@@ -106,7 +106,8 @@ void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor&
                  " aliases scores; use masked_fill_causal_ for in-place masking");
   const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
   run_op(ctx, {"masked_fill", "", profiler::Family::elementwise, {&scores}, {&out}, 0.0,
-                static_cast<double>(scores.nbytes() + out.nbytes()) + masked_bytes, scores.numel() == 0},
+                static_cast<double>(scores.nbytes() + out.nbytes()) + masked_bytes, scores.numel() == 0,
+                /*causal_fill=*/true},
          [&] { cpu::masked_fill_causal(ctx, scores, value, out); }, [&] { cuda::masked_fill_causal(ctx, scores, value, out); });
 }
 
@@ -114,7 +115,7 @@ void masked_fill_causal_(Context& ctx, Tensor& scores, float value) {
   check_scores(ctx, "masked_fill_causal_", scores);
   const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
   run_op(ctx, {"masked_fill_", "", profiler::Family::elementwise, {&scores}, {&scores}, 0.0,
-                masked_bytes, scores.numel() == 0},
+                masked_bytes, scores.numel() == 0, /*causal_fill=*/true},
          [&] { cpu::masked_fill_causal_(ctx, scores, value); }, [&] { cuda::masked_fill_causal_(ctx, scores, value); });
 }
 
