@@ -25,10 +25,25 @@ namespace blockscope {
 
 namespace {
 
+// The key comparisons this thread's reads made (safetensors_key_comparisons): every ordered
+// structure of the reader compares names through CountingLess, so the work a read does is a
+// count, not a time (test/safetensors_test.cpp holds it to n log n).
+thread_local uint64_t t_key_comparisons = 0;
+
+struct CountingLess {
+  bool operator()(const std::string& a, const std::string& b) const {
+    ++t_key_comparisons;
+    return a < b;
+  }
+};
+
 // Parsed headers are std::map-backed JSON (nlohmann::ordered_json looks keys up linearly,
 // which made a header of 100k tensors take seconds); the header's key order is recorded by
-// parse_header instead.
-using Json = nlohmann::json;
+// parse_header instead. The map compares through CountingLess (nlohmann passes its own
+// comparator and allocator; they are replaced here).
+template <class Key, class Value, class... Unused>
+using CountedMap = std::map<Key, Value, CountingLess, std::allocator<std::pair<const Key, Value>>>;
+using Json = nlohmann::basic_json<CountedMap>;
 
 // Same cap as the reference implementation (safetensors' MAX_HEADER_SIZE): a header length
 // beyond it is a corrupt file, not a reason to allocate 100 MB.
@@ -81,7 +96,7 @@ struct Reporter {
 // parser callbacks would do it too, but rescan the parent object at every nested object's end:
 // quadratic in the tensor count).
 struct KeyAudit : nlohmann::json_sax<Json> {
-  std::vector<std::set<std::string>> open_objects;  // the keys seen in each open object
+  std::vector<std::set<std::string, CountingLess>> open_objects;  // the keys seen in each open object
   std::vector<std::string> top_keys;
   std::string duplicate;
 
@@ -133,6 +148,8 @@ Json parse_header(const std::string& text, const Reporter& report, std::vector<s
       report.fail("header has bytes after its JSON object (byte ", error.byte, " of ", text.size(),
                   "); only space padding may follow it");
     }
+    report.fail("header is not valid JSON: ", error.what());
+  } catch (const Json::exception& error) {  // out_of_range 406: a number like 1e400 no double holds
     report.fail("header is not valid JSON: ", error.what());
   }
   KeyAudit audit;
@@ -253,7 +270,10 @@ void check_no_overlap(std::vector<TensorLocation> locations, const Reporter& rep
                                  [](const TensorLocation& l) { return l.begin == l.end; }),
                   locations.end());
   std::sort(locations.begin(), locations.end(),
-            [](const TensorLocation& a, const TensorLocation& b) { return a.begin < b.begin; });
+            [](const TensorLocation& a, const TensorLocation& b) {
+              ++t_key_comparisons;
+              return a.begin < b.begin;
+            });
   for (size_t i = 1; i < locations.size(); ++i) {
     const TensorLocation& previous = locations[i - 1];
     const TensorLocation& current = locations[i];
@@ -317,10 +337,13 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   const auto it = index.find(name);
   if (it != index.end()) return &tensors[it->second];
   for (const auto& entry : tensors) {  // a file assembled by hand, without the index
+    ++t_key_comparisons;
     if (entry.name == name) return &entry;
   }
   return nullptr;
 }
+
+uint64_t safetensors_key_comparisons() { return t_key_comparisons; }
 
 SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>* only) {
   const Reporter report{path};

@@ -51,6 +51,11 @@ void check_finite(const std::vector<float>& values, DType dtype, const std::stri
 // Throws Error(invalid_input) naming `path` on any problem.
 SafetensorsFile read_safetensors(const std::string& path, const std::set<std::string>* only = nullptr);
 
+// The name comparisons read_safetensors and SafetensorsFile::find have made in this thread
+// (header parse, duplicate check, lookups, overlap sort): the reader's work as a count, which the
+// tests hold to n log n in the tensor count without timing anything.
+uint64_t safetensors_key_comparisons();
+
 // Writes `tensors` in the given order (names must be unique and not "__metadata__"); strided
 // tensors are written contiguously, non-CPU tensors copied to the host first. Written as an
 // OutputFile (runtime/output_file.h): a failure leaves no partial file at `path`.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "profiler/summary.h"
@@ -55,6 +56,14 @@ class Reader {
     const json& value = field(key);
     if (!value.is_number_integer()) fail(path(key), std::string("expected an integer, got ") + value.type_name());
     return value.get<int64_t>();
+  }
+  // An integer an int holds: narrowing 2^62 would read it as 0 (or anything else).
+  int int32(const std::string& key) const {
+    const int64_t value = integer(key);
+    if (value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      fail(path(key), "is " + std::to_string(value) + ", outside what a profile counts (at most " +
+                          std::to_string(std::numeric_limits<int>::max()) + ")");
+    return static_cast<int>(value);
   }
   bool boolean(const std::string& key) const {
     const json& value = field(key);
@@ -202,7 +211,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");
   profile.peaks.source = document["peaks"].is_object() && document["peaks"].contains("source") ? peaks.string("source") : "";
-  profile.active_steps = static_cast<int>(top.integer("active_steps"));
+  profile.active_steps = top.int32("active_steps");  // checked before narrowing: 2^62 was read as 0 steps
   if (profile.active_steps < 0) top.fail("active_steps", "must not be negative");
   // Optional: only a tensor-parallel rank's profile has it.
   if (document.contains("tensor_parallel")) {
@@ -218,9 +227,9 @@ Profile profile_from_json(const json& document, const std::string& source) {
   if (document.contains("schedule") && !document["schedule"].is_null()) {
     const Reader schedule = top.child("schedule");
     Schedule s;
-    s.wait = static_cast<int>(schedule.integer("wait"));
-    s.warmup = static_cast<int>(schedule.integer("warmup"));
-    s.active = static_cast<int>(schedule.integer("active"));
+    s.wait = schedule.int32("wait");
+    s.warmup = schedule.int32("warmup");
+    s.active = schedule.int32("active");
     s.keep_cold_step = schedule.boolean("cold_step");
     if (s.wait < 0 || s.warmup < 0 || s.active < 0) top.fail("schedule", "step counts must not be negative");
     profile.schedule = s;
@@ -246,12 +255,12 @@ Profile profile_from_json(const json& document, const std::string& source) {
     }
     const std::string dtype = r.string("dtype");
     if (!parse_dtype(dtype, &op.dtype)) r.fail(r.path("dtype"), "unknown dtype '" + dtype + "' (f32, f16, bf16)");
-    op.parent = static_cast<int>(r.integer("parent"));
+    op.parent = r.int32("parent");
     if (op.parent < -1 || op.parent >= static_cast<int>(i)) {
       r.fail(r.path("parent"), "must be -1 or the index of an earlier op, got " + std::to_string(op.parent));
     }
-    op.depth = static_cast<int>(r.integer("depth"));
-    op.step = static_cast<int>(r.integer("step"));
+    op.depth = r.int32("depth");
+    op.step = r.int32("step");
     op.cpu_start_us = r.number("cpu_start_us");
     op.cpu_end_us = r.number("cpu_end_us");
     op.device_start_us = r.number("device_start_us");
@@ -271,15 +280,15 @@ Profile profile_from_json(const json& document, const std::string& source) {
     const Reader r = top.element(kernels, "kernels", i);
     KernelEvent kernel;
     kernel.name = r.string("name");
-    kernel.op = static_cast<int>(r.integer("op"));
+    kernel.op = r.int32("op");
     if (kernel.op < -1 || kernel.op >= static_cast<int>(profile.ops.size())) {
       r.fail(r.path("op"), "must be -1 or the index of an op, got " + std::to_string(kernel.op));
     }
-    kernel.step = static_cast<int>(r.integer("step"));
-    kernel.stream = static_cast<int>(r.integer("stream"));
+    kernel.step = r.int32("step");
+    kernel.stream = r.int32("stream");
     kernel.grid = r.dim3("grid");
     kernel.block = r.dim3("block");
-    kernel.registers = static_cast<int>(r.integer("registers"));
+    kernel.registers = r.int32("registers");
     kernel.static_smem = r.integer("static_smem");
     kernel.dynamic_smem = r.integer("dynamic_smem");
     kernel.occupancy = r.number("occupancy");
@@ -317,6 +326,8 @@ Profile load_profile(const std::string& path) {
     document = json::parse(text);
   } catch (const json::parse_error& error) {
     throw InputError(path + ": not valid JSON: " + error.what());
+  } catch (const json::exception& error) {  // out_of_range 406: a number like 1e400 no double holds
+    throw InputError(path + ": not a profile: " + error.what());
   }
   return profile_from_json(document, path);
 }

@@ -158,6 +158,21 @@ TEST_F(ProfileFile, MissingFileAndInvalidJson) {
   EXPECT_NE(message.find("not valid JSON"), std::string::npos) << message;
 }
 
+// A number no double holds (1e400) is bad input, exit 2 (before: nlohmann's out_of_range
+// escaped as a runtime failure, exit 3).
+TEST_F(ProfileFile, ANumberBeyondDoubleIsBadInput) {
+  const json good = profile_to_json(detailed_profile(testing::fresh_seed()));
+  std::string text = good.dump();
+  const std::string key = "\"active_steps\":";
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + key.size(), "1e400,\"x\":");
+  write("huge.json", text);
+  const std::string message = load_error("huge.json");
+  EXPECT_NE(message.find(path("huge.json")), std::string::npos) << message;
+  EXPECT_NE(message.find("1e400"), std::string::npos) << message;
+}
+
 TEST_F(ProfileFile, EveryBadKeyIsNamed) {
   // A profile with kernels, so that every case below spoils something (none is skipped).
   uint64_t seed = testing::fresh_seed();
@@ -185,6 +200,10 @@ TEST_F(ProfileFile, EveryBadKeyIsNamed) {
       {"kernel grid short", [](json& j) { if (!j["kernels"].empty()) j["kernels"][0]["grid"] = json::array({1, 2}); },
        ": kernels[0].grid: expected [x, y, z]"},
       {"top level array", [](json& j) { j = json::array(); }, ": top level: expected an object"},
+      // Issue 43: integers an int does not hold are refused, not narrowed (2^62 steps read as 0).
+      {"steps beyond int", [](json& j) { j["active_steps"] = int64_t{1} << 62; },
+       ": active_steps: is 4611686018427387904, outside what a profile counts"},
+      {"op step beyond int", [](json& j) { j["ops"][0]["step"] = int64_t{1} << 32; }, ": ops[0].step: is 4294967296"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

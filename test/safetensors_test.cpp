@@ -265,9 +265,10 @@ TEST_F(Safetensors, BytesAfterTheLastTensorAreRefused) {
   }
 }
 
-// Writes a file of n one-element F16 tensors named t0..t{n-1} and returns the seconds that reading
-// it and looking up every 997th name took.
-double seconds_to_read_entries(const std::string& file_path, int n, SafetensorsFile* out = nullptr) {
+// Writes a file of n one-element F16 tensors named t0..t{n-1} and returns the name comparisons
+// (safetensors_key_comparisons) that reading it and looking up every 997th name took: the
+// reader's work as a count, the same on any machine under any load.
+uint64_t comparisons_to_read_entries(const std::string& file_path, int n, SafetensorsFile* out = nullptr) {
   std::string header = "{";
   for (int i = 0; i < n; ++i) {
     header += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[" +
@@ -275,27 +276,36 @@ double seconds_to_read_entries(const std::string& file_path, int n, SafetensorsF
   }
   header += "}";
   write_bytes(file_path, file_with_header(header, std::string(2 * static_cast<size_t>(n), '\x01')));
-  const auto start = std::chrono::steady_clock::now();
+  const uint64_t before = safetensors_key_comparisons();
   SafetensorsFile file = read_safetensors(file_path);
   for (int i = 0; i < n; i += 997) EXPECT_NE(file.find("t" + std::to_string(i)), nullptr) << "t" << i;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const uint64_t work = safetensors_key_comparisons() - before;
   if (out) *out = std::move(file);
-  return seconds;
+  return work;
 }
 
 // 100k tensors: the header parse and the lookups are n log n (an ordered JSON object made them
-// quadratic: 12 s for 100k entries). The check is on how the time grows from 25k to 100k entries,
-// not on a wall-clock limit, so it holds under ASan and on a loaded machine: n log n grows about
-// 4.5x, quadratic 16x. The small file is timed twice and the faster run kept.
+// quadratic: 12 s for 100k entries). Counted, not timed (issue 43: a ratio of wall times, 12.5x
+// against 9x on a loaded machine, failed the suite): the name comparisons grow about 4.6x from
+// 25k to 100k entries when n log n, 16x when quadratic. The count must also be at least one
+// n log2 n (a std::map's inserts): a reader that stopped comparing through the counted
+// structures (an ordered_json, whose lookups are linear scans) would drop below it.
 TEST_F(Safetensors, AHundredThousandEntriesReadQuickly) {
   const int n = 100000;
   SafetensorsFile file;
-  const double small = std::min(seconds_to_read_entries(path("quarter.safetensors"), n / 4),
-                                seconds_to_read_entries(path("quarter.safetensors"), n / 4));
-  const double large = seconds_to_read_entries(path("many.safetensors"), n, &file);
+  const double small = static_cast<double>(comparisons_to_read_entries(path("quarter.safetensors"), n / 4));
+  const double large = static_cast<double>(comparisons_to_read_entries(path("many.safetensors"), n, &file));
   EXPECT_EQ(file.tensors.size(), static_cast<size_t>(n));
   EXPECT_EQ(file.tensors[12345].name, "t12345") << "header order kept";
-  EXPECT_LT(large / small, 9.0) << "25k entries took " << small << " s, 100k took " << large << " s";
+  EXPECT_GE(small, (n / 4) * std::log2(n / 4.0)) << "the count no longer sees the header's parse";
+  EXPECT_LT(large / small, 6.0) << "25k entries took " << small << " name comparisons, 100k took " << large;
+  // Lookups in a file assembled by hand (no index) scan it: counted too.
+  SafetensorsFile by_hand;
+  by_hand.tensors.resize(10);
+  by_hand.tensors[9].name = "last";
+  const uint64_t before = safetensors_key_comparisons();
+  EXPECT_NE(by_hand.find("last"), nullptr);
+  EXPECT_EQ(safetensors_key_comparisons() - before, 10u);
 }
 
 // ---- Malformed files: each has its own message -------------------------------------------------
@@ -337,6 +347,9 @@ std::vector<Malformed> malformed_files() {
        "header must be a JSON object, got array"},
       {"deeply nested objects", file_with_header(nested_objects(100000)), "tensor 'a': missing \"dtype\""},
       {"comment", file_with_header("{/* c */}"), "header is not valid JSON"},
+      // Issue 43: nlohmann's out_of_range (not a parse_error) escaped as a runtime failure, exit 3.
+      {"a number beyond double", one(R"("dtype":"F32","shape":[1e400],"data_offsets":[0,8])"),
+       "header is not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'"},
       {"entry not an object", file_with_header(R"({"w": [1]})"), "tensor 'w': entry must be an object, got array"},
       {"missing dtype", one(R"("shape":[2],"data_offsets":[0,8])"), "tensor 'w': missing \"dtype\""},
       {"missing shape", one(R"("dtype":"F32","data_offsets":[0,8])"), "tensor 'w': missing \"shape\""},
