@@ -103,9 +103,12 @@ struct InputConfig {
 struct KvCacheConfig {
   ops::KvLayout layout = ops::KvLayout::contiguous;
   int64_t page_size = 16;  // paged: positions per page, a power of two
-  // Positions each sequence's cache can hold (contiguous: allocated for every sequence; paged:
-  // the most a sequence may reach). 0: the longest prompt + new_tokens.
+  // Positions each sequence's cache can hold, allocated for every sequence: contiguous, one page
+  // of max_len; paged, the pages that cover max_len (a reservation per sequence). Not given
+  // (max_len_given false): the longest prompt + new_tokens, and a paged sequence gets only the
+  // pages its own prompt and new tokens need.
   int64_t max_len = 0;
+  bool max_len_given = false;
 };
 
 struct DecodeConfig {

@@ -181,12 +181,17 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
   Section cache(reader, s.value("kv_cache"), "decode.kv_cache", {"layout", "page_size", "max_len"});
   KvCacheConfig& kv = decode.kv_cache;
   ops::parse_kv_layout(cache.get_choice("layout", "contiguous", {"contiguous", "paged"}, "KV cache layout"), &kv.layout);
-  // Read for both layouts (so --set decode.kv_cache.layout=contiguous needs no other edit);
-  // a contiguous cache does not use it.
   kv.page_size = cache.get_int("page_size", 16, 1, 1 << 16);
   if ((kv.page_size & (kv.page_size - 1)) != 0) {
     cache.fail("page_size", "must be a power of two (positions per page), got " + std::to_string(kv.page_size));
   }
+  // A contiguous cache is one page of max_len positions per sequence: a page_size would be
+  // validated and then ignored, so it is refused.
+  if (kv.layout == ops::KvLayout::contiguous && cache.has("page_size")) {
+    cache.fail("page_size", "applies to the paged layout only (a contiguous cache is one page of max_len positions "
+                            "per sequence): remove it or set decode.kv_cache.layout: paged");
+  }
+  kv.max_len_given = cache.has("max_len");
   kv.max_len = cache.get_int("max_len", 0, 1, 1 << 25);
   if (kv.max_len == 0) kv.max_len = needed;
   if (kv.max_len < needed) {

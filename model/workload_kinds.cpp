@@ -506,8 +506,11 @@ ops::KvCacheShape decode_cache_shape(const WorkloadConfig& config) {
   shape.head_dim = config.model.head_dim;
   const bool paged = shape.layout == ops::KvLayout::paged;
   shape.page_size = paged ? decode.kv_cache.page_size : decode.kv_cache.max_len;
-  // A paged sequence gets the pages its prompt and new tokens need; a contiguous one max_len.
-  for (int64_t b = 0; b < decode.batch(); ++b) shape.positions.push_back(paged ? decode.positions(b) : shape.page_size);
+  // A contiguous sequence holds max_len positions; a paged one the pages that cover max_len when
+  // it is given (each sequence's reservation), else those its prompt and new tokens need.
+  for (int64_t b = 0; b < decode.batch(); ++b)
+    shape.positions.push_back(!paged ? shape.page_size
+                                     : decode.kv_cache.max_len_given ? decode.kv_cache.max_len : decode.positions(b));
   return shape;
 }
 

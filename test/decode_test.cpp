@@ -278,6 +278,9 @@ TEST_P(DecodeWorkload, EveryPathEqualsTheWholeSequenceForward) {
       llama_yaml("{batch: 2, prompt_len: 1, new_tokens: 4, kv_cache: {layout: contiguous, max_len: 9}}", dtype, seed),
       gpt2_yaml("{batch: 2, prompt_len: 7, new_tokens: 3, kv_cache: {layout: paged, page_size: 8}}", dtype, seed),
       gpt2_yaml("{prompt_lens: [2, 9], new_tokens: 3}", dtype, seed),
+      // Issue 43: a paged cache honours max_len (every sequence's pages cover 30 positions).
+      llama_yaml("{prompt_lens: [6, 1, 13], new_tokens: 5, kv_cache: {layout: paged, page_size: 4, max_len: 30}}",
+                 dtype, seed),
   };
   for (const std::string& yaml : yamls) {
     SCOPED_TRACE(yaml);
@@ -317,6 +320,35 @@ INSTANTIATE_TEST_SUITE_P(DevicesDtypes, DecodeWorkload, bt::device_dtype_values(
 
 // A planted error the oracle must see: the decode output of a workload whose weights are
 // changed after the reference read them is far outside the bound (the comparison can fail).
+// Issue 43: a paged cache honours decode.kv_cache.max_len -- each sequence's pages cover it, as
+// the contiguous layout allocates it (before: validated, then ignored); without it a paged
+// sequence gets the pages its own prompt and new tokens need. A contiguous cache refuses
+// page_size, which it would ignore (before: validated, then ignored).
+TEST(DecodeConfig, APagedCacheHonoursMaxLenAndAContiguousOneRefusesPageSize) {
+  const auto shape_of = [](const std::string& decode) {
+    return decode_cache_shape(load_config_text(llama_yaml(decode, DType::f32, 1), "decode-test"));
+  };
+  const ops::KvCacheShape needed = shape_of("{prompt_lens: [6, 1, 13], new_tokens: 5, kv_cache: {layout: paged, page_size: 4}}");
+  EXPECT_EQ(needed.positions, (std::vector<int64_t>{11, 6, 18}));
+  EXPECT_EQ(needed.pages(), 3 + 2 + 5);
+  const ops::KvCacheShape reserved =
+      shape_of("{prompt_lens: [6, 1, 13], new_tokens: 5, kv_cache: {layout: paged, page_size: 4, max_len: 30}}");
+  EXPECT_EQ(reserved.positions, (std::vector<int64_t>{30, 30, 30}));
+  EXPECT_EQ(reserved.pages(), 3 * 8);
+  EXPECT_GT(reserved.bytes(DType::f32), needed.bytes(DType::f32));
+  const ops::KvCacheShape contiguous = shape_of("{prompt_lens: [6, 1, 13], new_tokens: 5, kv_cache: {max_len: 30}}");
+  EXPECT_EQ(contiguous.page_size, 30);
+  EXPECT_EQ(contiguous.bytes(DType::f32), 3 * 30 * 2 * 16 * 2 * 4.0);
+  bt::expect_input_error(
+      [&] { shape_of("{batch: 2, prompt_len: 4, new_tokens: 2, kv_cache: {layout: contiguous, page_size: 8}}"); },
+      {"decode.kv_cache.page_size", "applies to the paged layout only"});
+  bt::expect_input_error([&] { shape_of("{batch: 2, prompt_len: 4, new_tokens: 2, kv_cache: {page_size: 8}}"); },
+                         {"decode.kv_cache.page_size", "applies to the paged layout only"});
+  bt::expect_input_error(
+      [&] { shape_of("{batch: 2, prompt_len: 4, new_tokens: 2, kv_cache: {layout: paged, page_size: 4, max_len: 5}}"); },
+      {"decode.kv_cache.max_len", "need 6"});
+}
+
 TEST(DecodeWorkloadCpu, TheOracleSeesAChangedWeight) {
   const WorkloadConfig config =
       load_config_text(llama_yaml("{prompt_lens: [3, 5], new_tokens: 2, kv_cache: {layout: paged, page_size: 4}}",
