@@ -1,6 +1,9 @@
 #include "model/workload.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "model/safetensors.h"
 #include "profiler/render.h"
@@ -42,12 +45,30 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
   if (ctx.device().is_cpu() && cpu::packs_weights()) memory_.packed_weights = runner_->packable_weight_bytes(all);
   const size_t available = ctx.backend().memory_available();
   if (memory_.total() > available) {
-    std::string advice;
-    const bool materialises = memory_.scores > 0;
-    if (materialises) {
-      advice = "; the attention scores [B, H, S, S] alone take " + profiler::format_bytes(static_cast<double>(memory_.scores)) +
-               ": use paths.attention: flash (it keeps no S x S matrix) and drop naive variants from compare, or";
-    }
+    // The advice is about the largest part (issue 43: 42 KiB of scores were blamed beside
+    // 23.7 GiB of weights).
+    const bool decode = config.kind == WorkloadKind::decode;
+    struct Part {
+      const char* what;
+      size_t bytes;
+      std::string advice;
+    };
+    const std::vector<Part> parts = {
+        {"weights", memory_.weights,
+         "a smaller model (model.d_model, d_ff, n_layers)" +
+             std::string(config.dtype == DType::f32 ? " or a 16-bit dtype (--dtype bf16: half the bytes)" : "")},
+        {"activations", memory_.activations,
+         decode ? "reduce decode.batch or the prompts" : "reduce input.batch / input.seq_len"},
+        {"attention scores [B, H, S, S]", memory_.scores,
+         "use paths.attention: flash (it keeps no S x S matrix) and drop naive variants from compare"},
+        {"packed weight copies", memory_.packed_weights, "set cpu.gemm=builtin (or openblas): no packed copies"},
+        {"KV cache", memory_.kv_cache, "reduce decode.batch, the prompts, new_tokens or decode.kv_cache.max_len"},
+    };
+    const Part& largest =
+        *std::max_element(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.bytes < b.bytes; });
+    const std::string advice = "; the " + std::string(largest.what) + " alone take " +
+                               profiler::format_bytes(static_cast<double>(largest.bytes)) + " (the largest part): " +
+                               largest.advice + ", or ";
     throw InputError("workload '" + (config.name.empty() ? config.source : config.name) + "' needs about " +
                      profiler::format_bytes(static_cast<double>(memory_.total())) + " (weights " +
                      profiler::format_bytes(static_cast<double>(memory_.weights)) + ", activations " +
@@ -60,8 +81,7 @@ Workload::Workload(Context& ctx, const WorkloadConfig& config, const std::vector
                                            : std::string()) +
                      ") but " + ctx.device().str() + " has only " +
                      profiler::format_bytes(static_cast<double>(available)) + " available" + advice +
-                     (materialises ? " " : "; ") +
-                     (config.kind == WorkloadKind::decode
+                     (decode
                           ? "reduce decode.batch, the prompts, new_tokens or decode.kv_cache.max_len (or the model size)"
                           : "reduce input.batch / input.seq_len (or the model size)"));
   }

@@ -446,6 +446,29 @@ TEST(BadInputs, CacheLocationsFromTheEnvironmentAreStrict) {
   fs::remove_all(dir);
 }
 
+// Issue 43: a workload too large for memory is refused with advice about its largest part
+// (before: the attention scores were blamed whenever a path materialised them, 42 KiB of them
+// beside 23.7 GiB of weights).
+TEST(BadInputs, MemoryAdviceBlamesTheLargestPart) {
+  const fs::path dir = scratch();
+  const std::string weights = write(dir / "heavy.yaml",
+                                    "workload: stack\nmodel: {family: llama, d_model: 4096, n_heads: 32, n_kv_heads: 8, "
+                                    "d_ff: 14336, n_layers: 4000}\ninput: {batch: 1, seq_len: 4}\n"
+                                    "paths: {attention: naive}\n");
+  CliResult r = run_cli({"run", weights, "--device", "cpu"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("the weights alone take"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a smaller model"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("use paths.attention: flash"), std::string::npos) << r.err;
+  const std::string scores = write(dir / "scores.yaml",
+                                   "workload: attention\nmodel: {n_heads: 64, n_kv_heads: 64, head_dim: 64}\n"
+                                   "input: {batch: 64, seq_len: 65536}\npaths: {attention: naive}\n");
+  r = run_cli({"run", scores, "--device", "cpu"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("the attention scores [B, H, S, S] alone take"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("use paths.attention: flash"), std::string::npos) << r.err;
+}
+
 // Output paths refused before any work: a symlink loop (before: the other link was replaced),
 // standard output (before: swallowed the tables), '-' (before: a file named '-'), a name whose
 // temporary would be too long (before: failed after the whole profile), a directory no file can
