@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ pkg-config
+  cmake ninja-build g++ pkg-config ccache lld  # ccache and lld: CI's build time (docs/CONTRIBUTING.md)
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark-tools
   libdnnl-dev libopenblas-dev libboost-context-dev
