@@ -12,16 +12,11 @@
 
 #ifdef BLOCKSCOPE_WITH_CUPTI
 
-#include <cstdint>
-
+#include "profiler/cupti_correlation.h"  // the recorder's side: cupti_kernel_begin / end
 #include "profiler/recorder.h"
 #include "runtime/context.h"
 
 namespace blockscope::profiler {
-
-// Called by the recorder around each kernel scope; no-ops unless a CuptiKernelNames collects.
-void cupti_kernel_begin(uint64_t external_id);
-void cupti_kernel_end();
 
 class CuptiKernelNames {
  public:

@@ -5,9 +5,7 @@
 
 #include "runtime/error.h"
 
-#ifdef BLOCKSCOPE_WITH_CUPTI
-#include "profiler/cupti.h"
-#endif
+#include "profiler/cupti_correlation.h"
 
 namespace blockscope::profiler {
 
