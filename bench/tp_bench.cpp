@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     std::fprintf(stderr, "tp_bench%s: %s\n",
                  world != nullptr ? (" (rank " + std::to_string(world->rank()) + ")").c_str() : "", error.what());
-    if (world != nullptr && world->size() > 1) world->abort_all(3);  // no rank left waiting in a collective
+    if (world != nullptr && world->size() > 1) world->abort_all(3, error.what());  // no rank left waiting in a collective
     code = 3;
   }
   bs::bench::g_gpus.reset();  // before MPI ends

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/common/paths.h"
@@ -221,6 +222,10 @@ struct WorkloadConfig {
   CpuConfig cpu;
   ProfileConfig profile;
   std::vector<Variant> compare;
+  // Every key of the YAML as read, after --set, flattened in file order ("model.d_model" ->
+  // "768", "compare[1].paths.attention" -> "flash"): what the ranks of an mpirun compare before
+  // any work (tools/cli/rank_agreement.h). Keys left out take the same defaults everywhere.
+  std::vector<std::pair<std::string, std::string>> keys;
 };
 
 // Reads and validates a YAML file; `sets` are "key.sub=value" overrides (--set).

@@ -186,6 +186,25 @@ std::string position_of(const std::string& text, size_t offset, const std::strin
   return source + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+// "a.b" -> scalar text for every leaf of `node` (sequences as a[0], a[1]; an empty map or
+// sequence as {} / []), in the order the YAML gives them.
+void flatten_keys(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, std::string>>* out) {
+  if (node.IsMap()) {
+    if (node.size() == 0) out->emplace_back(prefix, "{}");
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+      flatten_keys(entry.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else if (node.IsSequence()) {
+    if (node.size() == 0) out->emplace_back(prefix, "[]");
+    for (size_t i = 0; i < node.size(); ++i) flatten_keys(node[i], prefix + "[" + std::to_string(i) + "]", out);
+  } else if (node.IsScalar()) {
+    out->emplace_back(prefix, node.Scalar());
+  } else {
+    out->emplace_back(prefix, "null");
+  }
+}
+
 WorkloadConfig parse_text(const std::string& text, const std::string& source, const std::vector<std::string>& sets) {
   if (const size_t bad = first_invalid_utf8(text); bad != std::string::npos) {
     throw InputError(position_of(text, bad, source) + ": not valid UTF-8 text (byte " + std::to_string(bad) +
@@ -228,7 +247,9 @@ WorkloadConfig parse_text(const std::string& text, const std::string& source, co
     apply_set(root, set, reader);
   }
   try {
-    return parse_config(reader, root, source);
+    WorkloadConfig config = parse_config(reader, root, source);
+    flatten_keys(root, "", &config.keys);
+    return config;
   } catch (const YAML::Exception& e) {
     // yaml-cpp should not throw past our checks; if it does, keep the exit code an input error.
     throw InputError(source + ": YAML error: " + e.msg);

@@ -2,14 +2,20 @@
 // (BLOCKSCOPE_WITH_MPI). mpi.h is included here only: nothing else in the tree names MPI.
 #include "runtime/communicator.h"
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 #ifdef BLOCKSCOPE_WITH_MPI
 #define OMPI_SKIP_MPICXX 1   // the C API only: no deprecated C++ bindings
@@ -66,7 +72,7 @@ class SingleRank final : public Communicator {
   }
   std::vector<std::string> gather_to_root(const std::string& mine) override { return {mine}; }
   void barrier() override {}
-  [[noreturn]] void abort_all(int exit_code) override {
+  [[noreturn]] void abort_all(int exit_code, const std::string&) override {
     std::fflush(nullptr);
     std::_Exit(exit_code);
   }
@@ -87,6 +93,28 @@ void check_mpi(int code, const char* call, int rank) {
     throw Error(ErrorKind::runtime, detail::concat(call, " failed on rank ", rank, ": ", mpi_error_text(code)));
 }
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// BLOCKSCOPE_COLLECTIVE_TIMEOUT: seconds a rank waits in one collective, a positive decimal
+// number (hex, "inf" and trailing text refused); 0 when unset (the default rule applies).
+double collective_timeout_from_environment() {
+  const char* text = std::getenv("BLOCKSCOPE_COLLECTIVE_TIMEOUT");
+  if (text == nullptr || *text == '\0') return 0;
+  const std::string value(text);
+  const bool decimal = value.find_first_not_of("0123456789.") == std::string::npos;
+  char* end = nullptr;
+  const double seconds = decimal ? std::strtod(text, &end) : 0;
+  if (!decimal || end == text || *end != '\0' || !(seconds > 0) || !std::isfinite(seconds)) {
+    throw InputError("BLOCKSCOPE_COLLECTIVE_TIMEOUT='" + value +
+                     "': expected the seconds a rank waits in one collective, a positive decimal number such as 120");
+  }
+  return seconds;
+}
+
 // "Open MPI v4.1.4" from "Open MPI v4.1.4, package: Debian OpenMPI, ident: ...".
 std::string library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -99,8 +127,21 @@ std::string library_version() {
   return version;
 }
 
+// Every collective of the MPI engine is started non-blocking and waited for by wait(): it polls
+// the request, this process's signals (SIGINT/SIGTERM under mpirun stop the rank here, not after
+// the collective that may never end) and the failure notices of the other ranks (abort_all
+// sends one before MPI_Abort, so the others stop at their next collective, clean up and end
+// too), against a deadline: 60 s + 10 x the work this rank did since its previous collective
+// (the ranks do the same work: a peer that takes ten times longer is gone, stuck or running
+// other work), or BLOCKSCOPE_COLLECTIVE_TIMEOUT seconds.
 class MpiCommunicator final : public Communicator {
  public:
+  static constexpr int kNoticeTag = 1;
+  static constexpr int kNoticeBytes = 1024;
+  static constexpr double kDeadlineFloorSeconds = 60;
+  static constexpr double kDeadlinePerWorkSecond = 10;
+  static constexpr double kAbortGraceSeconds = 10;  // abort_all: how long the others get to clean up
+
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", rank_);
@@ -111,6 +152,19 @@ class MpiCommunicator final : public Communicator {
     check_mpi(MPI_Comm_rank(node, &node_rank_), "MPI_Comm_rank (node)", rank_);
     MPI_Comm_free(&node);
     engine_ = "MPI (" + library_version() + ")";
+    // The failure notices travel on a communicator of their own, so no collective's traffic
+    // can match them; one receive from any rank is always posted.
+    check_mpi(MPI_Comm_dup(comm_, &notices_), "MPI_Comm_dup", rank_);
+    post_notice_receive();
+    last_collective_end_ = Clock::now();
+  }
+  ~MpiCommunicator() override {
+    // Before MPI_Finalize: no receive left posted.
+    if (notice_request_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&notice_request_);
+      MPI_Wait(&notice_request_, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(&notices_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -125,7 +179,10 @@ class MpiCommunicator final : public Communicator {
       const int64_t chunk = chunk_elements(sizeof(float));
       for (int64_t done = 0; done < count; done += chunk) {
         const int n = static_cast<int>(std::min(chunk, count - done));
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, values + done, n, MPI_FLOAT, MPI_SUM, comm_), "MPI_Allreduce", rank_);
+        MPI_Request request;
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values + done, n, MPI_FLOAT, MPI_SUM, comm_, &request), "MPI_Iallreduce",
+                  rank_);
+        wait(request, "MPI_Allreduce");
       }
       return;
     }
@@ -138,8 +195,10 @@ class MpiCommunicator final : public Communicator {
       const int64_t n = std::min(chunk, count - done);
       void* part = bytes + static_cast<size_t>(done) * element;
       widen(part, n, dtype, wide);
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_),
-                "MPI_Allreduce", rank_);
+      MPI_Request request;
+      check_mpi(MPI_Iallreduce(MPI_IN_PLACE, wide, static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm_, &request),
+                "MPI_Iallreduce", rank_);
+      wait(request, "MPI_Allreduce");
       narrow(wide, n, dtype, part);
     }
   }
@@ -151,15 +210,19 @@ class MpiCommunicator final : public Communicator {
              " ranks exceeds one MPI call (INT_MAX)");
     if (count == 0) return;
     if (dtype == DType::f32) {
-      check_mpi(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
-                "MPI_Reduce_scatter_block", rank_);
+      MPI_Request request;
+      check_mpi(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &request),
+                "MPI_Ireduce_scatter_block", rank_);
+      wait(request, "MPI_Reduce_scatter_block");
       return;
     }
     float* wide = scratch(static_cast<size_t>(count * (size_ + 1)));  // every block, then this rank's sum
     float* mine = wide + count * size_;
     widen(send, count * size_, dtype, wide);
-    check_mpi(MPI_Reduce_scatter_block(wide, mine, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_),
-              "MPI_Reduce_scatter_block", rank_);
+    MPI_Request request;
+    check_mpi(MPI_Ireduce_scatter_block(wide, mine, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &request),
+              "MPI_Ireduce_scatter_block", rank_);
+    wait(request, "MPI_Reduce_scatter_block");
     narrow(mine, count, dtype, recv);
   }
 
@@ -169,8 +232,11 @@ class MpiCommunicator final : public Communicator {
     BS_CHECK(bytes * size_ <= INT_MAX, "all_gather: ", bytes, " bytes per rank x ", size_,
              " ranks exceeds one MPI call (INT_MAX)");
     if (count == 0) return;
-    check_mpi(MPI_Allgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_),
-              "MPI_Allgather", rank_);
+    MPI_Request request;
+    check_mpi(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_,
+                             &request),
+              "MPI_Iallgather", rank_);
+    wait(request, "MPI_Allgather");
   }
 
   std::vector<std::string> gather_to_root(const std::string& mine) override {
@@ -178,7 +244,9 @@ class MpiCommunicator final : public Communicator {
              " bytes (at most INT_MAX)");
     const int length = static_cast<int>(mine.size());
     std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
-    check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_), "MPI_Gather", rank_);
+    MPI_Request request;
+    check_mpi(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_, &request), "MPI_Igather", rank_);
+    wait(request, "MPI_Gather");
     std::vector<int> offsets(lengths.size());
     int64_t total = 0;
     for (size_t r = 0; r < lengths.size(); ++r) {
@@ -187,19 +255,50 @@ class MpiCommunicator final : public Communicator {
       BS_CHECK(total <= INT_MAX, "gather_to_root: the strings of every rank add up to more than INT_MAX bytes");
     }
     std::string all(static_cast<size_t>(total), '\0');
-    check_mpi(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-                          comm_),
-              "MPI_Gatherv", rank_);
+    check_mpi(MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                           comm_, &request),
+              "MPI_Igatherv", rank_);
+    wait(request, "MPI_Gatherv");
     std::vector<std::string> out;
     for (size_t r = 0; r < lengths.size(); ++r)
       out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
     return out;
   }
 
-  void barrier() override { check_mpi(MPI_Barrier(comm_), "MPI_Barrier", rank_); }
+  void barrier() override {
+    MPI_Request request;
+    check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier", rank_);
+    wait(request, "MPI_Barrier");
+  }
 
-  [[noreturn]] void abort_all(int exit_code) override {
+  [[noreturn]] void abort_all(int exit_code, const std::string& why) override {
     std::fflush(nullptr);
+    // Tell every other rank why (each stops at its next collective, removes what it wrote and
+    // calls abort_all too), then wait until each has said it is done or the grace has passed:
+    // MPI_Abort ends them all, so whoever calls it first must not cut another's cleaning short.
+    // A rank that stops because of another's notice (a follower) leaves MPI_Abort to the ranks
+    // that failed first, so mpirun ends with the first failure's exit status.
+    const bool follower = poll_notices();
+    std::string text = why.empty() ? "ended with exit status " + std::to_string(exit_code) : why;
+    text = "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + text;
+    text.resize(std::min<size_t>(text.size(), kNoticeBytes - 1));
+    std::vector<MPI_Request> sends;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      sends.emplace_back();
+      if (MPI_Isend(text.c_str(), static_cast<int>(text.size() + 1), MPI_CHAR, r, kNoticeTag, notices_, &sends.back()) !=
+          MPI_SUCCESS)
+        sends.pop_back();
+    }
+    const Clock::time_point give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(kAbortGraceSeconds));
+    while (Clock::now() < give_up) {
+      poll_notices();
+      int sent = 0;
+      MPI_Testall(static_cast<int>(sends.size()), sends.data(), &sent, MPI_STATUSES_IGNORE);
+      if (sent && !follower && static_cast<int>(heard_from_.size()) >= size_ - 1) break;
+      pause(std::chrono::milliseconds(1));
+    }
     MPI_Abort(comm_, exit_code);
     std::_Exit(exit_code);  // MPI_Abort does not return; should it, end this rank at least
   }
@@ -212,8 +311,9 @@ class MpiCommunicator final : public Communicator {
     const long long mine[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
                                -static_cast<long long>(dtype), bad ? -1 : 0};
     long long agreed[5] = {};
-    check_mpi(MPI_Allreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_), "MPI_Allreduce (count and dtype check)",
-              rank_);
+    MPI_Request request;
+    check_mpi(MPI_Iallreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_, &request), "MPI_Iallreduce", rank_);
+    wait(request, "MPI_Allreduce (count and dtype check)");
     const long long fewest = agreed[0], most = -agreed[2];
     const DType lowest = static_cast<DType>(agreed[1]), highest = static_cast<DType>(-agreed[3]);
     if (agreed[4] < 0) {
@@ -232,6 +332,68 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  static void pause(std::chrono::nanoseconds how_long) {
+    const timespec delay{0, static_cast<long>(how_long.count())};
+    nanosleep(&delay, nullptr);
+  }
+
+  void post_notice_receive() {
+    check_mpi(MPI_Irecv(notice_text_, kNoticeBytes, MPI_CHAR, MPI_ANY_SOURCE, kNoticeTag, notices_, &notice_request_),
+              "MPI_Irecv", rank_);
+  }
+
+  // Takes in the notices that have arrived; the first one's text is kept. Returns whether any
+  // rank has failed.
+  bool poll_notices() {
+    while (notice_request_ != MPI_REQUEST_NULL) {
+      int arrived = 0;
+      MPI_Status status;
+      if (MPI_Test(&notice_request_, &arrived, &status) != MPI_SUCCESS || !arrived) break;
+      notice_text_[kNoticeBytes - 1] = '\0';
+      if (first_notice_.empty()) first_notice_ = notice_text_;
+      heard_from_.insert(status.MPI_SOURCE);
+      post_notice_receive();
+    }
+    return !first_notice_.empty();
+  }
+
+  // Waits for a started collective (see the class comment); throws an Error naming `call` when
+  // a signal arrives (interrupted), another rank failed, or the deadline passes (runtime).
+  void wait(MPI_Request& request, const char* call) {
+    if (timeout_seconds_ < 0) timeout_seconds_ = collective_timeout_from_environment();
+    const Clock::time_point started = Clock::now();
+    const double work = seconds_between(last_collective_end_, started);
+    const double limit =
+        timeout_seconds_ > 0 ? timeout_seconds_ : kDeadlineFloorSeconds + kDeadlinePerWorkSecond * work;
+    for (int64_t polls = 0;; ++polls) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call, rank_);
+      if (done) break;
+      // Spin first (a collective of ranks in step ends within microseconds; MPI_Test is what
+      // progresses it), then sleep a millisecond at a time: a rank waiting for a slow peer
+      // leaves the cores to it.
+      if (polls % 64 != 0) continue;
+      const std::string in = std::string("in ") + call + " on rank " + std::to_string(rank_) + " of " +
+                             std::to_string(size_);
+      if (interrupt_signal() != 0) check_interrupted(("while waiting " + in + " for the other ranks").c_str());
+      if (poll_notices()) {
+        throw Error(ErrorKind::runtime, "stopped " + in + ": " + first_notice_);
+      }
+      const double waited = seconds_between(started, Clock::now());
+      if (waited > limit) {
+        char text[512];
+        std::snprintf(text, sizeof text,
+                      "waited %.0f s %s for the other ranks (after %.1f s of this rank's work since its previous "
+                      "collective): a rank is gone, stuck, or running other work; every rank stops "
+                      "(BLOCKSCOPE_COLLECTIVE_TIMEOUT=SECONDS sets the wait)",
+                      waited, in.c_str(), work);
+        throw Error(ErrorKind::runtime, text);
+      }
+      if (waited > 0.01) pause(std::chrono::milliseconds(1));
+    }
+    last_collective_end_ = Clock::now();
+  }
+
   // f32 room for 16-bit collectives, kept between calls: a fresh buffer of a block's activations
   // (25 MB for GPT-2 small at B = 8) costs its page faults on every call.
   float* scratch(size_t elements) {
@@ -263,6 +425,13 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
+  MPI_Comm notices_ = MPI_COMM_NULL;
+  MPI_Request notice_request_ = MPI_REQUEST_NULL;
+  char notice_text_[kNoticeBytes] = {};
+  std::string first_notice_;  // the first failure notice received: what the others are told
+  std::set<int> heard_from_;  // ranks whose notice has arrived
+  Clock::time_point last_collective_end_;
+  double timeout_seconds_ = -1;  // BLOCKSCOPE_COLLECTIVE_TIMEOUT, read at the first wait (0: the rule)
   int rank_ = 0, size_ = 1, node_rank_ = 0;
   std::vector<float> scratch_;
   std::string engine_;

@@ -5,9 +5,12 @@
 // profiler is ops::all_reduce (ops/all_reduce/all_reduce.h); this layer knows no profiler.
 //
 // Every collective is blocking and must be called by every rank of the group in the same order
-// (as with MPI itself): a rank that calls another collective, or none, is not detected and
-// hangs the others. What is detected: all_reduce_sum with counts or dtypes that differ between
-// ranks (an error on every rank, below).
+// (as with MPI itself). What is detected: all_reduce_sum with counts or dtypes that differ
+// between ranks (an error on every rank, below). MPI's engine never waits forever: a rank in a
+// collective stops with an Error when a signal arrives (SIGINT/SIGTERM: interrupted), when
+// another rank failed (its abort_all notice names it), or after a deadline of 60 s + 10 x the
+// work it did since its previous collective (BLOCKSCOPE_COLLECTIVE_TIMEOUT=SECONDS instead): a
+// rank that is gone, stuck, or calls another collective, or none.
 #pragma once
 
 #include <cstdint>
@@ -70,8 +73,11 @@ class Communicator {
   // Rank 0 receives every rank's string, in rank order (its own first); other ranks get {}.
   virtual std::vector<std::string> gather_to_root(const std::string& mine) = 0;
   virtual void barrier() = 0;
-  // After an error on this rank: ends every rank now with `exit_code` (MPI_Abort), no hang.
-  [[noreturn]] virtual void abort_all(int exit_code) = 0;
+  // After an error on this rank: tells every other rank `why` (MPI: each stops at its next
+  // collective with an Error naming this rank and `why`, removes what it wrote and calls
+  // abort_all too), gives them up to 10 s to do so, then ends every rank with `exit_code`
+  // (MPI_Abort). No hang.
+  [[noreturn]] virtual void abort_all(int exit_code, const std::string& why) = 0;
 };
 
 // MPI: call first thing in main() — initialises MPI when this process was started by mpirun

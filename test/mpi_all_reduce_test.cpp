@@ -329,18 +329,31 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 };
 
 // `--abort-demo` (ctest mpi_abort_all_ends_every_rank): the last rank calls abort_all(3) while
-// the others wait in a barrier it never reaches; mpirun must end them all with status 3.
-int abort_demo(Communicator* comm) {
+// the others wait in a barrier it never reaches; the others must learn why in that barrier (an
+// Error naming the last rank), and mpirun must end them all with status 3.
+// `--stuck-demo` (ctest mpi_stuck_rank_ends_every_rank, BLOCKSCOPE_COLLECTIVE_TIMEOUT=2): the
+// last rank never reaches the barrier and never aborts; the others must give up at the
+// deadline, and mpirun must end them all with status 3.
+int abort_demo(Communicator* comm, bool stuck) {
   if (comm == nullptr || comm->size() < 2) {
-    std::fprintf(stderr, "--abort-demo needs 2 or more ranks under mpirun\n");
+    std::fprintf(stderr, "--abort-demo and --stuck-demo need 2 or more ranks under mpirun\n");
     return 2;
   }
   if (comm->rank() == comm->size() - 1) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (stuck) {
+      std::fprintf(stderr, "rank %d: stuck outside the barrier\n", comm->rank());
+      std::this_thread::sleep_for(std::chrono::seconds(600));
+    }
     std::fprintf(stderr, "rank %d: abort_all(3)\n", comm->rank());
-    comm->abort_all(3);
+    comm->abort_all(3, "the abort demo");
   }
-  comm->barrier();
+  try {
+    comm->barrier();
+  } catch (const Error& error) {
+    std::fprintf(stderr, "rank %d: %s\n", comm->rank(), error.what());
+    comm->abort_all(3, error.what());
+  }
   std::fprintf(stderr, "rank %d: passed a barrier the last rank never reached\n", comm->rank());
   return 0;
 }
@@ -350,7 +363,8 @@ int abort_demo(Communicator* comm) {
 
 int main(int argc, char** argv) {
   blockscope::Communicator* world = blockscope::init_mpi(&argc, &argv);
-  if (argc > 1 && std::strcmp(argv[1], "--abort-demo") == 0) return blockscope::abort_demo(world);
+  if (argc > 1 && std::strcmp(argv[1], "--abort-demo") == 0) return blockscope::abort_demo(world, false);
+  if (argc > 1 && std::strcmp(argv[1], "--stuck-demo") == 0) return blockscope::abort_demo(world, true);
   ::testing::InitGoogleTest(&argc, argv);
   if (world != nullptr && world->rank() != 0) {
     ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();

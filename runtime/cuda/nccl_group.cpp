@@ -216,7 +216,7 @@ class NcclRank final : public NcclDeviceCollectives {
 
   void barrier() override { meeting_.meet(rank_, {}); }
 
-  [[noreturn]] void abort_all(int exit_code) override {
+  [[noreturn]] void abort_all(int exit_code, const std::string&) override {
     std::fflush(nullptr);
     std::_Exit(exit_code);  // every rank is a thread of this process
   }
@@ -340,10 +340,10 @@ class NcclProcessRank final : public NcclDeviceCollectives {
   }
   std::vector<std::string> gather_to_root(const std::string& mine) override { return world_.gather_to_root(mine); }
   void barrier() override { world_.barrier(); }
-  [[noreturn]] void abort_all(int exit_code) override {
+  [[noreturn]] void abort_all(int exit_code, const std::string& why) override {
     if (comm_ != nullptr) ncclCommAbort(comm_);  // this rank's pending NCCL work ends; MPI ends the others
     comm_ = nullptr;
-    world_.abort_all(exit_code);
+    world_.abort_all(exit_code, why);
     std::_Exit(exit_code);  // the world's abort does not return; should it, end this rank at least
   }
 

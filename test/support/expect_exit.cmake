@@ -1,5 +1,6 @@
-# Runs COMMAND (a ;-list) and passes when it exits with status EXPECT_EXIT within TIMEOUT seconds:
-#   cmake -DCOMMAND="prog;arg..." -DEXPECT_EXIT=3 -DTIMEOUT=60 -P expect_exit.cmake
+# Runs COMMAND (a ;-list) and passes when it exits with status EXPECT_EXIT within TIMEOUT seconds
+# (and, with EXPECT_OUTPUT, when its stdout + stderr match that regular expression):
+#   cmake -DCOMMAND="prog;arg..." -DEXPECT_EXIT=3 -DTIMEOUT=60 [-DEXPECT_OUTPUT=regex] -P expect_exit.cmake
 # (test/CMakeLists.txt: mpi_abort_all_ends_every_rank — an abort on one rank ends them all.)
 cmake_minimum_required(VERSION 3.24)
 if(NOT DEFINED COMMAND OR NOT DEFINED EXPECT_EXIT)
@@ -12,5 +13,8 @@ execute_process(COMMAND ${COMMAND} TIMEOUT ${TIMEOUT} RESULT_VARIABLE status OUT
 message("${out}${err}")
 if(NOT "${status}" STREQUAL "${EXPECT_EXIT}")
   message(FATAL_ERROR "expected exit status ${EXPECT_EXIT} within ${TIMEOUT} s, got: ${status}")
+endif()
+if(DEFINED EXPECT_OUTPUT AND NOT "${out}${err}" MATCHES "${EXPECT_OUTPUT}")
+  message(FATAL_ERROR "exit status ${status}, but the output does not match '${EXPECT_OUTPUT}'")
 endif()
 message("exit status ${status}, as expected")

@@ -7,8 +7,12 @@
 #     the merged table; only rank 0 writes --save;
 #   - refused before any work, naming the fix: ranks that do not divide the heads, a group size
 #     other than mpirun's, parallel.tensor without mpirun;
-#   - one rank failing (its own config names a missing weights file) ends every rank with that
-#     error's exit code — no hang, no output file.
+#   - ranks given different work (config keys, command, outputs) refused on every rank before
+#     any work, naming each key and both values; mpirun without parallel.tensor refused;
+#   - every rank-derived output (PATH.rankN.json) checked before any work;
+#   - --dump under mpirun (its forward's collectives need every rank);
+#   - one rank failing mid-run (SIGTERM to rank 1) ends every rank: rank 0 stops at its next
+#     collective naming rank 1, removes what it wrote and its temporaries — no hang, no output.
 # Usage: tp_cli_test.sh BLOCKSCOPE SOURCE_DIR WORK_DIR MPIEXEC
 set -uo pipefail
 cli=$1 src=$2 work=$3 mpiexec=$4
@@ -130,25 +134,88 @@ expect bad_no_mpirun "mpirun -np 2"
 run bad_group 2 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=4
 expect bad_group "mpirun started 2 ranks"
 
-# Rank 1's config names a weights file that does not exist: its error ends both ranks, and rank
-# 0 (which would wait for it in the first all-reduce) writes nothing. On GPUs too (over NCCL
-# where it is built: rank 0 may be inside NCCL's start or a collective when rank 1 fails).
+# Ranks given different work: refused on every rank before any work (exit 2), each difference
+# named with both values. Rank 1's config with other weights, another n_layers, another seed;
+# another command; another --save.
+sed "s|weights: {init: perturbed}|weights: {init: random}|" "$blocks/tiny-gpt2.yaml" > "$work/rank1.yaml"
+mpmd() {  # mpmd NAME EXPECTED_EXIT "RANK 0 ARGS" "RANK 1 ARGS" (word-split)
+  local name=$1 want=$2
+  # shellcheck disable=SC2086
+  run "$name" "$want" "$mpiexec" -np 1 "$cli" $3 : -np 1 "$cli" $4
+}
+tp="--device cpu --set parallel.tensor=2"
+mpmd disagree_weights 2 "profile $blocks/tiny-gpt2.yaml $tp --save $work/never.json" \
+    "profile $work/rank1.yaml $tp --save $work/never.json"
+expect disagree_weights "not given the same work"
+expect disagree_weights "weights.init: rank 0 has 'perturbed', rank 1 has 'random'"
+expect disagree_weights "blockscope (rank 1 of 2): error:"
+[ ! -e "$work/never.json" ] || fail "disagree_weights: rank 0 wrote never.json"
+# Rank 1's config names a weights file that does not exist: rank 1 fails reading its config,
+# and rank 0, already waiting for the agreement, is told why and ends too — no hang, no file.
 sed "s|weights: {init: perturbed}|weights: {init: file, file: $work/missing.safetensors}|" "$blocks/tiny-gpt2.yaml" \
-    > "$work/rank1.yaml"
+    > "$work/rank1_missing.yaml"
+mpmd rank1_config_fails 2 "profile $blocks/tiny-gpt2.yaml $tp --save $work/never.json" \
+    "profile $work/rank1_missing.yaml $tp --save $work/never.json"
+expect rank1_config_fails "blockscope (rank 0 of 2): runtime failure"
+expect rank1_config_fails "rank 1 of 2: $work/rank1_missing.yaml"
+expect rank1_config_fails "missing.safetensors"
+[ ! -e "$work/never.json" ] || fail "rank1_config_fails: rank 0 wrote never.json"
+mpmd disagree_layers 2 "run $blocks/tiny-gpt2.yaml $tp" "run $blocks/tiny-gpt2.yaml $tp --set model.n_layers=3"
+expect disagree_layers "model.n_layers: rank 0 has '2', rank 1 has '3'"
+mpmd disagree_seed 2 "run $blocks/tiny-gpt2.yaml $tp --set seed=1" "run $blocks/tiny-gpt2.yaml $tp --set seed=2"
+expect disagree_seed "seed: rank 0 has '1', rank 1 has '2'"
+mpmd disagree_command 2 "run $blocks/tiny-gpt2.yaml $tp" "check $blocks/tiny-gpt2.yaml $tp"
+expect disagree_command "command: rank 0 has 'run', rank 1 has 'check'"
+mpmd disagree_save 2 "profile $blocks/tiny-gpt2.yaml $tp --save $work/a.json" \
+    "profile $blocks/tiny-gpt2.yaml $tp --save $work/b.json"
+expect disagree_save "--save: rank 0 has '$work/a.json', rank 1 has '$work/b.json'"
+[ ! -e "$work/a.json" ] || fail "disagree_save: rank 0 wrote a.json"
+
+# mpirun without parallel.tensor: every rank would run the whole workload alone.
+run no_split 2 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu
+expect no_split "mpirun started 2 ranks but parallel.tensor is 1"
+
+# Rank-derived outputs are checked before any work: rank 1's profile would be saved as
+# q6.rank1.json, here the config itself; a trace at q4.rank1.json; a directory at q5.rank1.json.
+cp "$blocks/tiny-gpt2.yaml" "$work/q6.rank1.json"
+run derived_config 2 "$mpiexec" -np 2 "$cli" profile "$work/q6.rank1.json" $tp --save "$work/q6.json"
+expect derived_config "q6.rank1.json"
+cmp -s "$blocks/tiny-gpt2.yaml" "$work/q6.rank1.json" || fail "derived_config: the config was overwritten"
+run derived_trace 2 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" $tp --save "$work/q4.json" \
+    --trace "$work/q4.rank1.json"
+expect derived_trace "q4.rank1.json"
+mkdir -p "$work/q5.rank1.json"
+run derived_directory 2 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" $tp --save "$work/q5.json"
+expect derived_directory "q5.rank1.json"
+[ ! -e "$work/q4.json" ] && [ ! -e "$work/q5.json" ] && [ ! -e "$work/q6.json" ] || fail "derived: a profile was saved"
+
+# --dump: the dump's forward runs on every rank (its all-reduces need them all); rank 0 writes.
+run dump_tp 0 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" $tp --dump "$work/tp_dump.safetensors"
+[ -s "$work/tp_dump.safetensors" ] || fail "dump_tp: no dump written"
+
+# One rank failing mid-run: SIGTERM to rank 1 (its pid from the wrapper) while rank 0 profiles
+# (2000 steps: tens of seconds were it not stopped) with --save and --trace. Rank 0 must stop at its next collective naming rank 1, remove what it
+# wrote and its temporaries; no hang. On GPUs too (over NCCL where it is built).
 devices=(cpu)
 "$cli" info --format json 2>/dev/null | grep -q '"cuda_available": true' && devices+=(cuda)
 for device in "${devices[@]}"; do
   name="one_rank_fails_$device"
-  rm -f "$work/never.json"
+  rm -rf "$work/fails" && mkdir -p "$work/fails"
+  args=(profile "$blocks/tiny-gpt2.yaml" --device "$device" --set parallel.tensor=2 --set profile.schedule.active=2000
+        --save "$work/fails/never.json" --trace "$work/fails/never_trace.json")
   start=$(date +%s)
-  timeout 120 "$mpiexec" -np 1 "$cli" profile "$blocks/tiny-gpt2.yaml" --device "$device" --set parallel.tensor=2 \
-      --save "$work/never.json" : -np 1 "$cli" profile "$work/rank1.yaml" --device "$device" --set parallel.tensor=2 \
-      > "$name.out" 2>&1
+  timeout 120 "$mpiexec" -np 1 "$cli" "${args[@]}" : -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$work/rank1.pid" \
+      "$cli" "${args[@]}" > "$name.out" 2>&1 &
+  launcher=$!
+  for _ in $(seq 300); do grep -q "^Schedule:" "$name.out" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.5
+  kill -TERM "$(cat "$work/rank1.pid")" 2>/dev/null || fail "$name: rank 1 was not running"
+  wait "$launcher"
   got=$?
   [ "$got" -ne 0 ] && [ "$got" -ne 124 ] || fail "$name: exit $got (0: not failed; 124: hung)"
-  expect "$name" "missing.safetensors"
-  expect "$name" "rank 1 of 2"
-  [ ! -e "$work/never.json" ] || fail "$name: rank 0 wrote never.json"
+  expect "$name" "rank 1 of 2: interrupted by SIGTERM"
+  expect "$name" "blockscope (rank 0 of 2): runtime failure"
+  [ -z "$(ls -A "$work/fails")" ] || fail "$name: rank 0 left $(ls -A "$work/fails" | tr '\n' ' ')"
   echo "$name: one rank failing ended the run in $(( $(date +%s) - start )) s with exit $got"
 done
 

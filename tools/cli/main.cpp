@@ -13,10 +13,11 @@
 // after the work succeeded, each to a temporary name then renamed; after a failure none of
 // them exists (Session::remove_outputs).
 //
-// Under mpirun (tensor parallelism, parallel.tensor) every process is one rank: rank 0 prints
-// and writes the output files, the others only compute and record; an error on any rank is
-// said with its rank and ends every rank with its exit code (no rank left waiting in a
-// collective).
+// Under mpirun (tensor parallelism, parallel.tensor) every process is one rank: the ranks first
+// agree on the command, the effective config and the build (tools/cli/rank_agreement.h); rank 0
+// prints and writes the output files, the others only compute and record; an error on any rank
+// is said with its rank, reaches the others at their next collective (each removes what it
+// wrote) and ends every rank with its exit code (no rank left waiting in a collective).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -218,10 +219,11 @@ int run_cli(Session& session, int argc, char** argv) {
   }
 
   // Tensor parallelism (mpirun -np N): rank 0 prints and writes the outputs; the others compute
-  // and record only (their tables reach rank 0 through the communicator).
+  // and record only (their tables reach rank 0 through the communicator). --dump stays: its
+  // forward's collectives need every rank (Session::write_dump writes on rank 0 only).
+  session.options_as_given = session.options;
   if (session.rank != 0) {
     Options& o = session.options;
-    o.dump.clear();
     o.trace.clear();
     o.save.clear();
     o.report.clear();
@@ -237,9 +239,9 @@ int run_cli(Session& session, int argc, char** argv) {
               << "\n";
   cpu::set_thread_count(threads);
 
-  if (run->parsed()) return run_command(session);
-  if (profile->parsed()) return profile_command(session);
-  if (check->parsed()) return check_command(session);
+  if (run->parsed()) return run_command(session.for_command("run"));
+  if (profile->parsed()) return profile_command(session.for_command("profile"));
+  if (check->parsed()) return check_command(session.for_command("check"));
   if (diff->parsed()) return diff_command(session, diff_before, diff_after);
   if (report->parsed()) return report_command(session, report_inputs, report_output, report_title);
   if (info->parsed() && !predict_gpu.empty() && cost_specs.empty())
@@ -254,47 +256,67 @@ int run_cli(Session& session, int argc, char** argv) {
 namespace blockscope::cli {
 namespace {
 
+// One line on stderr in one write: under mpirun the ranks' lines never interleave mid-line.
+void say(const std::string& line) {
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+}
+
 // The command with its errors said on stderr and mapped to exit codes; *failed: an error ended
-// it (not a result such as check's 1). `who` names the process ("blockscope", or with its rank).
-int run_guarded(Session& session, int argc, char** argv, const std::string& who, bool* failed) {
+// it (not a result such as check's 1); *why: the error's message, for the other ranks under
+// mpirun. `who` names the process ("blockscope", or with its rank).
+int run_guarded(Session& session, int argc, char** argv, const std::string& who, bool* failed, std::string* why) {
   *failed = true;
+  const auto failure = [&](const std::string& what) {
+    *why = what;
+    const std::vector<std::string> removed = session.remove_outputs();
+    std::string line = who + ": runtime failure" + (session.activity().empty() ? "" : " while " + session.activity()) +
+                       ": " + what + "\n";
+    // An earlier "wrote ..." line announced what is now gone again (a full disk on a later
+    // file): said, so no message stays a lie.
+    if (!removed.empty()) {
+      line += who + ": removed the " + std::to_string(removed.size()) + " output(s) written before the failure:";
+      for (const std::string& path : removed) line += " " + path;
+      line += "\n";
+    }
+    say(line);
+    return 3;
+  };
   try {
     const int code = run_cli(session, argc, argv);
+    // Under mpirun, one last meeting: a rank that finished must not sit in MPI_Finalize while
+    // another still waits in a collective, and a failure elsewhere reaches this rank here.
+    if (session.world != nullptr && session.world->size() > 1) session.world->barrier();
     *failed = false;
     return code;
   } catch (const Error& error) {
-    const std::vector<std::string> removed = session.remove_outputs();
     if (error.kind() == ErrorKind::interrupted) {
       // Stopped between steps: what the command had finished writing goes too (a command
       // that did not finish leaves no output), and the temporaries are gone with their writers.
-      std::cerr << who << ": " << error.message() << (session.activity().empty() ? "" : " (" + session.activity() + ")")
-                << "; ";
+      *why = error.message();
+      const std::vector<std::string> removed = session.remove_outputs();
+      std::string line = who + ": " + error.message() + (session.activity().empty() ? "" : " (" + session.activity() + ")");
       if (removed.empty()) {
-        std::cerr << "no output was kept\n";
+        line += "; no output was kept\n";
       } else {
-        std::cerr << "removed the " << removed.size() << " output(s) already written:";
-        for (const std::string& path : removed) std::cerr << " " << path;
-        std::cerr << "\n";
+        line += "; removed the " + std::to_string(removed.size()) + " output(s) already written:";
+        for (const std::string& path : removed) line += " " + path;
+        line += "\n";
       }
+      say(line);
       return 128 + interrupt_signal();
     }
     if (error.kind() == ErrorKind::invalid_input) {
-      std::cerr << who << ": error: " << error.message() << "\n";
+      *why = error.message();
+      session.remove_outputs();
+      say(who + ": error: " + error.message() + "\n");
       return 2;
     }
-    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
-              << error.what() << "\n";
-    return 3;
+    return failure(error.what());
   } catch (const std::bad_alloc&) {
-    session.remove_outputs();
-    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity())
-              << ": out of host memory\n";
-    return 3;
+    return failure("out of host memory");
   } catch (const std::exception& error) {
-    session.remove_outputs();
-    std::cerr << who << ": runtime failure" << (session.activity().empty() ? "" : " while " + session.activity()) << ": "
-              << error.what() << "\n";
-    return 3;
+    return failure(error.what());
   }
 }
 
@@ -309,6 +331,7 @@ int main(int argc, char** argv) {
   bs::cli::Session session;
   std::string who = "blockscope";
   if (world != nullptr) {
+    session.world = world;
     session.rank = world->rank();
     bs::profiler::set_nvtx_rank(world->rank());  // Nsight: rank.N/... on every rank's ranges
     who += " (rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ")";
@@ -319,10 +342,11 @@ int main(int argc, char** argv) {
   }
   bs::install_interrupt_handlers();
   bool failed = false;
-  const int code = bs::cli::run_guarded(session, argc, argv, who, &failed);
-  // An error on one rank while the others may wait in a collective: end every rank now, with
-  // this code, rather than hang. A finished command (check's 1 included) ends normally.
-  if (world != nullptr && world->size() > 1 && failed) world->abort_all(code);
+  std::string why;
+  const int code = bs::cli::run_guarded(session, argc, argv, who, &failed, &why);
+  // An error on one rank while the others may wait in a collective: tell them why and end every
+  // rank with this code, rather than hang. A finished command (check's 1 included) ends normally.
+  if (world != nullptr && world->size() > 1 && failed) world->abort_all(code, why);
   bs::finalize_mpi();
   return code;
 }

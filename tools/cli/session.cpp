@@ -13,6 +13,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+#include "tools/cli/rank_agreement.h"
 
 #ifdef BLOCKSCOPE_WITH_CUDA
 #include "ops/common/cuda/cublaslt_gemm.h"
@@ -52,6 +53,7 @@ WorkloadConfig Session::load_config() const {
   if (!options.dtype.empty() && !parse_dtype(options.dtype, &config.dtype)) {
     throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16");
   }
+  agree_across_ranks(*this, config);  // mpirun: the ranks compare their work before doing any
   if (rank != 0) config.profile.trace.clear();  // rank 0 writes the outputs (tensor parallelism)
   return config;
 }
@@ -59,7 +61,7 @@ WorkloadConfig Session::load_config() const {
 void Session::check_outputs(const WorkloadConfig& config, bool per_variant) const {
   const std::string trace = options.trace.empty() ? (per_variant ? config.profile.trace : "") : options.trace;
   std::vector<std::pair<std::string, std::string>> outputs = {
-      {"--dump", options.dump},
+      {"--dump", rank == 0 ? options.dump : ""},  // every rank runs the dump's forward; rank 0 writes it
       {options.trace.empty() ? "profile.trace" : "--trace", trace},
       {"--save", options.save},
       {"--report", options.report}};
@@ -69,6 +71,15 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
       if (!options.save.empty()) {
         outputs.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
       }
+    }
+    // Tensor parallelism: rank 0 saves every other rank's profile beside each one (PATH.rankN.json).
+    if (!options.save.empty() && config.parallel.tensor > 1) {
+      std::vector<std::pair<std::string, std::string>> saved = {{"the profile", options.save}};
+      for (const Variant& variant : config.compare)
+        saved.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
+      for (const auto& [what, path] : saved)
+        for (int64_t r = 1; r < config.parallel.tensor; ++r)
+          outputs.push_back({what + " of rank " + std::to_string(r), variant_path(path, "rank" + std::to_string(r))});
     }
   }
   blockscope::check_outputs(outputs, {{"config", options.config_path},

@@ -13,6 +13,10 @@
 #include "profiler/render.h"
 #include "runtime/context.h"
 
+namespace blockscope {
+class Communicator;
+}
+
 namespace blockscope::cli {
 
 inline constexpr const char* kVersion = "0.1.0";
@@ -56,13 +60,23 @@ class Session {
  public:
   Options options;
   // This process's rank under mpirun (tensor parallelism; 0 otherwise): only rank 0 prints and
-  // writes output files (main.cpp clears the others' --dump, --trace, --save, --report).
+  // writes output files (main.cpp clears the others' --trace, --save, --report).
   int rank = 0;
+  // MPI's world under mpirun (null otherwise), and the flags as typed before main.cpp cleared
+  // the other ranks' outputs: what the ranks compare before any work (rank_agreement.h).
+  Communicator* world = nullptr;
+  Options options_as_given;
+  // The subcommand ("run", "profile", "check"), set before it starts.
+  std::string command;
+  Session& for_command(const char* name) {
+    command = name;
+    return *this;
+  }
 
   // --format, or an InputError naming the flag.
   profiler::Format format() const;
   // The config with the command line's overrides: --set first (validated like the file),
-  // then --device and --dtype.
+  // then --device and --dtype. Under mpirun, the ranks then agree on it (rank_agreement.h).
   WorkloadConfig load_config() const;
   // Before any work: every output the command will write (--dump, --trace or profile.trace,
   // --save, and their FILE.<variant>.json for each compare: label when `per_variant`, --report) can be
