@@ -212,12 +212,32 @@ for device in "${devices[@]}"; do
   kill -TERM "$(cat "$work/rank1.pid")" 2>/dev/null || fail "$name: rank 1 was not running"
   wait "$launcher"
   got=$?
-  [ "$got" -ne 0 ] && [ "$got" -ne 124 ] || fail "$name: exit $got (0: not failed; 124: hung)"
+  [ "$got" -eq 143 ] || fail "$name: exit $got, expected 143, rank 1's (0: not failed; 124: hung)"
   expect "$name" "rank 1 of 2: interrupted by SIGTERM"
   expect "$name" "blockscope (rank 0 of 2): runtime failure"
   [ -z "$(ls -A "$work/fails")" ] || fail "$name: rank 0 left $(ls -A "$work/fails" | tr '\n' ' ')"
   echo "$name: one rank failing ended the run in $(( $(date +%s) - start )) s with exit $got"
 done
+
+# SIGTERM to mpirun itself (Ctrl-C's SIGINT too: the ranks have process groups of their own, so
+# only mpirun gets it): Open MPI forwards it to every rank as SIGTERM; each must stop, say so and
+# leave nothing. mpirun's own status is Open MPI's (1 in 4.1). `timeout --foreground` passes
+# the signal on once (without it, timeout signals mpirun's process group as well, and a second
+# signal makes Open MPI kill the ranks at once).
+rm -rf "$work/fails" && mkdir -p "$work/fails"
+timeout --foreground 120 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
+    --set profile.schedule.active=2000 --save "$work/fails/never.json" --trace "$work/fails/never_trace.json" \
+    > mpirun_sigterm.out 2>&1 &
+launcher=$!
+for _ in $(seq 300); do grep -q "^Schedule:" mpirun_sigterm.out 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -TERM "$launcher"
+wait "$launcher"
+got=$?
+[ "$got" -ne 0 ] && [ "$got" -ne 124 ] || fail "mpirun_sigterm: exit $got (0: not stopped; 124: hung)"
+expect mpirun_sigterm "blockscope (rank 0 of 2): interrupted by SIGTERM"
+expect mpirun_sigterm "blockscope (rank 1 of 2): interrupted by SIGTERM"
+[ -z "$(ls -A "$work/fails")" ] || fail "mpirun_sigterm: left $(ls -A "$work/fails" | tr '\n' ' ')"
 
 [ "$failures" -eq 0 ] && echo "tp_cli: all passed" || echo "tp_cli: $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -256,10 +256,12 @@ int run_cli(Session& session, int argc, char** argv) {
 namespace blockscope::cli {
 namespace {
 
-// One line on stderr in one write: under mpirun the ranks' lines never interleave mid-line.
+// One line on stderr in one write (std::cerr's terminal-safe filter writes byte by byte): under
+// mpirun the ranks' lines never interleave mid-line.
 void say(const std::string& line) {
-  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
-  std::cerr.flush();
+  const std::string safe = terminal_safe(line);
+  raw_stderr().write(safe.data(), static_cast<std::streamsize>(safe.size()));
+  raw_stderr().flush();
 }
 
 // The command with its errors said on stderr and mapped to exit codes; *failed: an error ended
