@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "reference/gemm64.h"
 #include "runtime/interrupt.h"
 
 namespace blockscope::reference {
@@ -127,33 +128,30 @@ RefTensor attention(const RefTensor& q, const RefTensor& k, const RefTensor& v, 
   require(kv_heads > 0 && heads % kv_heads == 0, "attention: heads not a multiple of kv heads");
   const int64_t group = heads / kv_heads;
   RefTensor out(q.shape);
-  std::vector<double> weights(static_cast<size_t>(sk));
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t h = 0; h < heads; ++h) {
-      check_interrupted("while computing the float64 reference");  // seconds per head at long Sk
-      const int64_t kv = h / group;
+  // One (batch, head) per task, on the reference's threads (gemm64.h); seconds per head at long Sk.
+  parallel_chunks(batch * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> weights(static_cast<size_t>(sk));
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / heads, h = bh % heads, kv = h / group;
       const double* q_head = q.data.data() + ((b * heads + h) * sq) * d;
       const double* k_head = k.data.data() + ((b * kv_heads + kv) * sk) * d;
       const double* v_head = v.data.data() + ((b * kv_heads + kv) * sk) * d;
       double* out_head = out.data.data() + ((b * heads + h) * sq) * d;
       for (int64_t i = 0; i < sq; ++i) {
         for (int64_t j = 0; j < sk; ++j) {
-          if (causal && !visible(i, j, sq, sk)) {
-            weights[j] = -std::numeric_limits<double>::infinity();
-            continue;
-          }
-          double dot = 0.0;
-          for (int64_t p = 0; p < d; ++p) dot += q_head[i * d + p] * k_head[j * d + p];
-          weights[j] = scale * dot;
+          weights[j] = causal && !visible(i, j, sq, sk) ? -std::numeric_limits<double>::infinity()
+                                                        : scale * dot64(q_head + i * d, k_head + j * d, d);
         }
         softmax_row(weights.data(), sk);
         double* out_row = &out_head[i * d];  // zero-initialised; sums over j in order
-        for (int64_t j = 0; j < sk; ++j) {
+        // Keys past the causal limit have weight 0: they add nothing.
+        const int64_t visible_keys = causal ? std::max<int64_t>(0, std::min(sk, i + (sk - sq) + 1)) : sk;
+        for (int64_t j = 0; j < visible_keys; ++j) {
           for (int64_t p = 0; p < d; ++p) out_row[p] += weights[j] * v_head[j * d + p];
         }
       }
     }
-  }
+  });
   return out;
 }
 

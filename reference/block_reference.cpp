@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "reference/attention_reference.h"
 #include "reference/families.h"
@@ -189,23 +190,46 @@ RefTensor workload_output(const WorkloadConfig& config, const Named& named) {
   throw std::runtime_error("block reference: unknown workload");
 }
 
-Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs) {
+RefTensor last_layer_op(const WorkloadConfig& config, const Named& named, const Named& op_inputs,
+                        const std::string& output) {
   if (config.kind != WorkloadKind::block && config.kind != WorkloadKind::stack) {
     throw std::runtime_error("block reference: last_layer_ops is for block and stack workloads");
   }
   const ModelConfig m = with_family_semantics(config.model);
   const std::string p = layer_prefix(m, config.kind == WorkloadKind::block ? 0 : m.n_layers - 1);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));
-  RefTensor merged = need(op_inputs, "out_proj.input");
-  merged.shape = {merged.numel() / (m.n_heads * m.head_dim), m.n_heads * m.head_dim};
-  RefTensor mlp_input = need(op_inputs, "mlp.input");
-  mlp_input.shape = {mlp_input.numel() / m.d_model, m.d_model};
-  return {
-      {"attention.out", reference::attention(need(op_inputs, "attention.q"), need(op_inputs, "attention.k"),
-                                             need(op_inputs, "attention.v"), m.causal, scale)},
-      {"out_proj.out", out_proj(m, named, p, merged)},
-      {"mlp.out", mlp_of(m, named, p, mlp_input)},
-  };
+  if (output == "attention.out") {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));
+    return reference::attention(need(op_inputs, "attention.q"), need(op_inputs, "attention.k"),
+                                need(op_inputs, "attention.v"), m.causal, scale);
+  }
+  if (output == "out_proj.out") {
+    RefTensor merged = need(op_inputs, "out_proj.input");
+    merged.shape = {merged.numel() / (m.n_heads * m.head_dim), m.n_heads * m.head_dim};
+    return out_proj(m, named, p, merged);
+  }
+  if (output == "mlp.out") {
+    RefTensor mlp_input = need(op_inputs, "mlp.input");
+    mlp_input.shape = {mlp_input.numel() / m.d_model, m.d_model};
+    return mlp_of(m, named, p, mlp_input);
+  }
+  throw std::runtime_error("block reference: no last-layer op output '" + output + "'");
+}
+
+const std::vector<std::string>& last_layer_op_inputs(const std::string& output) {
+  static const std::map<std::string, std::vector<std::string>> inputs = {
+      {"attention.out", {"attention.q", "attention.k", "attention.v"}},
+      {"out_proj.out", {"out_proj.input"}},
+      {"mlp.out", {"mlp.input"}}};
+  const auto it = inputs.find(output);
+  if (it == inputs.end()) throw std::runtime_error("block reference: no last-layer op output '" + output + "'");
+  return it->second;
+}
+
+Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs) {
+  Named out;
+  for (const char* output : {"attention.out", "out_proj.out", "mlp.out"})
+    out[output] = last_layer_op(config, named, op_inputs, output);
+  return out;
 }
 
 }  // namespace blockscope::reference::blockref

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "reference/reference_tensor.h"
@@ -35,5 +36,10 @@ RefTensor workload_output(const WorkloadConfig& config, const Named& named);
 // "out_proj.input", "mlp.input"), so an op's error is its own rounding, not that of the ops
 // before it. Gives "attention.out" [B, H, S, D], "out_proj.out" and "mlp.out" [T, d].
 Named last_layer_ops(const WorkloadConfig& config, const Named& named, const Named& op_inputs);
+// One of them ("attention.out", "out_proj.out" or "mlp.out"), and the op inputs it reads: the
+// same inputs give the same result (check computes each once per distinct input).
+RefTensor last_layer_op(const WorkloadConfig& config, const Named& named, const Named& op_inputs,
+                        const std::string& output);
+const std::vector<std::string>& last_layer_op_inputs(const std::string& output);
 
 }  // namespace blockscope::reference::blockref

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "reference/gemm64.h"
 #include "runtime/interrupt.h"
 
 namespace blockscope::reference {
@@ -12,9 +13,9 @@ void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("ops_reference: ") + what);
 }
 
-// Shared loop of linear() and linear_magnitude(): `term` maps (x, w) and b to what is summed.
-template <typename Term>
-RefTensor linear_loop(const RefTensor& x, const RefTensor& w, const RefTensor* bias, bool w_out_in, Term term) {
+// Shared by linear() and linear_magnitude(): a float64 GEMM (gemm64.h), with |x|·|w| + |b|
+// for the magnitude.
+RefTensor linear_gemm(const RefTensor& x, const RefTensor& w, const RefTensor* bias, bool w_out_in, bool absolute) {
   require(!x.shape.empty() && w.shape.size() == 2, "linear needs x [..., in] and a 2-D weight");
   const int64_t in = x.shape.back();
   const int64_t out = w_out_in ? w.shape[0] : w.shape[1];
@@ -26,18 +27,10 @@ RefTensor linear_loop(const RefTensor& x, const RefTensor& w, const RefTensor* b
   Shape shape = x.shape;
   shape.back() = out;
   RefTensor y(shape);
-  for (int64_t r = 0; r < rows; ++r) {
-    // A float64 GEMM of a large block takes seconds: Ctrl-C is answered within a row.
-    check_interrupted("while computing the float64 reference");
-    for (int64_t o = 0; o < out; ++o) {
-      double sum = bias != nullptr ? term(1.0, bias->data[o]) : 0.0;
-      for (int64_t i = 0; i < in; ++i) {
-        const double wv = w_out_in ? w.data[o * in + i] : w.data[i * out + o];  // w [out, in] or [in, out]
-        sum += term(x.data[r * in + i], wv);
-      }
-      y.data[r * out + o] = sum;
-    }
-  }
+  // A float64 GEMM of a large block takes seconds: Ctrl-C is answered within a block of rows.
+  check_interrupted("while computing the float64 reference");
+  gemm64(rows, out, in, x.data.data(), w.data.data(), w_out_in, bias != nullptr ? bias->data.data() : nullptr, absolute,
+         y.data.data());
   return y;
 }
 
@@ -69,11 +62,11 @@ RefTensor gated_activation(const RefTensor& gate, const RefTensor& up, ops::Acti
 }
 
 RefTensor linear(const RefTensor& x, const RefTensor& w, const RefTensor* bias, bool w_out_in) {
-  return linear_loop(x, w, bias, w_out_in, [](double a, double b) { return a * b; });
+  return linear_gemm(x, w, bias, w_out_in, false);
 }
 
 RefTensor linear_magnitude(const RefTensor& x, const RefTensor& w, const RefTensor* bias, bool w_out_in) {
-  return linear_loop(x, w, bias, w_out_in, [](double a, double b) { return std::abs(a * b); });
+  return linear_gemm(x, w, bias, w_out_in, true);
 }
 
 RefTensor layer_norm(const RefTensor& x, const RefTensor& weight, const RefTensor* bias, double eps) {
