@@ -1,6 +1,9 @@
 #include "model/init.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "runtime/interrupt.h"
 
 namespace blockscope::init {
 
@@ -41,9 +44,15 @@ std::vector<float> normal_values(uint64_t seed, const std::string& name, int64_t
   std::vector<float> values(static_cast<size_t>(count));
   const uint64_t stream = name_hash(name);
   // Each element depends only on its index, so any split across threads gives the same numbers.
+  // In chunks, Ctrl-C answered between them: gigabytes of weights take seconds to initialise.
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    check_interrupted("while initialising the weights");
+    const int64_t end = std::min(count, begin + kChunk);
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < count; ++i) {
-    values[static_cast<size_t>(i)] = mean + std * static_cast<float>(normal_at(seed, stream, i));
+    for (int64_t i = begin; i < end; ++i) {
+      values[static_cast<size_t>(i)] = mean + std * static_cast<float>(normal_at(seed, stream, i));
+    }
   }
   return values;
 }

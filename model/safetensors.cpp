@@ -19,6 +19,7 @@
 
 #include "runtime/error.h"
 #include "runtime/input_file.h"
+#include "runtime/interrupt.h"
 #include "runtime/output_file.h"
 
 namespace blockscope {
@@ -404,8 +405,14 @@ SafetensorsFile read_safetensors(const std::string& path, const std::set<std::st
     if (entry.loaded) entry.bytes.resize(location.end - location.begin);
     if (!entry.bytes.empty()) {
       in.seekg(static_cast<std::streamoff>(data_start + location.begin), std::ios::beg);
-      if (!in.read(reinterpret_cast<char*>(entry.bytes.data()), static_cast<std::streamsize>(entry.bytes.size()))) {
-        report.fail_tensor(location.name, "cannot read its ", entry.bytes.size(), " bytes");
+      // In chunks of 1 MiB, an interrupt answered between them (one tensor may be gigabytes).
+      constexpr size_t kChunk = size_t{1} << 20;
+      for (size_t done = 0; done < entry.bytes.size(); done += kChunk) {
+        check_interrupted(("while reading " + path).c_str());
+        const size_t chunk = std::min(kChunk, entry.bytes.size() - done);
+        if (!in.read(reinterpret_cast<char*>(entry.bytes.data()) + done, static_cast<std::streamsize>(chunk))) {
+          report.fail_tensor(location.name, "cannot read its ", entry.bytes.size(), " bytes");
+        }
       }
     }
     file.index[entry.name] = file.tensors.size();

@@ -19,6 +19,7 @@
 #include "ops/softmax/softmax.h"
 #include "profiler/scope.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 namespace blockscope {
 namespace {
@@ -441,6 +442,8 @@ class DecodeRunner final : public WorkloadKindRunner {
     profiler::RegionScope phase(ctx, kDecodeRegion);
     if (uses_step_graph(ctx)) ops::decode_step_reset(ctx, step_at_);
     for (int64_t t = 0; t < steps(); ++t) {
+      // A generation of thousands of tokens is one profiled step: Ctrl-C is answered between tokens.
+      if (interrupt_signal() != 0) check_interrupted(("before decode token " + std::to_string(t)).c_str());
       profiler::RegionScope step(ctx, kDecodeStepRegion);
       profiler::NvtxRange nvtx("decode/step." + std::to_string(t));
       if (uses_step_graph(ctx)) {

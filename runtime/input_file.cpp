@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -52,7 +53,13 @@ std::string read_input_file(const std::string& path, const std::string& what, ui
   if (static_cast<uint64_t>(size) > max_bytes) too_large();
   text.resize(static_cast<size_t>(size));
   in.seekg(0);
-  if (size > 0 && !in.read(text.data(), size)) fail("cannot be read");
+  // In chunks, with an interrupt answered between them: a saved profile may hold gigabytes.
+  constexpr std::streamoff kChunk = std::streamoff{1} << 20;
+  for (std::streamoff done = 0; done < size; done += kChunk) {
+    check_interrupted(("while reading " + path).c_str());
+    const std::streamoff chunk = std::min(kChunk, size - done);
+    if (!in.read(text.data() + done, chunk)) fail("cannot be read");
+  }
   return text;
 }
 

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstring>
 #include <string>
 
 #include "runtime/error.h"
@@ -12,6 +14,9 @@ namespace blockscope {
 namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
+// What the first signal's acknowledgement says stops ("after this step"): a string literal,
+// set by the command before its work (set_interrupt_point); read by the handler.
+std::atomic<const char*> g_point{"within a second"};
 
 extern "C" void on_interrupt(int signal) {
   if (signal == SIGPIPE) {
@@ -29,8 +34,11 @@ extern "C" void on_interrupt(int signal) {
   g_signal = signal;
   // Said at once (write(2) is async-signal-safe), so the first Ctrl-C is never met with
   // silence while a step finishes.
-  static const char kMessage[] = "\nblockscope: stopping after this step (send it again to stop at once)\n";
-  const ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  static const char kHead[] = "\nblockscope: stopping ", kTail[] = " (send it again to stop at once)\n";
+  const char* point = g_point.load();
+  ssize_t ignored = ::write(STDERR_FILENO, kHead, sizeof(kHead) - 1);
+  ignored = ::write(STDERR_FILENO, point, std::strlen(point));
+  ignored = ::write(STDERR_FILENO, kTail, sizeof(kTail) - 1);
   (void)ignored;
 }
 
@@ -41,6 +49,8 @@ void install_interrupt_handlers() {
   // command like SIGINT: temporaries and partial outputs removed, exit 128 + the signal.
   for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(signal, on_interrupt);
 }
+
+void set_interrupt_point(const char* point) { g_point = point; }
 
 int interrupt_signal() { return g_signal; }
 

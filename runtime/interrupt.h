@@ -1,7 +1,8 @@
 // Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGPIPE: the handler records the signal and says on
-// stderr that the command stops after this step (not for SIGPIPE); long work polls
-// check_interrupted() between steps (the profiler's schedule, the CLI's timing and check
-// loops, output writers between writes), which throws an Error of kind `interrupted`. The
+// stderr what stops when (set_interrupt_point; not for SIGPIPE); long work polls
+// check_interrupted() — between steps (the profiler's schedule, the CLI's timing and check
+// loops), between CPU ops and decode tokens, in the float64 reference between blocks of rows,
+// and in readers and writers between chunks of 1 MiB —, which throws an Error of kind `interrupted`. The
 // exception unwinds normally — temporaries are removed by their destructors, the CLI removes
 // what the command already wrote — and the CLI exits 128 + the signal (130, 143, 129, 141). A second
 // signal while the first is handled ends the process at once.
@@ -10,6 +11,10 @@
 namespace blockscope {
 
 void install_interrupt_handlers();
+// What the acknowledgement of the first signal says will stop: "blockscope: stopping <point>
+// (send it again ...)". A string literal: "after this step" where a command waits for a GPU's
+// queued step; the default, "within a second", is what the polling below gives on the CPU.
+void set_interrupt_point(const char* point);
 // The signal received (SIGINT, SIGTERM), 0 when none.
 int interrupt_signal();
 // Throws Error(ErrorKind::interrupted) naming the signal and `where` when one was received.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -175,11 +176,20 @@ void OutputFile::write_failed(const std::string& during, int error) {
 
 void OutputFile::write(const void* data, size_t bytes) {
   BS_CHECK(file_ != nullptr && !committed_, "OutputFile::write after commit");
-  if (interrupt_signal() != 0) {
-    discard();
-    check_interrupted(("while writing " + path_).c_str());
-  }
-  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) write_failed("write", errno);
+  // In chunks, with an interrupt answered between them: a report or dump of gigabytes is
+  // seconds of writing.
+  constexpr size_t kChunk = size_t{1} << 20;
+  const char* bytes_left = static_cast<const char*>(data);
+  do {
+    if (interrupt_signal() != 0) {
+      discard();
+      check_interrupted(("while writing " + path_).c_str());
+    }
+    const size_t chunk = std::min(bytes, kChunk);
+    if (chunk != 0 && std::fwrite(bytes_left, 1, chunk, file_) != chunk) write_failed("write", errno);
+    bytes_left += chunk;
+    bytes -= chunk;
+  } while (bytes != 0);
 }
 
 void OutputFile::commit() {
@@ -195,9 +205,56 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
-void check_output_path(const std::string& path, const std::string& flag) {
+std::string foreign_file_problem(const std::string& path) {
+  const std::string target = resolved_target(path);
+  struct stat info;
+  if (::stat(target.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return "";
+  std::FILE* file = std::fopen(target.c_str(), "rb");
+  if (file == nullptr) return "";  // unreadable: refusal() says whether it can be written
+  // The head (and, for a trace, whose producer is in its last object, the tail) of the file.
+  constexpr long kWindow = 64 * 1024;
+  std::string head(static_cast<size_t>(std::min<long>(kWindow, static_cast<long>(info.st_size))), '\0');
+  const size_t got = std::fread(head.data(), 1, head.size(), file);
+  head.resize(got);
+  std::string tail;
+  if (info.st_size > kWindow && std::fseek(file, -kWindow, SEEK_END) == 0) {
+    tail.resize(static_cast<size_t>(kWindow));
+    tail.resize(std::fread(tail.data(), 1, tail.size(), file));
+  }
+  std::fclose(file);
+  // safetensors: an 8-byte little-endian header length inside the file, then a JSON object.
+  if (head.size() >= 9) {
+    uint64_t header = 0;
+    for (int i = 7; i >= 0; --i) header = (header << 8) | static_cast<unsigned char>(head[static_cast<size_t>(i)]);
+    if (header + 8 <= static_cast<uint64_t>(info.st_size) && head[8] == '{') return "";
+  }
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && head[first] == '{') {
+    const std::string json = head.substr(first, 256);
+    // A Chrome trace (ours or another tool's: the same format), a saved profile, a cache of ours.
+    if (json.find("\"traceEvents\"") != std::string::npos) return "";
+    if (head.find("\"format\": \"blockscope-profile\"") != std::string::npos ||
+        head.find("\"format\":\"blockscope-profile\"") != std::string::npos)
+      return "";
+    if (tail.find("\"producer\":\"blockscope\"") != std::string::npos ||
+        head.find("\"producer\":\"blockscope\"") != std::string::npos)
+      return "";
+  }
+  // An HTML report: its title ends with "blockscope report".
+  if (head.rfind("<!DOCTYPE html>", 0) == 0 && head.find("blockscope report</title>") != std::string::npos) return "";
+  return "it is a file blockscope did not write (not a trace, saved profile, HTML report or safetensors file)";
+}
+
+void check_output_path(const std::string& path, const std::string& flag, bool force) {
   const std::string why = refusal(path);
   if (!why.empty()) throw InputError(flag + " '" + path + "': cannot be written: " + why);
+  if (force) return;
+  if (const std::string foreign = foreign_file_problem(path); !foreign.empty()) {
+    const std::string target = resolved_target(path);
+    throw InputError(flag + " '" + path + "': refusing to replace " +
+                     (target != path ? "'" + target + "' (the symlink's target): " : std::string("it: ")) + foreign +
+                     "; name another file, or pass --force to replace it");
+  }
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -212,7 +269,7 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 void check_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
-                   const std::vector<std::pair<std::string, std::string>>& inputs) {
+                   const std::vector<std::pair<std::string, std::string>>& inputs, bool force) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto& [flag, path] = outputs[i];
     if (path.empty()) continue;
@@ -227,7 +284,7 @@ void check_outputs(const std::vector<std::pair<std::string, std::string>>& outpu
                          "': one would overwrite the other");
       }
     }
-    check_output_path(path, flag);
+    check_output_path(path, flag, force);
   }
 }
 

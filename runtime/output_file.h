@@ -46,8 +46,17 @@ class OutputFile {
 };
 
 // Checks, before any work, that `path` can be written as an output (the rules above) and
-// names `flag` ("--trace") in the error. Does not create anything.
-void check_output_path(const std::string& path, const std::string& flag);
+// names `flag` ("--trace") in the error. Does not create anything. Without `force`, an existing
+// non-empty regular file — or a symlink's target — is replaced only when it is a file of
+// blockscope's output formats (foreign_file_problem): a config, a system file or a source
+// file named by mistake stays as it was.
+void check_output_path(const std::string& path, const std::string& flag, bool force = false);
+
+// Why replacing what `path` names would lose a file blockscope did not write, or "" when it is
+// missing, empty, not a regular file (a device, a FIFO), or one of blockscope's formats: a
+// Chrome trace, a saved profile ("format": "blockscope-profile"), a file with blockscope as its
+// producer, an HTML report of blockscope, a safetensors file.
+std::string foreign_file_problem(const std::string& path);
 
 // True when a and b name the same file: the same device and inode when both exist, else the
 // same absolute, normalised path.
@@ -57,6 +66,6 @@ bool same_file(const std::string& a, const std::string& b);
 // checks each with check_output_path. outputs/inputs: {flag or role, path}; empty paths are
 // skipped.
 void check_outputs(const std::vector<std::pair<std::string, std::string>>& outputs,
-                   const std::vector<std::pair<std::string, std::string>>& inputs);
+                   const std::vector<std::pair<std::string, std::string>>& inputs, bool force = false);
 
 }  // namespace blockscope

@@ -341,7 +341,7 @@ TEST(BadInputs, InterruptStopsBetweenStepsAndLeavesNothing) {
     EXPECT_EQ(WEXITSTATUS(status), name == "INT" ? 130 : name == "TERM" ? 143 : 129) << read(dir / "err.txt");
     EXPECT_NE(read(dir / "err.txt").find("interrupted by SIG" + name), std::string::npos) << read(dir / "err.txt");
     // Acknowledged when it arrives, not only when the step ends.
-    EXPECT_NE(read(dir / "err.txt").find("blockscope: stopping after this step"), std::string::npos) << read(dir / "err.txt");
+    EXPECT_NE(read(dir / "err.txt").find("blockscope: stopping within a second"), std::string::npos) << read(dir / "err.txt");
     EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 0) << "files left in " << out;
   }
 }

@@ -4,9 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "runtime/interrupt.h"
+
 namespace blockscope::ops {
 
 void finish_op(Context& ctx, const OpRecord& record) {
+  // Ctrl-C inside a long forward (a 3000-token decode, a block of gigabytes on the CPU): answered
+  // between ops, not at the end of the step. CPU only: on a GPU the ops are queued, not run, here.
+  if (interrupt_signal() != 0 && ctx.device().is_cpu()) check_interrupted(("after op '" + std::string(record.name) + "'").c_str());
   if (!ctx.sync_after_each_op() && !ctx.check_finite_after_each_op()) return;
   try {
     ctx.synchronize();

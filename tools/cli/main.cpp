@@ -73,6 +73,9 @@ void add_common(CLI::App* app, Options& options, bool with_dump, bool with_trace
                     "host vs device, memory, diffs, sortable tables")
         ->check(kNonEmpty);
   }
+  app->add_flag("--force", options.force,
+                "Let outputs replace an existing file that blockscope did not write (without it such a file, or a "
+                "symlink's target that is one, is refused before any work)");
   app->add_flag("--sync-each-op", options.sync_each_op,
                 "Debug: synchronise after every op, so an asynchronous device failure names the op");
   app->add_option("--threads", options.threads,
@@ -116,7 +119,8 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope diff before.json after.json\n"
       "  blockscope profile configs/series/04_attention.yaml --report attention.html\n"
       "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"
-      "130 / 143 / 129 / 141 interrupted by SIGINT / SIGTERM / SIGHUP / SIGPIPE (stopped between steps; no output kept).");
+      "130 / 143 / 129 / 141 interrupted by SIGINT / SIGTERM / SIGHUP / SIGPIPE (stopped within a second on\n"
+      "the CPU, after the queued step on a GPU; no output kept).");
 
   Options& options = session.options;
   std::string diff_before, diff_after;
@@ -181,6 +185,7 @@ int run_cli(Session& session, int argc, char** argv) {
       ->check(kNonEmpty);
   report->add_option("-o,--output", report_output, "The HTML file to write")->required()->check(kNonEmpty);
   report->add_option("--title", report_title, "The report's title (default: the first profile's workload)");
+  report->add_flag("--force", options.force, "Let -o replace an existing file that blockscope did not write");
   report->footer("Example:\n  blockscope profile configs/series/04_attention.yaml --save attn.json\n"
                  "  blockscope report attn.json attn.attention-flash.json -o attn.html\n"
                  "  (or in one go: blockscope profile configs/series/04_attention.yaml --report attn.html)");

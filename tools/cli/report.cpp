@@ -20,7 +20,7 @@ int report_command(Session& session, const std::vector<std::string>& inputs, con
   }
   std::vector<std::pair<std::string, std::string>> named_inputs;
   for (const std::string& input : inputs) named_inputs.push_back({"profile", input == "-" ? "" : input});
-  blockscope::check_outputs({{"--output", output}}, named_inputs);
+  blockscope::check_outputs({{"--output", output}}, named_inputs, session.options.force);
   std::vector<profiler::Profile> profiles;
   for (const std::string& input : inputs) {
     session.set_activity("reading " + input);

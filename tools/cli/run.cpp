@@ -161,8 +161,10 @@ void run_on(Session& session, const WorkloadConfig& config, Context& ctx, Commun
 int run_command(Session& session) {
   const WorkloadConfig config = session.load_config();
   session.check_outputs(config, false);
-  for_each_local_rank(config, resolve_device(config.device),
-                      [&](Context& ctx, Communicator* group) { run_on(session, config, ctx, group); });
+  const Device device = resolve_device(config.device);
+  // On a GPU a forward is queued whole: a signal is answered when it ends (the CPU stops between ops).
+  if (device.is_cuda()) set_interrupt_point("after this forward");
+  for_each_local_rank(config, device, [&](Context& ctx, Communicator* group) { run_on(session, config, ctx, group); });
   return 0;
 }
 

@@ -85,7 +85,8 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
   blockscope::check_outputs(outputs, {{"config", options.config_path},
                                          {"input.file", config.input.file},
                                          {"weights.file", config.weights.file},
-                                         {"weights.config", config.weights.config}});
+                                         {"weights.config", config.weights.config}},
+                             options.force);
 }
 
 void Session::apply_run_settings(Context& ctx, const WorkloadConfig& config) const {

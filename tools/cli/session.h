@@ -33,6 +33,8 @@ struct Options {
   std::string report;  // --report: one HTML report of every variant
   std::string format = "table";
   bool cold_step = false;
+  // --force: outputs may replace an existing file blockscope did not write (runtime/output_file.h).
+  bool force = false;
   bool remeasure_peaks = false;  // info --remeasure-peaks: measure the CPU peaks again, rewrite the cache
   bool list_plans = false;       // info --plans: list this machine's CPU GEMM plans (else their count)
   bool sync_each_op = false;  // debug: synchronise after every op so a failure names its op
