@@ -20,6 +20,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/machine_cache.h"
 #include "runtime/error.h"
+#include "runtime/host_memory.h"
 
 namespace blockscope {
 namespace {
@@ -304,19 +305,9 @@ class CpuBackend final : public Backend {
 };
 
 size_t CpuBackend::memory_available() const {
-  // MemAvailable from /proc/meminfo; fall back to "plenty" where it cannot be read.
-  if (FILE* f = std::fopen("/proc/meminfo", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f)) {
-      unsigned long long kib = 0;
-      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
-        std::fclose(f);
-        return static_cast<size_t>(kib) * 1024;
-      }
-    }
-    std::fclose(f);
-  }
-  return static_cast<size_t>(1) << 40;
+  // Free RAM, or what the address-space limit (ulimit -v) leaves, whichever is smaller.
+  const HostMemory host = host_memory();
+  return std::min(host.free_ram, host.address_space_left);
 }
 
 }  // namespace
