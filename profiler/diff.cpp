@@ -21,11 +21,20 @@ namespace {
 constexpr double kRelativeThreshold = 0.05;  // 5 %
 constexpr double kAbsoluteThresholdUs = 1.0;  // per step
 
-// True when every sample of one side is below every sample of the other.
+// Fewer steps than this on a side and no change is called faster or slower: two identical
+// decode runs of 2 active steps a side diffed as "decode_step faster 0.72x" (issue 43) — with
+// 2 steps a side, the same work fails to overlap one time in three.
+constexpr int kMinStepsForVerdict = 3;
+
+// True when every sample of one side is below every sample of the other, and the medians are
+// further apart than the noise threshold the samples themselves give: the two sides' ranges
+// (max − min) added, so a change no larger than the steps' own spread is never called (with
+// the larger range alone, identical work jittering ±20 % still read "slower" once in 200).
 bool outside_noise(const std::vector<double>& a, const std::vector<double>& b) {
   const Spread sa = spread_of(a), sb = spread_of(b);
-  if (sa.samples < 2 || sb.samples < 2) return true;  // no spread known: the thresholds decide
-  return sa.max < sb.min || sb.max < sa.min;
+  if (sa.samples < kMinStepsForVerdict || sb.samples < kMinStepsForVerdict) return false;  // no spread to trust
+  const double noise = (sa.max - sa.min) + (sb.max - sb.min);
+  return (sa.max < sb.min || sb.max < sa.min) && std::fabs(sa.median - sb.median) > noise;
 }
 
 // Per-step figures of one op (name + path, scope-less) or one kernel name in one profile.
@@ -207,11 +216,17 @@ std::string summary_line(const Profile& before, const Profile& after, const std:
   return line;
 }
 
-// "noisy: ..." for each profile whose steps vary by more than kNoisyCv.
+// "noisy: ..." for each profile whose steps vary by more than kNoisyCv, "too few steps: ..."
+// for one with fewer than kMinStepsForVerdict.
 std::vector<std::string> noise_warnings(const Profile& before, const Profile& after) {
   std::vector<std::string> lines;
   for (const Profile* p : {&before, &after}) {
     const Spread s = spread_of(step_times_us(*p));
+    if (s.samples < kMinStepsForVerdict) {
+      lines.push_back(fmt::format("too few steps: '{}' kept {} active step{}; with fewer than {} a side no change is "
+                                  "called faster or slower (raise profile.schedule.active; 5 or more)",
+                                  p->label, s.samples, s.samples == 1 ? "" : "s", kMinStepsForVerdict));
+    }
     if (s.cv() > kNoisyCv) {
       lines.push_back(fmt::format("noisy: '{}' varies by CV {:.0f}% between steps (min {}, max {}): changes inside "
                                   "that spread are called within noise",
@@ -340,7 +355,8 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
 
   if (format == Format::json) {
     nlohmann::json out = {{"before", before.label}, {"after", after.label}, {"summary", summary},
-                          {"simulated", before.simulated || after.simulated}, {"warnings", mismatches}};
+                          {"simulated", before.simulated || after.simulated}, {"warnings", mismatches},
+                          {"notes", {{"before", before.notes}, {"after", after.notes}}}};
     if (const std::string predicted = predicted_line(before, after); !predicted.empty()) {
       out["predicted"] = {{"line", predicted}, {"before_step_us", before.prediction["step_us"]},
                           {"after_step_us", after.prediction["step_us"]}, {"target", after.prediction["target"]}};
@@ -360,6 +376,8 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   std::string notes;
   for (const std::string& line : mismatches) notes += "warning: " + line + "\n";
   for (const std::string& line : noise_warnings(before, after)) notes += line + "\n";
+  for (const Profile* p : {&before, &after})
+    for (const std::string& line : p->notes) notes += "note ('" + p->label + "'): " + line + "\n";
   if (before.simulated || after.simulated) {
     notes += "SIMULATED GPU: kernel counts and names are what a GPU launches; times, faster and slower are the "
              "simulator's, not a GPU's\n";

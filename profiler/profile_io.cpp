@@ -186,6 +186,7 @@ json profile_to_json(const Profile& profile) {
           {"kernels", kernels}};
   if (profile.ranks > 1) document["tensor_parallel"] = {{"rank", profile.rank}, {"ranks", profile.ranks}};
   if (!profile.prediction.is_null()) document["prediction"] = profile.prediction;
+  if (!profile.notes.empty()) document["notes"] = profile.notes;
   return document;
 }
 
@@ -207,6 +208,13 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.simulated = document.contains("simulated") && top.boolean("simulated");
   profile.workload = document.contains("workload") ? top.string("workload") : "";
   if (document.contains("prediction")) profile.prediction = read_prediction(top, document["prediction"]);
+  if (document.contains("notes")) {
+    const json& notes = top.array("notes");
+    for (size_t i = 0; i < notes.size(); ++i) {
+      if (!notes[i].is_string()) top.fail("notes[" + std::to_string(i) + "]", std::string("expected a string, got ") + notes[i].type_name());
+      profile.notes.push_back(notes[i].get<std::string>());
+    }
+  }
   const Reader peaks = top.child("peaks");
   profile.peaks.tflops = peaks.number("tflops");
   profile.peaks.gbps = peaks.number("gbps");

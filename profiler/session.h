@@ -53,6 +53,9 @@ struct Profile {
   // target, model_version, step_us, device_us, host_us, launches, bound, ops); null when none.
   // Saved with the profile; diff compares two predictions of the same target.
   nlohmann::json prediction;
+  // Config keys that had no effect on this device ("decode.cuda_graph: true has no effect on
+  // cpu: ..."), said in the profile's header, saved, and repeated by every diff of it.
+  std::vector<std::string> notes;
 };
 
 // Runs step(0), step(1), ... wait + warmup + active times (plus one cold step first when

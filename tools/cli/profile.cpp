@@ -19,6 +19,7 @@
 #include "profiler/table.h"
 #include "profiler/trace.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 #include "tools/cli/decode_summary.h"
 #include "tools/cli/profile_prediction.h"
 #include "tools/cli/progress.h"
@@ -98,6 +99,17 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
 
   std::vector<std::pair<std::string, PathConfig>> variants{{"base " + paths_str(config.paths, config.kind), config.paths}};
   for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
+  // Keys that change nothing on this device: said in the header and kept in every profile, so
+  // a diff of a run with the key against one without says why nothing changed.
+  std::vector<std::string> inert_notes;
+  if (!ctx.device().is_cuda()) {
+    if (config.kind == WorkloadKind::decode && config.decode.cuda_graph)
+      inert_notes.push_back("decode.cuda_graph: true has no effect on " + ctx.device().str() +
+                            " (CUDA devices only): the decode steps ran eagerly");
+    if (config.run.cuda_graph)
+      inert_notes.push_back("run.cuda_graph: true has no effect on " + ctx.device().str() +
+                            " (CUDA devices only): the forwards ran eagerly");
+  }
 
   if (format == profiler::Format::table) {
     out << workload_title(config, ctx) << "\n";
@@ -111,6 +123,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     if (!info.dtype_note.empty()) out << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
     out << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait, schedule.warmup,
                        schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
+    for (const std::string& note : inert_notes) out << profiler::wrap_line("Note: " + note, profiler::terminal_width());
     out.flush();
   }
   // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
@@ -189,6 +202,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
           ctx, label, schedule, [&](int) { workload.forward(); },
           [&](int done, int total) { progress.step(done, total); }));
       profiles.back().workload = workload_title(config, ctx);
+      profiles.back().notes = inert_notes;
       if (group != nullptr) {
         profiles.back().rank = group->rank();
         profiles.back().ranks = group->size();
@@ -261,6 +275,7 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
     document["dtype"] = dtype_name(config.dtype);
     document["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
                        {"cold_step", schedule.keep_cold_step}};
+    document["notes"] = inert_notes;
     for (size_t i = 0; i < profiles.size(); ++i) {
       const profiler::Profile& p = profiles[i];
       json variant = {{"label", p.label},
@@ -384,8 +399,10 @@ int profile_command(Session& session) {
                      workload_kind_name(config.kind) + " has one phase");
   }
   session.check_outputs(config, true);
-  for_each_local_rank(config, resolve_device(config.device),
-                      [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
+  const Device device = resolve_device(config.device);
+  // On a GPU a step is queued whole: a signal is answered when it ends (the CPU stops between ops).
+  if (device.is_cuda()) set_interrupt_point("after this step");
+  for_each_local_rank(config, device, [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
   return 0;
 }
 
