@@ -336,6 +336,7 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
     }
     t.global_begin = r->base;  // checked: later accesses inside it need no lookup
     t.global_end = r->end;
+    t.global_written = r->written;
     return;
   }
   if (const SymbolRange* s = find_symbol(a)) {
@@ -371,6 +372,30 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
                  "block or read-only data there: host memory, freed memory, another thread's local memory?)" +
                  nearest_allocation(g, a);
   });
+}
+
+// ---- initcheck ---------------------------------------------------------------------------------------
+// A kernel store marks its bytes written; a load of a byte nothing wrote since the allocation (no
+// cudaMemset, cudaMemcpy, cuBLASLt/NCCL output or kernel store) is reported, as compute-sanitizer's
+// initcheck reports an uninitialized __global__ memory read.
+void initcheck_access(const GridRun& g, SimThread& t, WrittenBytes& w, uintptr_t a, size_t n, bool write,
+                      const void* pc) {
+  const size_t offset = a - t.global_begin;
+  if (write) {
+    w.mark(offset, n);
+    return;
+  }
+  const size_t first = w.first_unwritten(offset, n);
+  if (first == SIZE_MAX) return;
+  hook_fault(t, cudaErrorLaunchFailure, [&] {
+    const std::string allocated = at_line(w.allocated_at);
+    return std::string("uninitialized global-memory read (initcheck): this thread reads ") + bytes_word(n) + " at " +
+           describe_address(*t.block, reinterpret_cast<const void*>(a)) + at_line(pc) + "; byte +" +
+           std::to_string(first) + " of the allocation" + (allocated.empty() ? "" : " (cudaMalloc'd" + allocated + ")") +
+           " was never written since it was allocated: no cudaMemset, cudaMemcpy or kernel store covered it (a GPU "
+           "returns whatever the memory held)";
+  });
+  (void)g;
 }
 
 inline void on_access(const void* p, size_t n, bool write, bool aligned, const void* pc) {
@@ -440,6 +465,12 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
     }
   } else {
     global_access(g, b, t, a, n, write, pc);
+    if (a >= t.global_begin && a + n <= t.global_end) {
+      if (g.checks.initcheck && t.global_written != nullptr && (write || t.global_written->unwritten != 0)) {
+        initcheck_access(g, t, *t.global_written, a, n, write, pc);
+      }
+      if (g.op_log != nullptr) stream_log(g, t, a, n, write, pc);
+    }
   }
   if (g.checks.race && (!shared || !b.shadow.empty())) {
     if (write && n <= sizeof t.pending_write.old) {
@@ -456,6 +487,15 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
     }
   }
   if (write) note_progress(g);
+}
+
+void stream_log(GridRun& g, SimThread& t, uintptr_t a, size_t n, bool write, const void* pc) {
+  if (g.op_log == nullptr) return;
+  if (t.log_entry == nullptr || t.log_base != t.global_begin) {
+    t.log_entry = &g.op_log->by_allocation[t.global_begin];
+    t.log_base = t.global_begin;
+  }
+  (write ? t.log_entry->writes : t.log_entry->reads).add(a, a + n, pc, t.block->linear_block, t.linear);
 }
 
 void check_async_write(SimThread& t, const void* destination, const void* incoming, size_t n, const void* pc) {
@@ -530,9 +570,10 @@ std::string describe_address(const BlockRun& b, const void* address) {
 void checks_begin_grid(GridRun& grid) {
   load_symbols_for_device(grid.device);
   if (!grid.hooks) return;
+  if (grid.checks.streams) grid.op_log = detail::current_op_log();
   snapshot_allocations([&grid](const AllocationInfo& info) {
     const auto base = reinterpret_cast<uintptr_t>(info.base);
-    grid.allocations.push_back(AllocationRange{base, base + info.size, info.device, info.kind});
+    grid.allocations.push_back(AllocationRange{base, base + info.size, info.device, info.kind, info.written});
   });
   std::sort(grid.allocations.begin(), grid.allocations.end(),
             [](const AllocationRange& x, const AllocationRange& y) { return x.base < y.base; });
@@ -588,11 +629,20 @@ void atomic_begin(const void* address, size_t bytes) {
   }
   exec::settle_write(*me);
   exec::poll(*grid, *me);
-  if (grid->hooks && grid->checks.memcheck) {
-    const bool race = grid->checks.race;
+  if (grid->hooks && (grid->checks.memcheck || grid->checks.initcheck || grid->checks.streams)) {
+    // An atomic is no access for the race check; for initcheck it writes (a counter nothing
+    // cleared first is a wrong result, not undefined data), for the streams check it writes.
+    const Checks saved = grid->checks;
     grid->checks.race = false;
+    grid->checks.initcheck = false;
+    grid->checks.streams = false;
     exec::check_access(*me, address, bytes, false, true, __builtin_return_address(0), false);
-    grid->checks.race = race;
+    grid->checks = saved;
+    const auto a = reinterpret_cast<uintptr_t>(address);
+    if (a >= me->global_begin && a + bytes <= me->global_end) {
+      if (saved.initcheck && me->global_written != nullptr) me->global_written->mark(a - me->global_begin, bytes);
+      if (saved.streams) exec::stream_log(*grid, *me, a, bytes, true, __builtin_return_address(0));
+    }
   }
   exec::count_access(*me, address, bytes, exec::Access::atomic, __builtin_return_address(0));
   exec::hooks_leave();  // the read-modify-write that follows is one step

@@ -210,6 +210,23 @@ void Gemm::operator()() const {
   if (beta != 0.0) check_extent("C", C, p.m, p.n, p.c.ld, p.c.stride, p.batch, p.c.elem);
   check_extent("D", D, p.m, p.n, p.d.ld, p.d.stride, p.batch, p.d.elem);
   if (p.has_bias) check_extent("bias", bias, p.m, 1, static_cast<int64_t>(p.m), p.bias_batch_stride, p.batch, p.bias_elem);
+  // For the sim's checks: what the GEMM reads (bounding ranges) and writes (D's columns).
+  const auto span = [this](uint64_t rows, uint64_t cols, int64_t ld, int64_t stride, Elem e) {
+    return static_cast<size_t>((static_cast<int64_t>(p.batch) - 1) * stride + (static_cast<int64_t>(cols) - 1) * ld +
+                               static_cast<int64_t>(rows)) * elem_size(e);
+  };
+  if (k > 0) {
+    note_op_access(A, span(p.ta ? p.k : p.m, p.ta ? p.m : p.k, p.a.ld, p.a.stride, p.a.elem), false);
+    note_op_access(B, span(p.tb ? p.n : p.k, p.tb ? p.k : p.n, p.b.ld, p.b.stride, p.b.elem), false);
+  }
+  if (beta != 0.0) note_op_access(C, span(p.m, p.n, p.c.ld, p.c.stride, p.c.elem), false);
+  for (int32_t batch = 0; batch < p.batch; ++batch) {
+    for (int64_t j = 0; j < n; ++j) {
+      char* column = static_cast<char*>(D) + static_cast<size_t>(batch * p.d.stride + j * p.d.ld) * elem_size(p.d.elem);
+      note_op_access(column, static_cast<size_t>(m) * elem_size(p.d.elem), true);
+      note_written(column, static_cast<size_t>(m) * elem_size(p.d.elem));
+    }
+  }
   std::vector<float> a_rows(static_cast<size_t>(m * k));  // op(A) row i at [i * k]
   std::vector<float> b_cols(static_cast<size_t>(n * k));  // op(B) column j at [j * k]
   for (int32_t batch = 0; batch < p.batch; ++batch) {

@@ -543,6 +543,8 @@ void start_next_block(GridRun& grid, BlockRun& run) {
     t.pending_write.active = false;
     t.shared_begin = t.shared_end = 0;
     t.global_begin = t.global_end = 0;
+    t.global_written = nullptr;
+    t.log_entry = nullptr;
     t.shadow_key = UINTPTR_MAX;
     t.fake_stack = nullptr;
     t.open_copies.clear();
@@ -642,6 +644,19 @@ void lane_exits(BlockRun& run, SimThread& me) {
 
 void release_block_barrier(BlockRun& run) {
   Barrier& b = run.barrier;
+  if (run.grid->checks.strictsync && run.exited > 0) {
+    std::vector<unsigned> waiting(b.waiters.begin(), b.waiters.end()), gone;
+    std::sort(waiting.begin(), waiting.end());
+    for (const SimThread& t : run.threads)
+      if (t.status == Status::exited) gone.push_back(t.linear);
+    fault_with_code(site(b.what, b.file, b.line) + " completed by " + id_list("thread", "threads", waiting) +
+                        " while " + id_list("thread", "threads", gone) +
+                        (gone.size() == 1 ? " has" : " have") +
+                        " exited without reaching it (strictsync): PTX releases such a barrier (exited threads do "
+                        "not hold it up), but __syncthreads is bar.sync.aligned, which the CUDA programming guide "
+                        "allows in conditional code only where the condition is the same across the block",
+                    cudaErrorLaunchFailure);
+  }
   const int result = b.count;
   for (unsigned w : b.waiters) {
     run.threads[w].barrier_result = result;
@@ -764,7 +779,8 @@ void run_grid(const GridLaunch& launch, const std::function<void()>& body) {
   grid.rng = grid.schedule.seed * 0x100000001B3ull ^ grid.grid_number;
   grid.preempt = grid.schedule.order == Order::random;
   grid.counters = counters_begin_grid(grid);
-  grid.hooks = grid.checks.race || grid.checks.memcheck || grid.preempt || grid.counters != nullptr;
+  grid.hooks = grid.checks.race || grid.checks.memcheck || grid.checks.initcheck || grid.checks.streams ||
+               grid.preempt || grid.counters != nullptr;
   grid.spin_budget = env_u64("BLOCKSCOPE_SIM_SPIN_BUDGET", uint64_t{1} << 20);
   grid.threads_per_block = static_cast<unsigned>(threads);
   grid.blocks = uint64_t{g.x} * g.y * g.z;

@@ -17,6 +17,7 @@
 #include "sim/counters.h"
 #include "sim/device.h"
 #include "sim/sim.h"
+#include "sim/stream_order.h"
 
 namespace blockscope::sim::exec {
 
@@ -66,6 +67,9 @@ struct SimThread {
   // offsets, a global allocation, a page of the global shadow.
   size_t shared_begin = 0, shared_end = 0;
   uintptr_t global_begin = 0, global_end = 0;
+  WrittenBytes* global_written = nullptr;  // initcheck's shadow of that allocation (null: none)
+  uintptr_t log_base = 0;                   // streams check: the allocation of log_entry
+  detail::OpAccesses* log_entry = nullptr;
   uintptr_t shadow_key = UINTPTR_MAX;
   struct ShadowPage* shadow_page = nullptr;
   uint32_t shadow_generation = 0;
@@ -165,6 +169,7 @@ struct AllocationRange {
   uintptr_t base, end;
   int device;
   AllocationInfo::Kind kind;
+  WrittenBytes* written;  // initcheck's shadow, or null
 };
 
 // ---- The grid ---------------------------------------------------------------------------------
@@ -201,6 +206,7 @@ struct GridRun {
   std::unordered_map<uintptr_t, std::unique_ptr<ShadowPage>> shadow_pages;
   uint32_t shadow_generation = 0;  // bumped when pages are dropped
   GridCountersPtr counters;        // null unless counting (BLOCKSCOPE_SIM_COUNTERS)
+  detail::OpLog* op_log = nullptr;  // streams check: where its global accesses are recorded
 
   uint64_t next_random() {
     rng += 0x9E3779B97F4A7C15ull;
@@ -239,6 +245,9 @@ void hooks_enter(GridRun& grid, SimThread& thread);
 void hooks_leave();
 // Checks one access by `thread` (memcheck, race) as the instrumented code would report it.
 // `may_switch`: a random schedule may switch threads after it (not from inside a collective).
+// The streams check: records a global access inside the thread's current allocation
+// (thread.global_begin…global_end) into the grid's op log.
+void stream_log(GridRun& grid, SimThread& thread, uintptr_t address, size_t bytes, bool write, const void* pc);
 void check_access(SimThread& thread, const void* address, size_t bytes, bool write, bool aligned,
                   const void* pc, bool may_switch = true);
 // cp.async's shared destination as written at its issue: the copy may land at any moment until the

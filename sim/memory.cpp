@@ -29,6 +29,7 @@ struct Allocation {
   CUmemPoolHandle_st* pool = nullptr;
   bool freeing = false;     // a stream-ordered free is queued
   unsigned host_flags = 0;  // cudaHostAlloc / cudaHostRegister flags
+  std::shared_ptr<WrittenBytes> written;  // initcheck: device, pool and graph allocations only
 };
 
 // By base address. Never destroyed: device memory lives until the process ends, as on a GPU, and
@@ -102,6 +103,13 @@ void track(void* ptr, size_t size, AllocationInfo::Kind kind, int device, CUmemP
   Allocation a;
   a.info = AllocationInfo{ptr, size, device, kind};
   a.pool = pool;
+  // initcheck follows the memory only the runtime and kernels write; the host writes managed,
+  // pinned and registered memory directly, unseen, so those count as written throughout.
+  if (kind == AllocationInfo::Kind::device || kind == AllocationInfo::Kind::pool ||
+      kind == AllocationInfo::Kind::graph) {
+    a.written = std::make_shared<WrittenBytes>(size);
+    a.info.written = a.written.get();
+  }
   g_allocations[reinterpret_cast<uintptr_t>(ptr)] = a;
   if (!is_host_kind(kind)) g_device_bytes[device] += size;
   if (pool != nullptr) {
@@ -117,6 +125,7 @@ void untrack_and_free(void* ptr) {
   if (!is_host_kind(a.info.kind)) g_device_bytes[a.info.device] -= a.info.size;
   if (a.pool != nullptr) a.pool->used_current -= a.info.size;
   const bool owned = a.info.kind != AllocationInfo::Kind::registered_host;  // the caller's memory stays
+  forget_stream_accesses(ptr);
   g_allocations.erase(it);
   if (owned) std::free(ptr);
 }
@@ -124,6 +133,11 @@ void untrack_and_free(void* ptr) {
 bool is_pinned(const void* p, size_t bytes) {
   const Allocation* a = find_range(p, bytes);
   return a != nullptr && is_host_kind(a->info.kind);
+}
+
+void forget_writes(void* ptr) {
+  auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it != g_allocations.end() && it->second.written != nullptr) it->second.written->forget();
 }
 
 void forget_device_memory(int device) {
@@ -147,6 +161,33 @@ void snapshot_allocations(std::function<void(const AllocationInfo&)> visit) {
   for (const auto& entry : detail::g_allocations) visit(entry.second.info);
 }
 
+void note_written(const void* p, size_t bytes) {
+  if (bytes == 0) return;
+  detail::Lock lock(detail::state_mutex());
+  const detail::Allocation* a = detail::find(p);
+  if (a == nullptr || a->written == nullptr) return;
+  const size_t offset = reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(a->info.base);
+  a->written->mark(offset, std::min(bytes, a->info.size - offset));
+}
+
+void note_copied(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  detail::Lock lock(detail::state_mutex());
+  const detail::Allocation* to = detail::find(dst);
+  if (to == nullptr || to->written == nullptr) return;
+  const size_t offset = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(to->info.base);
+  bytes = std::min(bytes, to->info.size - offset);
+  const detail::Allocation* from = detail::find(src);
+  if (from == nullptr || from->written == nullptr || from->written->unwritten == 0) {
+    to->written->mark(offset, bytes);
+    return;
+  }
+  const size_t from_offset = reinterpret_cast<uintptr_t>(src) - reinterpret_cast<uintptr_t>(from->info.base);
+  for (size_t i = 0; i < bytes && from_offset + i < from->info.size; ++i) {
+    if (from->written->test(from_offset + i)) to->written->mark(offset + i, 1);
+  }
+}
+
 bool find_allocation(const void* p, AllocationInfo* info) {
   detail::Lock lock(detail::state_mutex());
   const detail::Allocation* a = detail::find(p);
@@ -163,11 +204,13 @@ namespace {
 
 using Kind = AllocationInfo::Kind;
 
-cudaError_t device_allocate(void** ptr, size_t size, Kind kind, int device, CUmemPoolHandle_st* pool) {
+cudaError_t device_allocate(void** ptr, size_t size, Kind kind, int device, CUmemPoolHandle_st* pool,
+                            const void* caller = nullptr) {
   if (size > free_device_bytes(device)) return cudaErrorMemoryAllocation;
   void* p = allocate_bytes(size, 256);
   if (p == nullptr) return cudaErrorMemoryAllocation;
   track(p, size, kind, device, pool);
+  if (WrittenBytes* w = g_allocations[reinterpret_cast<uintptr_t>(p)].written.get()) w->allocated_at = caller;
   *ptr = p;
   return cudaSuccess;
 }
@@ -201,7 +244,11 @@ const char* copy_name(cudaMemcpyKind kind) {
 cudaError_t memset_async(void* ptr, int value, size_t count, CUstream_st* s) {
   if (count == 0) return cudaSuccess;
   if (!device_range_ok(ptr, count)) return cudaErrorInvalidValue;
-  return submit(s, "Memset", [ptr, value, count]() { std::memset(ptr, value, count); });
+  return submit(s, "Memset", [ptr, value, count]() {
+    note_op_access(ptr, count, true);
+    std::memset(ptr, value, count);
+    note_written(ptr, count);
+  });
 }
 
 // The bytes a pitched region of `height` rows of `width` bytes spans.
@@ -227,10 +274,15 @@ cudaError_t memcpy2d_async(void* dst, size_t dpitch, const void* src, size_t spi
     auto rows = std::make_shared<std::vector<unsigned char>>(width * height);
     for (size_t r = 0; r < height; ++r) std::memcpy(rows->data() + r * width, from + r * spitch, width);
     op = [to, dpitch, width, height, rows]() {
+      note_op_access(to, pitched_span(dpitch, width, height), true);
       for (size_t r = 0; r < height; ++r) std::memcpy(to + r * dpitch, rows->data() + r * width, width);
+      for (size_t r = 0; r < height; ++r) note_written(to + r * dpitch, width);
     };
   } else {
     op = [to, dpitch, from, spitch, width, height]() {
+      note_op_access(from, pitched_span(spitch, width, height), false);
+      note_op_access(to, pitched_span(dpitch, width, height), true);
+      for (size_t r = 0; r < height; ++r) note_copied(to + r * dpitch, from + r * spitch, width);
       for (size_t r = 0; r < height; ++r) std::memmove(to + r * dpitch, from + r * spitch, width);
     };
   }
@@ -252,7 +304,9 @@ cudaError_t memset2d_async(void* ptr, size_t pitch, int value, size_t width, siz
   if (!device_range_ok(ptr, pitched_span(pitch, width, height))) return cudaErrorInvalidValue;
   auto* to = static_cast<unsigned char*>(ptr);
   return submit(s, "Memset", [to, pitch, value, width, height]() {
+    note_op_access(to, pitched_span(pitch, width, height), true);
     for (size_t r = 0; r < height; ++r) std::memset(to + r * pitch, value, width);
+    for (size_t r = 0; r < height; ++r) note_written(to + r * pitch, width);
   });
 }
 
@@ -266,7 +320,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;  // as the runtime: success and a null pointer
-  return result(device_allocate(ptr, size, Kind::device, current_device(), nullptr));
+  return result(device_allocate(ptr, size, Kind::device, current_device(), nullptr, __builtin_return_address(0)));
 }
 
 cudaError_t cudaFree(void* ptr) {
@@ -581,7 +635,10 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
       return result(error);
     }
     graph_memory_add(capture_memory(*capture), p);
-    submit(s, "cudaMallocAsync (graph allocation)", [p, size]() { std::memset(p, 0xFF, size); });
+    submit(s, "cudaMallocAsync (graph allocation)", [p, size]() {
+      std::memset(p, 0xFF, size);
+      forget_writes(p);
+    });
     *ptr = p;
     return cudaSuccess;
   }
@@ -610,7 +667,10 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
     // A captured free must name a graph allocation; its node poisons the memory at every launch.
     if (a.info.kind != Kind::graph) return result(cudaErrorInvalidValue);
     const size_t size = a.info.size;
-    return result(submit(s, "cudaFreeAsync (graph allocation)", [ptr, size]() { std::memset(ptr, 0xFF, size); }));
+    return result(submit(s, "cudaFreeAsync (graph allocation)", [ptr, size]() {
+      std::memset(ptr, 0xFF, size);
+      forget_writes(ptr);
+    }));
   }
   if (a.info.kind == Kind::graph) return result(cudaErrorInvalidValue);  // owned by its graph here
   if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);

@@ -264,6 +264,7 @@ void move_data(const Clique& clique, const Collective& c) {
       for (int r = 0; r < n; ++r) {
         const size_t offset = first.kind == Kind::reduce_scatter ? static_cast<size_t>(r) * bytes : 0;
         std::memcpy(c.calls[r].recv, rounded.data() + offset, bytes);
+        note_written(c.calls[r].recv, bytes);  // initcheck
       }
       return;
     }
@@ -271,14 +272,20 @@ void move_data(const Clique& clique, const Collective& c) {
       const size_t bytes = first.count * size;
       std::vector<char> gathered(bytes * n);
       for (int r = 0; r < n; ++r) std::memcpy(gathered.data() + static_cast<size_t>(r) * bytes, c.calls[r].send, bytes);
-      for (int r = 0; r < n; ++r) std::memcpy(c.calls[r].recv, gathered.data(), gathered.size());
+      for (int r = 0; r < n; ++r) {
+        std::memcpy(c.calls[r].recv, gathered.data(), gathered.size());
+        note_written(c.calls[r].recv, gathered.size());  // initcheck
+      }
       return;
     }
     case Kind::broadcast: {
       const size_t bytes = first.count * size;
       const auto* root = static_cast<const char*>(c.calls[first.root].send);
       const std::vector<char> data(root, root + bytes);
-      for (int r = 0; r < n; ++r) std::memcpy(c.calls[r].recv, data.data(), bytes);
+      for (int r = 0; r < n; ++r) {
+        std::memcpy(c.calls[r].recv, data.data(), bytes);
+        note_written(c.calls[r].recv, bytes);  // initcheck
+      }
       return;
     }
   }
@@ -651,6 +658,7 @@ class ProcessLink {
       consume(call, n, elem, first, elements, recv);
       finish_step();
     }
+    note_written(recv, recv_elements(call, n) * size);  // initcheck: the whole receive buffer
   }
 
   void abort(const std::string& why) { fail_all(why); }

@@ -313,6 +313,7 @@ cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> 
   }
   if (const cudaError_t error = check_legacy_use(stream); error != cudaSuccess) return error;
   const uint64_t seq = g_next_seq++;
+  if (current_checks().streams) op = ordered_op(order_new_op(stream, name, seq), std::move(op));
   const bool gated = gate != nullptr;
   g_queue.push_back(Op{seq, std::move(name), std::move(op), cleanup, std::move(gate), stream->id, stream->device,
                        stream->legacy, !stream->legacy && (stream->flags & cudaStreamNonBlocking) == 0});
@@ -330,6 +331,8 @@ cudaError_t run_through(uint64_t seq, int device) {
   Lock lock(state_mutex());
   cudaError_t status = run_until([seq] { return seq == UINT64_MAX ? queue_empty() : find_op(seq) == nullptr; },
                                  seq, true);
+  // The host has waited for op `seq` (a fault drops the rest of the queue: then for everything).
+  if (status == cudaSuccess || queue_empty()) order_host_waited(status == cudaSuccess ? seq : UINT64_MAX);
   // A fault this call returns need not be posted to its device again.
   const int target = device >= 0 ? device : current_device();
   const cudaError_t posted = std::exchange(g_posted_faults[target], cudaSuccess);
@@ -338,7 +341,10 @@ cudaError_t run_through(uint64_t seq, int device) {
 
 cudaError_t run_ready_through(uint64_t seq) {
   Lock lock(state_mutex());
-  return run_until([seq] { return seq == UINT64_MAX ? queue_empty() : find_op(seq) == nullptr; }, seq, false);
+  const cudaError_t status =
+      run_until([seq] { return seq == UINT64_MAX ? queue_empty() : find_op(seq) == nullptr; }, seq, false);
+  if (status == cudaSuccess && (seq == UINT64_MAX ? queue_empty() : find_op(seq) == nullptr)) order_host_waited(seq);
+  return status;
 }
 
 cudaError_t run_device(int device) {
@@ -349,6 +355,7 @@ cudaError_t run_device(int device) {
                             [device](const Op& op) { return !op.done && op.device == device; });
       },
       UINT64_MAX, true);
+  order_host_waited_device(device);  // done, or dropped by a fault
   const cudaError_t posted = std::exchange(g_posted_faults[device], cudaSuccess);
   return status != cudaSuccess ? status : posted;
 }

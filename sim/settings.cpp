@@ -86,9 +86,9 @@ Checks& checks_setting() {
 Schedule current_schedule() { return exec::schedule_setting(); }
 
 bool parse_checks(const std::string& text, Checks* checks, std::string* error) {
-  Checks c{false, false};
+  Checks c{false, false, false, false, false, false};
   if (text == "all") {
-    c = Checks{true, true};
+    c = Checks{};
   } else if (text != "none") {
     size_t start = 0;
     while (start <= text.size()) {
@@ -98,8 +98,21 @@ bool parse_checks(const std::string& text, Checks* checks, std::string* error) {
         c.race = true;
       } else if (item == "memcheck") {
         c.memcheck = true;
+      } else if (item == "initcheck") {
+        c.initcheck = true;
+      } else if (item == "synccheck") {
+        c.synccheck = true;
+      } else if (item == "streams") {
+        c.streams = true;
+      } else if (item == "strictsync") {
+        c.strictsync = true;
+      } else if (item == "all") {
+        const bool strict = c.strictsync;
+        c = Checks{};
+        c.strictsync = strict;
       } else {
-        *error = "'" + item + "' is not a check (all, none, or a comma list of race, memcheck)";
+        *error = "'" + item + "' is not a check (all, none, or a comma list of race, memcheck, initcheck, "
+                 "synccheck, streams, strictsync)";
         return false;
       }
       if (comma == std::string::npos) break;

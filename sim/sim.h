@@ -23,6 +23,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -72,12 +73,27 @@ void set_schedule(const Schedule& schedule);  // for tests; the environment deci
 //   memcheck  every access inside live memory of the right kind (device allocations of this
 //             device or a peer, the block's shared memory variables, __device__ variables,
 //             read-only data), aligned to its size; writes to __constant__ refused
-// Both need kernels built by nvcc-sim (the host compiler's ThreadSanitizer instrumentation
-// reporting every access to sim/checks.cpp); nvcc-sim leaves it out in ASan builds, where
-// AddressSanitizer and UBSan's alignment check stand in for memcheck and nothing for race.
+//   initcheck a kernel read of cudaMalloc/cudaMallocAsync/graph memory that nothing wrote (no
+//             cudaMemset, cudaMemcpy or kernel store since the allocation); managed, pinned and
+//             registered memory count as written (the host writes them unseen)
+//   synccheck a shuffle reading a lane of its mask that has exited (or does not exist)
+//   streams   cross-stream races: a kernel, copy or memset touching bytes of an allocation that
+//             another stream's work wrote (or read, when it writes) with no event, stream wait or
+//             synchronisation ordering the two
+//   strictsync (not in `all`) a __syncthreads completed while threads of the block exited
+//             without reaching it: PTX releases it (exited threads do not hold up a barrier), the
+//             CUDA guide calls a __syncthreads in block-divergent code undefined
+// All but streams need kernels built by nvcc-sim (the host compiler's ThreadSanitizer
+// instrumentation reporting every access to sim/checks.cpp); nvcc-sim leaves it out in ASan
+// builds, where AddressSanitizer and UBSan's alignment check stand in for memcheck and nothing
+// for race, initcheck or streams' view of kernels.
 struct Checks {
   bool race = true;
   bool memcheck = true;
+  bool initcheck = true;
+  bool synccheck = true;
+  bool streams = true;
+  bool strictsync = false;
 };
 bool parse_checks(const std::string& text, Checks* checks, std::string* error);
 Checks current_checks();
@@ -133,7 +149,56 @@ struct AllocationInfo {
   size_t size = 0;       // bytes asked for
   int device = 0;        // device current at allocation (pinned host memory: that device too)
   Kind kind = Kind::device;
+  struct WrittenBytes* written = nullptr;  // initcheck's shadow (null: counts as written throughout)
 };
+
+// initcheck's shadow of one allocation: a bit per byte, set once something wrote the byte.
+struct WrittenBytes {
+  std::vector<uint64_t> bits;
+  size_t size = 0;
+  size_t unwritten = 0;                // bytes not written yet (0: the checks skip it)
+  const void* allocated_at = nullptr;  // the host code that allocated it, for messages
+  explicit WrittenBytes(size_t bytes) : bits((bytes + 63) / 64, 0), size(bytes), unwritten(bytes) {}
+  bool test(size_t i) const { return (bits[i / 64] >> (i % 64) & 1u) != 0; }
+  void mark(size_t offset, size_t n) {
+    size_t i = offset;
+    const size_t end = offset + n;
+    while (unwritten != 0 && i < end) {
+      uint64_t& word = bits[i / 64];
+      if (i % 64 == 0 && end - i >= 64) {
+        unwritten -= 64 - static_cast<size_t>(__builtin_popcountll(word));
+        word = ~uint64_t{0};
+        i += 64;
+        continue;
+      }
+      const uint64_t bit = uint64_t{1} << (i % 64);
+      if ((word & bit) == 0) {
+        word |= bit;
+        --unwritten;
+      }
+      ++i;
+    }
+  }
+  // The first byte of [offset, offset + n) not written, or SIZE_MAX.
+  size_t first_unwritten(size_t offset, size_t n) const {
+    if (unwritten == 0) return SIZE_MAX;
+    for (size_t i = offset; i < offset + n; ++i)
+      if (!test(i)) return i;
+    return SIZE_MAX;
+  }
+  void forget() {  // poisoned again (a graph allocation at every launch)
+    std::fill(bits.begin(), bits.end(), 0);
+    unwritten = size;
+  }
+};
+// initcheck: `bytes` at `p` were written by work the instrumentation does not see (copies,
+// memsets, cuBLASLt, NCCL). Ignores memory the sim does not track.
+void note_written(const void* p, size_t bytes);
+// A copy's destination takes over what of the source was written (all of it for untracked sources).
+void note_copied(void* dst, const void* src, size_t bytes);
+// The streams check: the op running now (a copy, a memset, a cuBLASLt GEMM) reads or writes
+// `bytes` at `p`. Kernels' accesses are recorded by the instrumentation instead.
+void note_op_access(const void* p, size_t bytes, bool write);
 // True (and *info filled when not null) when p points into a live allocation: [base, base+size).
 bool find_allocation(const void* p, AllocationInfo* info);
 // Every live allocation, for a grid's memory checks (taken once per grid).

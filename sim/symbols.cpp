@@ -311,9 +311,12 @@ cudaError_t symbol_copy(void* dst, const void* src, size_t count, bool to_symbol
   auto op = [device, live, dst, src, count, to_symbol]() {
     exec::load_symbols_for_device(device);
     if (to_symbol) {
+      note_op_access(src, count, false);
       std::memcpy(live, src, count);
     } else {
+      note_op_access(dst, count, true);
       std::memcpy(dst, live, count);
+      note_written(dst, count);  // initcheck: a symbol's bytes count as written
     }
   };
   if (!async) {

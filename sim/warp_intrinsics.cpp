@@ -1,10 +1,13 @@
 // Warp shuffles, votes, match and reductions on top of warp_collective (device.h): the semantics
 // of PTX shfl.sync, vote.sync, match.sync and redux.sync, including the width segments of the
-// shuffles. Lanes of the mask that exited take no part (in[]/out[] are nullptr for them).
+// shuffles. Lanes of the mask that exited take no part (in[]/out[] are nullptr for them); a lane
+// reading one of them gets 0xFF bytes and, with the synccheck check, a fault naming both lanes.
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "sim/device.h"
+#include "sim/executor_state.h"
 
 namespace blockscope::sim {
 namespace {
@@ -31,6 +34,12 @@ int source_lane(ShuffleMode mode, int lane, int b, int width) {
   return -1;
 }
 
+// What each lane gets back: the value, and the lane of its mask it read that had exited (-1: none).
+struct ShuffleResult {
+  unsigned char value[kMaxShuffleBytes];
+  int exited_source;
+};
+
 struct MatchOperand {
   unsigned char value[8];
 };
@@ -47,19 +56,38 @@ void warp_shuffle(const char* what, ShuffleMode mode, unsigned mask, const void*
   std::memcpy(in.value, value, bytes);
   in.b = b;
   in.width = width;
-  warp_collective(what, mask, &in, sizeof in, out, bytes, [mode, bytes](const WarpCollectiveArgs& args) {
+  ShuffleResult result;
+  std::memcpy(result.value, out, bytes);
+  result.exited_source = -1;
+  warp_collective(what, mask, &in, sizeof in, &result, sizeof result, [mode, bytes](const WarpCollectiveArgs& args) {
     for (int lane = 0; lane < 32; ++lane) {
       if (args.out[lane] == nullptr) continue;  // outside the mask, or exited
       const auto& mine = *static_cast<const ShuffleOperand*>(args.in[lane]);
+      auto& got = *static_cast<ShuffleResult*>(args.out[lane]);
       int source = source_lane(mode, lane, mine.b, mine.width);
       if (source < 0) source = lane;
       if (args.in[source] != nullptr) {
-        std::memcpy(args.out[lane], static_cast<const ShuffleOperand*>(args.in[source])->value, bytes);
+        std::memcpy(got.value, static_cast<const ShuffleOperand*>(args.in[source])->value, bytes);
       } else {
-        std::memset(args.out[lane], 0xFF, bytes);  // outside the mask or exited: undefined on a GPU
+        std::memset(got.value, 0xFF, bytes);  // outside the mask or exited: undefined on a GPU
+        if ((args.mask >> source & 1u) != 0) got.exited_source = source;
       }
     }
   });
+  std::memcpy(out, result.value, bytes);
+  if (result.exited_source >= 0 && current_checks().synccheck) {
+    const exec::SimThread* me = exec::current_sim_thread();
+    const unsigned source = me->state.warp * exec::kWarpSize + static_cast<unsigned>(result.exited_source);
+    const std::string line = exec::source_line(__builtin_return_address(0));
+    char mask_text[16];
+    std::snprintf(mask_text, sizeof mask_text, "0x%08x", mask);
+    fault((std::string(what) + (line.empty() ? "" : " at " + line) + " (synccheck): lane " +
+           std::to_string(me->state.lane) + " reads the value of lane " + std::to_string(result.exited_source) + " (" +
+           (source < me->block->threads.size() ? exec::thread_name(*me->block, source) + ", which has exited"
+                                               : std::string("which does not exist: the block ends in a partial warp")) +
+           ") although the mask " + mask_text + " names it: the value is undefined on a GPU (0xFF bytes here)")
+              .c_str());
+  }
 }
 
 unsigned warp_vote(const char* what, unsigned mask, int predicate) {

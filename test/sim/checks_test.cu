@@ -287,6 +287,7 @@ __global__ void past_the_end_kernel(const float* in, float* out, int n) { out[th
 TEST(Memcheck, AReadOnePastAnAllocationFaults) {
   float* in = nullptr;
   ASSERT_EQ(cudaMalloc(&in, 100 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(in, 0, 100 * sizeof(float)), cudaSuccess);  // initcheck: written
   Managed<float> out(32, 0.0f);
   past_the_end_kernel<<<1, 32>>>(in, out.data(), 99);
   EXPECT_EQ(finish(), "");
@@ -583,6 +584,261 @@ TEST(Cooperative, GridSyncNeedsACooperativeLaunch) {
   }
   EXPECT_EQ(cudaLaunchCooperativeKernel(grid_phases_kernel, 10000, 1024, args), cudaErrorCooperativeLaunchTooLarge);
   cudaGetLastError();
+}
+
+// ---- initcheck ------------------------------------------------------------------------------------------
+// A min-reduction over a buffer nothing wrote: on a GPU the answer is whatever the memory held —
+// with 0xFF poison (NaN) and fminf even silently right. initcheck reports the first such read.
+__global__ void min_kernel(const float* in, float* out, int n) {
+  float m = INFINITY;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) m = fminf(m, in[i]);
+  for (int offset = 16; offset > 0; offset /= 2) m = fminf(m, __shfl_down_sync(0xffffffffu, m, offset));
+  if (threadIdx.x == 0) *out = m;
+}
+
+__global__ void fill_kernel(float* out, int n, float value) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = value + static_cast<float>(i);
+}
+
+TEST(Initcheck, AReadOfMemoryNothingWroteIsReported) {
+  const int n = 256;
+  float* in = nullptr;
+  ASSERT_EQ(cudaMalloc(&in, n * sizeof(float)), cudaSuccess);
+  Managed<float> out(1, 0.0f);  // managed memory: the host writes it unseen, so it counts as written
+  std::vector<float> host(n);
+  for (int i = 0; i < n; ++i) host[i] = static_cast<float>(i) + 3.0f;
+  ASSERT_EQ(cudaMemcpy(in, host.data(), (n - 1) * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);  // one short
+  min_kernel<<<1, 32>>>(in, out.data(), n);
+  const std::string message = finish(cudaErrorLaunchFailure);
+  EXPECT_TRUE(has(message, "kernel min_kernel, block (0,0,0), thread (31,0,0)")) << message;
+  EXPECT_TRUE(has(message, "uninitialized global-memory read (initcheck)")) << message;
+  EXPECT_TRUE(has(message, "byte +1020 of the allocation")) << message;
+  EXPECT_EQ(occurrences(message, "checks_test.cu:"), 2u) << message;  // the read, the cudaMalloc
+  // Written by a copy, a memset or a kernel: no report.
+  ASSERT_EQ(cudaMemcpy(in, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  min_kernel<<<1, 32>>>(in, out.data(), n);
+  EXPECT_EQ(finish(), "");
+  EXPECT_EQ(out[0], 3.0f);
+  float* other = nullptr;
+  ASSERT_EQ(cudaMalloc(&other, n * sizeof(float)), cudaSuccess);
+  fill_kernel<<<2, 128>>>(other, n, 5.0f);
+  min_kernel<<<1, 32>>>(other, out.data(), n);
+  EXPECT_EQ(finish(), "");
+  EXPECT_EQ(out[0], 5.0f);
+  float* copy = nullptr;
+  ASSERT_EQ(cudaMalloc(&copy, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(copy, 0, sizeof(float)), cudaSuccess);  // only the first element
+  ASSERT_EQ(cudaMemcpy(copy + 1, other + 1, (n - 2) * sizeof(float), cudaMemcpyDeviceToDevice), cudaSuccess);
+  min_kernel<<<1, 32>>>(copy, out.data(), n);  // the last element is still unwritten
+  EXPECT_TRUE(has(finish(cudaErrorLaunchFailure), "byte +1020 of the allocation"));
+  {
+    Setting setting("inorder", "race,memcheck,synccheck,streams");  // initcheck off
+    min_kernel<<<1, 32>>>(copy, out.data(), n);
+    EXPECT_EQ(finish(), "");
+  }
+  cudaFree(in);
+  cudaFree(other);
+  cudaFree(copy);
+}
+
+// Atomics count as writes, not reads: an atomicAdd into memory nothing cleared is a wrong count,
+// not undefined data, and what it wrote is initialised from then on.
+__global__ void atomic_then_read_kernel(int* counter, int* out) {
+  atomicMax(counter, static_cast<int>(threadIdx.x));
+  __syncthreads();
+  if (threadIdx.x == 0) *out = *counter;
+}
+
+TEST(Initcheck, AtomicsWrite) {
+  int* counter = nullptr;
+  ASSERT_EQ(cudaMalloc(&counter, sizeof(int)), cudaSuccess);
+  Managed<int> out(1, 0);
+  atomic_then_read_kernel<<<1, 64>>>(counter, out.data());
+  EXPECT_EQ(finish(), "");
+  cudaFree(counter);
+}
+
+// ---- synccheck --------------------------------------------------------------------------------------------
+// PTX: "barrier{.cta} instruction causes executing thread to wait for all non-exited threads" and,
+// of exit, "if the exiting threads are holding up the barrier, the barrier is released". So a
+// __syncthreads met by part of a block whose other threads exited is released on a GPU, and here.
+__global__ void early_exit_kernel(const int* in, int* out, int n) {
+  __shared__ int s[128];
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= n) return;
+  s[i] = in[i];
+  __syncthreads();
+  out[i] = s[(i + 1) % n];
+}
+
+__global__ void branch_barrier_kernel(int* out) {
+  __shared__ int s[64];
+  if (threadIdx.x < 16) {  // the other threads skip the barrier and exit
+    s[threadIdx.x] = static_cast<int>(threadIdx.x) * 2;
+    __syncthreads();
+    out[threadIdx.x] = s[15 - threadIdx.x];
+  }
+}
+
+TEST(Synccheck, ABarrierAfterOtherThreadsExitedIsReleasedAsPtxSays) {
+  Managed<int> in(128, 0), out(128, -1);
+  for (int i = 0; i < 128; ++i) in[i] = i * 10;
+  for (const char* schedule : {"inorder", "reverse", "random:4"}) {
+    SCOPED_TRACE(schedule);
+    Setting setting(schedule);
+    early_exit_kernel<<<1, 128>>>(in.data(), out.data(), 100);
+    EXPECT_EQ(finish(), "");
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(out[i], ((i + 1) % 100) * 10) << i;
+    branch_barrier_kernel<<<1, 64>>>(out.data());
+    EXPECT_EQ(finish(), "");
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(out[i], (15 - i) * 2) << i;
+  }
+}
+
+// The CUDA guide's stricter rule (a __syncthreads in conditional code only where the condition is
+// the same across the block), opt-in: BLOCKSCOPE_SIM_CHECKS=all,strictsync.
+TEST(Synccheck, StrictsyncReportsABarrierTheOthersExitedFrom) {
+  Managed<int> in(128, 1), out(128, -1);
+  for (const char* schedule : {"inorder", "reverse", "random:4"}) {
+    SCOPED_TRACE(schedule);
+    Setting setting(schedule, "all,strictsync");
+    branch_barrier_kernel<<<1, 64>>>(out.data());
+    const std::string message = finish(cudaErrorLaunchFailure);
+    EXPECT_TRUE(has(message, "kernel branch_barrier_kernel, block (0,0,0)")) << message;
+    EXPECT_TRUE(has(message, "completed by threads 0-15 while threads 16-63 have exited without reaching it")) << message;
+    EXPECT_TRUE(has(message, "checks_test.cu:")) << message;
+    early_exit_kernel<<<1, 128>>>(in.data(), out.data(), 128);  // nobody exits early: fine
+    EXPECT_EQ(finish(), "");
+  }
+}
+
+// A shuffle reading a lane that has exited: undefined on a GPU, reported by synccheck.
+__global__ void exited_lane_shuffle_kernel(const float* in, float* out, int n, unsigned mask) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i >= n) return;  // lanes n…31 exit
+  float v = in[i];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(mask, v, offset);
+  if (i == 0) *out = v;
+}
+
+TEST(Synccheck, AShuffleReadingAnExitedLaneIsReported) {
+  Managed<float> in(32, 1.0f), out(1, 0.0f);
+  for (const char* schedule : {"inorder", "reverse", "random:6"}) {
+    SCOPED_TRACE(schedule);
+    Setting setting(schedule);
+    exited_lane_shuffle_kernel<<<1, 32>>>(in.data(), out.data(), 20, 0xffffffffu);
+    const std::string message = finish(cudaErrorLaunchFailure);
+    EXPECT_TRUE(has(message, "kernel exited_lane_shuffle_kernel, block (0,0,0), thread (")) << message;
+    EXPECT_TRUE(has(message, "__shfl_down_sync at ")) << message;
+    EXPECT_TRUE(has(message, "checks_test.cu:")) << message;
+    EXPECT_TRUE(has(message, "which has exited) although the mask 0xffffffff names it")) << message;
+    exited_lane_shuffle_kernel<<<1, 32>>>(in.data(), out.data(), 32, 0xffffffffu);  // nobody exits
+    EXPECT_EQ(finish(), "");
+    EXPECT_EQ(out[0], 32.0f);
+  }
+  // A lane that does not exist (a partial warp) is named as such.
+  exited_lane_shuffle_kernel<<<1, 20>>>(in.data(), out.data(), 20, 0xffffffffu);
+  EXPECT_TRUE(has(finish(cudaErrorLaunchFailure), "which does not exist: the block ends in a partial warp"));
+  Setting off("inorder", "race,memcheck,initcheck,streams");
+  exited_lane_shuffle_kernel<<<1, 32>>>(in.data(), out.data(), 20, 0xffffffffu);
+  EXPECT_EQ(finish(), "");
+}
+
+// ---- Cross-stream races ---------------------------------------------------------------------------------
+__global__ void produce_kernel(int* data, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) data[i] = i * 7;
+}
+
+__global__ void consume_kernel(const int* data, int* out, int n) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = data[i] + 1;
+}
+
+struct Streams {
+  cudaStream_t a = nullptr, b = nullptr;
+  explicit Streams(unsigned flags = cudaStreamDefault) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&a, flags), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&b, flags), cudaSuccess);
+  }
+  ~Streams() {
+    cudaStreamDestroy(a);
+    cudaStreamDestroy(b);
+  }
+};
+
+TEST(StreamsCheck, AKernelReadingWhatAnotherStreamWritesUnorderedIsReported) {
+  const int n = 1024;
+  int *data = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(&data, n * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, n * sizeof(int)), cudaSuccess);
+  Streams s;
+  produce_kernel<<<4, 256, 0, s.a>>>(data, n);
+  consume_kernel<<<4, 256, 0, s.b>>>(data, out, n);
+  const std::string message = finish(cudaErrorLaunchFailure);
+  EXPECT_TRUE(has(message, "cross-stream race (read after write): `consume_kernel` on stream ")) << message;
+  EXPECT_TRUE(has(message, "of which `produce_kernel` on stream ")) << message;
+  EXPECT_TRUE(has(message, "writes [+0, +4096)")) << message;
+  EXPECT_TRUE(has(message, "(first by block 0 thread 0 at ")) << message;
+  EXPECT_GE(occurrences(message, "checks_test.cu:"), 2u) << message;  // both kernels' accesses
+  // Ordered by an event: fine.
+  cudaEvent_t done = nullptr;
+  ASSERT_EQ(cudaEventCreate(&done), cudaSuccess);
+  produce_kernel<<<4, 256, 0, s.a>>>(data, n);
+  ASSERT_EQ(cudaEventRecord(done, s.a), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(s.b, done, 0), cudaSuccess);
+  consume_kernel<<<4, 256, 0, s.b>>>(data, out, n);
+  EXPECT_EQ(finish(), "");
+  // Ordered by the host waiting for the producer's stream: fine.
+  produce_kernel<<<4, 256, 0, s.a>>>(data, n);
+  ASSERT_EQ(cudaStreamSynchronize(s.a), cudaSuccess);
+  consume_kernel<<<4, 256, 0, s.b>>>(data, out, n);
+  EXPECT_EQ(finish(), "");
+  // A copy on the other stream that overwrites what a kernel still reads: write after read.
+  std::vector<int> host(n, 1);
+  consume_kernel<<<4, 256, 0, s.a>>>(data, out, n);
+  ASSERT_EQ(cudaMemcpyAsync(data, host.data(), n * sizeof(int), cudaMemcpyHostToDevice, s.b), cudaSuccess);
+  const std::string war = finish(cudaErrorLaunchFailure);
+  EXPECT_TRUE(has(war, "cross-stream race (write after read): `Memcpy HtoD` on stream ")) << war;
+  EXPECT_TRUE(has(war, "of which `consume_kernel` on stream ")) << war;
+  // Two streams writing disjoint halves: fine.
+  produce_kernel<<<2, 256, 0, s.a>>>(data, n / 2);
+  produce_kernel<<<2, 256, 0, s.b>>>(data + n / 2, n / 2);
+  EXPECT_EQ(finish(), "");
+  {
+    Setting off("inorder", "race,memcheck,initcheck,synccheck");
+    produce_kernel<<<4, 256, 0, s.a>>>(data, n);
+    consume_kernel<<<4, 256, 0, s.b>>>(data, out, n);
+    EXPECT_EQ(finish(), "");
+  }
+  cudaEventDestroy(done);
+  cudaFree(data);
+  cudaFree(out);
+}
+
+// The legacy default stream synchronises with blocking streams (both ways), not with
+// non-blocking ones.
+TEST(StreamsCheck, TheLegacyStreamOrdersBlockingStreamsOnly) {
+  const int n = 256;
+  int *data = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(&data, n * sizeof(int)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, n * sizeof(int)), cudaSuccess);
+  {
+    Streams blocking;
+    produce_kernel<<<1, 256, 0, blocking.a>>>(data, n);
+    consume_kernel<<<1, 256>>>(data, out, n);  // legacy stream: waits for blocking.a
+    produce_kernel<<<1, 256, 0, blocking.b>>>(out, n);  // waits for the legacy stream's consume
+    EXPECT_EQ(finish(), "");
+  }
+  {
+    Streams nonblocking(cudaStreamNonBlocking);
+    produce_kernel<<<1, 256, 0, nonblocking.a>>>(data, n);
+    consume_kernel<<<1, 256>>>(data, out, n);
+    EXPECT_TRUE(has(finish(cudaErrorLaunchFailure), "`consume_kernel` on the legacy default stream of device 0 reads"));
+  }
+  cudaFree(data);
+  cudaFree(out);
 }
 
 }  // namespace
