@@ -288,14 +288,6 @@ bool load_desc(cublasLtMatmulDesc_t d, DescState* out) {
   return out->magic == kDescMagic;
 }
 
-// enqueue takes a const char*: names are interned so the pointer outlives the queued op.
-const char* intern(const std::string& s) {
-  static std::mutex mutex;
-  static std::set<std::string> names;
-  std::lock_guard<std::mutex> lock(mutex);
-  return names.insert(s).first->c_str();
-}
-
 const char* status_name(cublasStatus_t s) {
   switch (s) {
     case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
@@ -696,7 +688,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
 
   if (empty) return CUBLAS_STATUS_SUCCESS;  // nothing to launch
   const std::string name = gemm_name(p);
-  gemm.name = intern(name);
+  gemm.name = blockscope::sim::cublaslt::intern_name(name);
   // A stream the runtime would refuse work on (destroyed, capture invalidated, …): the GEMM's
   // kernel launch fails, which cublasLtMatmul documents as "CUBLAS_STATUS_EXECUTION_FAILED if
   // cuda reported execution error from the device".

@@ -19,6 +19,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <set>
 #include <vector>
 
 #include "sim/sim.h"
@@ -161,6 +163,13 @@ bool elem_of(uint32_t type, Elem* out) {
 }
 size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : 2; }
 const char* elem_name(Elem e) { return e == Elem::F32 ? "f32" : e == Elem::F16 ? "f16" : "bf16"; }
+
+const char* intern_name(const std::string& name) {
+  static std::mutex mutex;
+  static std::set<std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  return names.insert(name).first->c_str();
+}
 
 std::string gemm_name(const Problem& p) {
   std::string name = "sim_gemm_";

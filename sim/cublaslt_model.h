@@ -40,6 +40,10 @@ struct Problem {
 };
 
 
+// `name` kept for the life of the process (the sim's queue takes names as const char*): one
+// copy per distinct name.
+const char* intern_name(const std::string& name);
+
 // Kernel-like name of the GEMM, for the sim's launch records and the profiler's kernel table:
 // sim_gemm_<in>[_<out>]_<ta><tb>[_batched][_bias][_relu|_gelu], e.g. sim_gemm_bf16_tn_bias_gelu.
 std::string gemm_name(const Problem& p);

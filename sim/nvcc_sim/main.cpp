@@ -1,7 +1,7 @@
 // nvcc-sim: compiles and links CUDA written for nvcc into a host program that runs on the
 // simulated GPU.
 //
-//   nvcc-sim prog.cu -o prog [-I…] [-D…] [-O2] [-g] [-std=c++17] [-lcublasLt] [-lnccl] [-c] [-E]
+//   nvcc-sim prog.cu -o prog [-I…] [-D…] [-O2] [-g] [-std=c++17] [-lcublas] [-lcublasLt] [-lnccl] [-c] [-E]
 //   nvcc-sim --compiler-launcher [--resources=off] <c++ compiler> <its arguments…>   (CMake)
 //
 // A .cu goes through three steps: the host compiler preprocesses it with sim/kernel_prelude.h
@@ -361,7 +361,7 @@ const char* kUsage =
     "  -c                 compile only        -E  preprocess and rewrite only (the C++ the sim compiles)\n"
     "  -I DIR -D NAME[=V] -U NAME -include F -isystem DIR   as nvcc\n"
     "  -O0..3 -g -G -lineinfo -std=c++17|c++20 -w -W...   as nvcc (-G: -g)\n"
-    "  -l LIB -L DIR      cudart, cuda, cublasLt, nccl are the simulator's own; others are linked\n"
+    "  -l LIB -L DIR      cudart, cuda, cublas, cublasLt, nccl are the simulator's own; others are linked\n"
     "  -Xcompiler A,B     host compiler options     -Xlinker A   linker option\n"
     "  -arch/-gencode/-code, --expt-relaxed-constexpr, --expt-extended-lambda, --use_fast_math: accepted\n"
     "  --resources=off    do not ask nvcc for ptxas's figures (registers, static shared memory)\n"
@@ -416,10 +416,8 @@ int driver(const Paths& paths, const Args& args) {
       compile_flags.push_back("-std=" + value(i, starts_with(a, "--std") ? "--std" : "-std"));
     } else if (starts_with(a, "-l")) {
       const std::string lib = value(i, "-l");
-      if (lib == "cublas") {
-        std::cerr << "nvcc-sim: warning: the simulator has cuBLASLt, not cuBLAS: -lcublas ignored\n";
-      } else if (lib != "cudart" && lib != "cudart_static" && lib != "cuda" && lib != "cublasLt" && lib != "nccl" &&
-                 lib != "cudadevrt") {
+      if (lib != "cudart" && lib != "cudart_static" && lib != "cuda" && lib != "cublas" && lib != "cublasLt" &&
+          lib != "nccl" && lib != "cudadevrt") {
         link_flags.push_back("-l" + lib);
       }
     } else if (starts_with(a, "-L")) {
