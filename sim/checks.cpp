@@ -14,7 +14,13 @@
 //   race      against the last writer and the readers of each byte since the block's last
 //             __syncthreads (shared memory, and global memory per block): two threads, one of
 //             them writing, are a hazard unless a __syncwarp covering both (same warp) came
-//             between; atomics are not accesses here (atomic_begin/atomic_end)
+//             between; atomics are not accesses here (atomic_begin/atomic_end); between the
+//             blocks of one launch, per byte of global memory, unless both blocks synchronised
+//             (atomic, fence, volatile access) after the first access, or a grid barrier came
+//   initcheck a global load of a byte of a cudaMalloc/cudaMallocAsync/graph allocation that
+//             nothing wrote (WrittenBytes, sim.h); stores and atomics mark bytes written
+//   streams   records each global access into the running op's log (stream_order.h), which
+//             streams.cpp compares with other streams' unordered work when the op ends
 // and, with a random schedule, sometimes a switch to another thread.
 //
 // A fault found here cannot be thrown: the instrumented call sites are nothrow to the compiler.
@@ -247,6 +253,7 @@ RaceCell* global_cells(GridRun& g, SimThread& t, uintptr_t a) {
         ++g.shadow_generation;
       }
       it = g.shadow_pages.emplace(key, std::make_unique<ShadowPage>()).first;
+      if (!g.block_synced.empty()) it->second->blocks.reset(new BlockCell[kShadowPageBytes]());
     }
     t.shadow_key = key;
     t.shadow_page = it->second.get();
@@ -255,11 +262,69 @@ RaceCell* global_cells(GridRun& g, SimThread& t, uintptr_t a) {
   return &t.shadow_page->cells[a % kShadowPageBytes];
 }
 
+// "block (x,y,z) thread (x,y,z)" of a linear block and thread index.
+std::string block_thread(const GridRun& g, uint32_t block, unsigned thread) {
+  const dim3 gd = g.launch->grid, bd = g.launch->block;
+  const auto coords = [](uint64_t i, const dim3& d) {
+    return "(" + std::to_string(i % d.x) + "," + std::to_string(i / d.x % d.y) + "," +
+           std::to_string(i / d.x / d.y) + ")";
+  };
+  return "block " + coords(block, gd) + " thread " + coords(thread, bd);
+}
+
+// Blocks of one launch are ordered only by synchronisation: a conflicting access to a byte another
+// block touched is a race unless that block synchronised (atomic, fence, volatile access) after its
+// access and this block did too, later (a release and an acquire, as far as the sim can tell), or
+// a grid barrier came between. Atomics and volatile accesses are not checked here.
+void cross_block_check(GridRun& g, const BlockRun& b, SimThread& t, BlockCell* cells, size_t n, bool write,
+                       const void* pc, uintptr_t address) {
+  const uint32_t me = static_cast<uint32_t>(b.linear_block) + 1;
+  const uint32_t my_sync = g.block_synced[b.linear_block];
+  const auto ordered = [&](uint32_t other, uint32_t tick) {
+    return g.block_synced[other - 1] > tick && my_sync > tick;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    BlockCell& c = cells[i];
+    const char* kind = nullptr;
+    uint32_t other = 0;
+    unsigned other_thread = 0;
+    const void* other_pc = nullptr;
+    bool other_wrote = false;
+    if (c.writer != 0 && c.writer != me && !ordered(c.writer, c.write_tick)) {
+      kind = write ? "write after write" : "read after write";
+      other = c.writer, other_thread = c.writer_thread, other_pc = c.write_pc, other_wrote = true;
+    } else if (write && c.reader != 0 && c.reader != me && !ordered(c.reader, c.read_tick)) {
+      kind = "write after read";
+      other = c.reader, other_thread = c.reader_thread, other_pc = c.read_pc;
+    }
+    if (kind != nullptr) {
+      hook_fault(t, cudaErrorLaunchFailure, [&] {
+        return std::string("global-memory race between blocks (") + kind + "): this thread " +
+               (write ? "writes " : "reads ") + bytes_word(n) + " at " +
+               describe_address(b, reinterpret_cast<const void*>(address + i)) + at_line(pc) + ", which " +
+               block_thread(g, other - 1, other_thread) + (other_wrote ? " wrote" : " read") + at_line(other_pc) +
+               " in this launch, and no atomic, fence or volatile access by both blocks (nor a grid barrier) orders "
+               "the two: blocks of a launch run in any order, or at once";
+      });
+    }
+    if (write) {
+      c.writer = me, c.write_tick = g.sync_tick, c.writer_thread = static_cast<uint16_t>(t.linear), c.write_pc = pc;
+      c.reader = 0;
+    } else if (c.writer != me) {
+      c.reader = me, c.read_tick = g.sync_tick, c.reader_thread = static_cast<uint16_t>(t.linear), c.read_pc = pc;
+    }
+  }
+}
+
 void global_race_check(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, size_t n, bool write,
                        const void* pc) {
   while (n > 0) {
     const size_t chunk = std::min<size_t>(n, kShadowPageBytes - a % kShadowPageBytes);
-    race_check(b, t, global_cells(g, t, a), nullptr, chunk, write, pc, a);
+    RaceCell* cells = global_cells(g, t, a);
+    race_check(b, t, cells, nullptr, chunk, write, pc, a);
+    if (!g.block_synced.empty() && !t.sync_access) {
+      cross_block_check(g, b, t, t.shadow_page->blocks.get() + a % kShadowPageBytes, chunk, write, pc, a);
+    }
     a += chunk;
     n -= chunk;
   }
@@ -411,9 +476,13 @@ inline void on_volatile(const void* p, size_t n, bool write, bool aligned, const
   SimThread* t = t_hook;
   if (t == nullptr) return;
   if (reinterpret_cast<uintptr_t>(p) - t_stack_low < t_stack_size) return;
-  check_access(*t, p, n, write, aligned, pc);
-  count_access(*t, p, n, write ? Access::store : Access::load, pc);
   GridRun* g = current_grid();
+  note_sync(*g, *t);  // a flag another block polls: a synchronisation, not a race between blocks
+  t->sync_access = true;
+  check_access(*t, p, n, write, aligned, pc);
+  t->sync_access = false;
+  count_access(*t, p, n, write ? Access::store : Access::load, pc);
+  note_sync(*g, *t);
   poll(*g, *t);
 }
 
@@ -480,6 +549,7 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
       w.bytes = n;
       std::memcpy(w.old, address, n);
       w.pc = pc;
+      w.sync = t.sync_access;
     } else if (shared) {
       race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, write, pc, a);
     } else {
@@ -518,8 +588,22 @@ void settle_write(SimThread& t) {
   if (offset < b.smem_capacity) {
     race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], w.bytes, true, w.pc, w.address);
   } else {
+    t.sync_access = w.sync;
     global_race_check(*b.grid, b, t, w.address, w.bytes, true, w.pc);
+    t.sync_access = false;
   }
+}
+
+void note_sync(GridRun& g, SimThread& t) {
+  if (g.block_synced.empty()) return;
+  g.block_synced[t.block->linear_block] = ++g.sync_tick;
+}
+
+void note_grid_barrier(GridRun& g) {
+  if (g.block_synced.empty()) return;
+  ++g.sync_tick;
+  std::fill(g.block_synced.begin(), g.block_synced.end(), g.sync_tick + 1);
+  ++g.sync_tick;
 }
 
 std::string describe_address(const BlockRun& b, const void* address) {
@@ -571,6 +655,8 @@ void checks_begin_grid(GridRun& grid) {
   load_symbols_for_device(grid.device);
   if (!grid.hooks) return;
   if (grid.checks.streams) grid.op_log = detail::current_op_log();
+  // The race check between blocks: a sync tick per block (grids of up to 2^24 blocks).
+  if (grid.checks.race && grid.blocks > 1 && grid.blocks <= (uint64_t{1} << 24)) grid.block_synced.assign(grid.blocks, 0);
   snapshot_allocations([&grid](const AllocationInfo& info) {
     const auto base = reinterpret_cast<uintptr_t>(info.base);
     grid.allocations.push_back(AllocationRange{base, base + info.size, info.device, info.kind, info.written});
@@ -628,6 +714,7 @@ void atomic_begin(const void* address, size_t bytes) {
     return;
   }
   exec::settle_write(*me);
+  exec::note_sync(*grid, *me);
   exec::poll(*grid, *me);
   if (grid->hooks && (grid->checks.memcheck || grid->checks.initcheck || grid->checks.streams)) {
     // An atomic is no access for the race check; for initcheck it writes (a counter nothing

@@ -672,6 +672,7 @@ void release_block_barrier(BlockRun& run) {
 }
 
 void release_grid_barrier(GridRun& grid) {
+  note_grid_barrier(grid);
   std::vector<SimThread*> waiters = grid.grid_waiters;
   if (grid.schedule.order == Order::reverse) std::reverse(waiters.begin(), waiters.end());
   for (SimThread* t : waiters) {
@@ -1029,6 +1030,7 @@ void yield_thread() {
 
 void fence() {
   GridRun& grid = require_grid("__threadfence");
+  note_sync(grid, *t_thread);
   poll(grid, *t_thread);
 }
 

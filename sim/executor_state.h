@@ -62,7 +62,9 @@ struct SimThread {
     size_t bytes = 0;
     unsigned char old[16];
     const void* pc = nullptr;
+    bool sync = false;  // a volatile store: a synchronisation, not checked between blocks
   } pending_write;
+  bool sync_access = false;  // in a volatile access (on_volatile)
   // Where its last accesses went (the checks' fast paths): a shared region [begin, end) as arena
   // offsets, a global allocation, a page of the global shadow.
   size_t shared_begin = 0, shared_end = 0;
@@ -159,10 +161,22 @@ struct BlockRun {
   WarpAccesses warp_accesses;  // counters on: its warps' memory instructions being gathered
 };
 
+// The race check between blocks of one launch, per byte of global memory: the last block that
+// wrote it and the last other block that read it, when (the grid's sync tick) and where.
+struct BlockCell {
+  uint32_t writer = 0;  // linear block index + 1; 0: none
+  uint32_t reader = 0;
+  uint32_t write_tick = 0, read_tick = 0;
+  uint16_t writer_thread = 0, reader_thread = 0;
+  const void* write_pc = nullptr;
+  const void* read_pc = nullptr;
+};
+
 // A tracked page of global memory (race check): cells for its 4096 bytes.
 constexpr size_t kShadowPageBytes = 4096;
 struct ShadowPage {
   RaceCell cells[kShadowPageBytes];
+  std::unique_ptr<BlockCell[]> blocks;  // when the race check between blocks is on
 };
 
 struct AllocationRange {
@@ -207,6 +221,10 @@ struct GridRun {
   uint32_t shadow_generation = 0;  // bumped when pages are dropped
   GridCountersPtr counters;        // null unless counting (BLOCKSCOPE_SIM_COUNTERS)
   detail::OpLog* op_log = nullptr;  // streams check: where its global accesses are recorded
+  // The race check between blocks: a tick per synchronising operation (atomic, fence, volatile
+  // access, grid barrier) and each block's latest (by linear block index; empty: check off).
+  uint32_t sync_tick = 0;
+  std::vector<uint32_t> block_synced;
 
   uint64_t next_random() {
     rng += 0x9E3779B97F4A7C15ull;
@@ -248,6 +266,11 @@ void hooks_leave();
 // The streams check: records a global access inside the thread's current allocation
 // (thread.global_begin…global_end) into the grid's op log.
 void stream_log(GridRun& grid, SimThread& thread, uintptr_t address, size_t bytes, bool write, const void* pc);
+// A synchronising operation by `thread` (an atomic, a fence, a volatile access): for the race check
+// between blocks, what its block did before is ordered before what another block does after its own.
+void note_sync(GridRun& grid, SimThread& thread);
+// After a grid barrier everything before it is ordered before everything after.
+void note_grid_barrier(GridRun& grid);
 void check_access(SimThread& thread, const void* address, size_t bytes, bool write, bool aligned,
                   const void* pc, bool may_switch = true);
 // cp.async's shared destination as written at its issue: the copy may land at any moment until the

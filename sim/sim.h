@@ -69,14 +69,15 @@ void set_schedule(const Schedule& schedule);  // for tests; the environment deci
 // ---- Checks ---------------------------------------------------------------------------------
 // BLOCKSCOPE_SIM_CHECKS=all (default) | none | a comma list of:
 //   race      shared-memory hazards between barriers, global-memory hazards between the threads
-//             of a block (compute-sanitizer racecheck's job); atomics excepted
+//             of a block (compute-sanitizer racecheck's job), and between blocks of one launch
+//             not ordered by atomics, fences, volatile accesses or a grid barrier; atomics excepted
 //   memcheck  every access inside live memory of the right kind (device allocations of this
 //             device or a peer, the block's shared memory variables, __device__ variables,
 //             read-only data), aligned to its size; writes to __constant__ refused
 //   initcheck a kernel read of cudaMalloc/cudaMallocAsync/graph memory that nothing wrote (no
 //             cudaMemset, cudaMemcpy or kernel store since the allocation); managed, pinned and
 //             registered memory count as written (the host writes them unseen)
-//   synccheck a shuffle reading a lane of its mask that has exited (or does not exist)
+//   synccheck a shuffle reading a lane of its mask that has exited
 //   streams   cross-stream races: a kernel, copy or memset touching bytes of an allocation that
 //             another stream's work wrote (or read, when it writes) with no event, stream wait or
 //             synchronisation ordering the two

@@ -75,17 +75,18 @@ void warp_shuffle(const char* what, ShuffleMode mode, unsigned mask, const void*
     }
   });
   std::memcpy(out, result.value, bytes);
-  if (result.exited_source >= 0 && current_checks().synccheck) {
-    const exec::SimThread* me = exec::current_sim_thread();
-    const unsigned source = me->state.warp * exec::kWarpSize + static_cast<unsigned>(result.exited_source);
+  // Lanes that do not exist (a block ending in a partial warp) are not reported: cooperative
+  // groups' tiles there name them in their masks, and programs discard what such a tile computes.
+  const exec::SimThread* me = exec::current_sim_thread();
+  const unsigned source = me->state.warp * exec::kWarpSize + static_cast<unsigned>(result.exited_source);
+  if (result.exited_source >= 0 && source < me->block->threads.size() && current_checks().synccheck) {
     const std::string line = exec::source_line(__builtin_return_address(0));
     char mask_text[16];
     std::snprintf(mask_text, sizeof mask_text, "0x%08x", mask);
     fault((std::string(what) + (line.empty() ? "" : " at " + line) + " (synccheck): lane " +
            std::to_string(me->state.lane) + " reads the value of lane " + std::to_string(result.exited_source) + " (" +
-           (source < me->block->threads.size() ? exec::thread_name(*me->block, source) + ", which has exited"
-                                               : std::string("which does not exist: the block ends in a partial warp")) +
-           ") although the mask " + mask_text + " names it: the value is undefined on a GPU (0xFF bytes here)")
+           exec::thread_name(*me->block, source) + ", which has exited) although the mask " + mask_text +
+           " names it: the value is undefined on a GPU (0xFF bytes here)")
               .c_str());
   }
 }

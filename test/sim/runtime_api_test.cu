@@ -382,6 +382,7 @@ TEST_F(Runtime, CapturedGraphReplaysTheRecordedKernels) {
   ASSERT_EQ(cudaMalloc(&in, n * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&out, n * sizeof(float)), cudaSuccess);
   for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i);
+  sim::note_written(in, n * sizeof(float));  // initcheck: the host wrote it directly (the sim's memory is the host's)
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   cudaStreamCaptureStatus status;
   ASSERT_EQ(cudaStreamIsCapturing(s, &status), cudaSuccess);
@@ -416,6 +417,13 @@ TEST_F(Runtime, CapturedGraphReplaysTheRecordedKernels) {
 }
 
 TEST_F(Runtime, GraphAllocationsArePoisonedAtEveryLaunch) {
+  // The graph's kernel reads memory nothing wrote, on purpose: initcheck off, poison is the point.
+  sim::Checks checks;
+  checks.initcheck = false;
+  sim::set_checks(checks);
+  struct Restore {
+    ~Restore() { sim::set_checks(sim::Checks{}); }
+  } restore;
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   cudaMemPool_t pool;
