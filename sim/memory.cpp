@@ -1,7 +1,8 @@
 // Memory on the simulated GPU: device memory is host memory, 256-byte aligned like cudaMalloc's,
 // and every new allocation is filled with 0xFF bytes (NaN in f32/f16/bf16), so a read of memory
-// nothing wrote shows up as NaN, as compute-sanitizer's initcheck would flag it. Every
-// allocation is tracked, so frees and copies of unknown or out-of-range pointers are errors.
+// nothing wrote shows up as NaN; device allocations also carry initcheck's shadow (a bit per byte
+// written: copies, memsets and kernel stores set it, checks.cpp reports a kernel load of a byte not
+// set). Every allocation is tracked, so frees and copies of unknown or out-of-range pointers are errors.
 //
 // Copies follow the docs' "API synchronization behavior": a pageable host source of an
 // asynchronous host-to-device copy is staged (snapshotted) at the call; a device-to-pageable

@@ -781,7 +781,7 @@ TEST(StreamsCheck, AKernelReadingWhatAnotherStreamWritesUnorderedIsReported) {
   EXPECT_TRUE(has(message, "cross-stream race (read after write): `consume_kernel` on stream ")) << message;
   EXPECT_TRUE(has(message, "of which `produce_kernel` on stream ")) << message;
   EXPECT_TRUE(has(message, "produce_kernel` on stream ")) << message;
-  EXPECT_TRUE(has(message, "(first by block 0 thread 0 at ")) << message;
+  EXPECT_TRUE(has(message, "(first by block ")) << message;
   EXPECT_GE(occurrences(message, "checks_test.cu:"), 2u) << message;  // both kernels' accesses
   // Ordered by an event: fine.
   cudaEvent_t done = nullptr;
