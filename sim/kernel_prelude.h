@@ -302,6 +302,28 @@ inline float min(float a, float b) { return std::fmin(a, b); }
 inline float max(float a, float b) { return std::fmax(a, b); }
 inline double min(double a, double b) { return std::fmin(a, b); }
 inline double max(double a, double b) { return std::fmax(a, b); }
+// And its mixed ones: signed with unsigned of one width compare as the unsigned type (integer
+// promotion), float with double as double; without them min(int, unsigned) is ambiguous here
+// where nvcc takes it (llm.c's softmax_forward: min(C - 1, i + u * blockDim.x)).
+#define BLOCKSCOPE_SIM_MINMAX_MIXED(R, A, B)                                            \
+  inline R min(A a, B b) { return min(static_cast<R>(a), static_cast<R>(b)); } \
+  inline R max(A a, B b) { return max(static_cast<R>(a), static_cast<R>(b)); }
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned, int, unsigned)
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned, unsigned, int)
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned long, long, unsigned long)
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned long, unsigned long, long)
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned long long, long long, unsigned long long)
+BLOCKSCOPE_SIM_MINMAX_MIXED(unsigned long long, unsigned long long, long long)
+BLOCKSCOPE_SIM_MINMAX_MIXED(double, float, double)
+BLOCKSCOPE_SIM_MINMAX_MIXED(double, double, float)
+#undef BLOCKSCOPE_SIM_MINMAX_MIXED
+
+// nvcc's headers declare the classification functions in the global namespace for host code as
+// well (CUDA programs call isfinite(x) unqualified on the host: llm.c's common.h).
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+using std::signbit;
 
 // ---- Atomics ----------------------------------------------------------------------------------------------
 // Each is one indivisible step of the simulated GPU: atomic_begin checks the address (and may let

@@ -423,8 +423,11 @@ int driver(const Paths& paths, const Args& args) {
     } else if (starts_with(a, "-L")) {
       link_flags.push_back("-L" + value(i, "-L"));
     } else if (a == "-Xcompiler" || a == "--compiler-options" || starts_with(a, "-Xcompiler=")) {
+      // As nvcc: the host compiler gets them when it compiles and when it links (llm.c's
+      // `-Xcompiler -fopenmp` needs libgomp at the link).
       for (const std::string& f : split_list(value(i, starts_with(a, "-Xcompiler") ? "-Xcompiler" : a), ',')) {
         compile_flags.push_back(f);
+        link_flags.push_back(f);
       }
     } else if (a == "-Xlinker" || a == "--linker-options" || starts_with(a, "-Xlinker=")) {
       for (const std::string& f : split_list(value(i, starts_with(a, "-Xlinker") ? "-Xlinker" : a), ',')) {

@@ -6,6 +6,7 @@
 #include "sim/nvcc_sim/rewrite.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
@@ -753,11 +754,30 @@ class Rewriter {
                                           text_.begin() + static_cast<std::ptrdiff_t>(to), '\n'));
   }
 
+  // NULL in a launch's arguments (GCC's __null once preprocessed) as nullptr: the arguments are
+  // captured by their own types before the kernel is called with them, and __null's type, long,
+  // does not convert to the kernel's pointer parameter as the literal would (llm.c's
+  // classifier_fused passes NULL for an output it does not want).
+  static std::string null_pointers(std::string args) {
+    const std::string null = "__null";
+    const auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; };
+    for (size_t at = args.find(null); at != std::string::npos; at = args.find(null, at + 1)) {
+      const size_t end = at + null.size();
+      if ((at > 0 && word(args[at - 1])) || (end < args.size() && word(args[end]))) continue;
+      args.replace(at, null.size(), "nullptr");
+    }
+    return args;
+  }
+
   std::string launch_text(const Construct& c, size_t start) {
     const std::string kernel = flat(start, c.open - 1);
     const Token& t = tokens_[c.open];
     const std::string config = emit(c.open + 1, c.close, false);
-    const std::string args = emit(c.args_open + 1, c.end, false);
+    std::string args = null_pointers(emit(c.args_open + 1, c.end, false));
+    // An argument from a system header's macro (NULL) starts with a line marker, which must
+    // begin a line: the marker after it sets the line number again, so the newline costs none.
+    if (const size_t first = args.find_first_not_of(" \t"); first != std::string::npos && args[first] == '#')
+      args.insert(0, "\n");
     return "::blockscope::sim::kernel_launch::launch(\"" + escape(kernel) + "\", \"" +
            escape(files_[static_cast<size_t>(t.file)]) + "\", " + std::to_string(t.line) +
            ", ::blockscope::sim::kernel_launch::config(" + config + "), [=](auto&& bs_probe) -> decltype(bs_probe(" +

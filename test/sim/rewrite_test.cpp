@@ -52,6 +52,22 @@ TEST(Rewrite, LaunchesWithTwoThreeAndFourConfigurationArguments) {
   EXPECT_FALSE(has(out, "<<<")) << out;
 }
 
+// NULL (GCC's __null after preprocessing) among a launch's arguments becomes nullptr, so it
+// converts to the kernel's pointer parameter after capture; names that merely contain it stay.
+TEST(Rewrite, NullLaunchArgumentsBecomeNullptr) {
+  const std::string out = rewritten(
+      "# 1 \"k.cu\"\n"
+      "void f(float* p) { k<<<1, 32>>>(p, __null, my__null, __null_x, (__null)); }\n");
+  EXPECT_NE(out.find("capture(p, nullptr, my__null, __null_x, (nullptr))"), std::string::npos) << out;
+  // NULL as the first argument arrives behind a line marker, which must start a line.
+  const std::string first = rewritten(
+      "# 1 \"k.cu\"\n"
+      "void f(float* p) { k<<<1, 32>>>(\n# 1 \"/usr/include/stddef.h\" 3 4\n__null\n# 1 \"k.cu\"\n, p); }\n");
+  EXPECT_EQ(first.find("(#"), std::string::npos) << first;
+  EXPECT_EQ(first.find("(\n#"), first.find("capture(") + 7) << first;
+  EXPECT_NE(first.find("nullptr"), std::string::npos) << first;
+}
+
 TEST(Rewrite, KernelExpressionsBeforeTheLaunch) {
   const std::string out = rewritten(
       "# 7 \"k.cu\"\n"
