@@ -94,7 +94,7 @@ TEST(Reference, BlockedGemmMatchesThePlainLoop) {
 // ---- item 8: check talks, and meets the memory limits before any work ------------------------
 
 TEST(Check, SaysEachPathMixOnStderr) {
-  const auto r = cli({"check", source("configs/blocks/tiny-llama.yaml")});
+  const auto r = cli({"check", source("configs/blocks/tiny-llama.yaml"), "--device", "cpu"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("check: computing the float64 reference output"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("check: [1/24] cpu attention=naive,linear=naive,mlp=naive"), std::string::npos) << r.err;
