@@ -242,29 +242,23 @@ TEST_F(Cublas, GemmExHalfAndBfloatInputsAgreeWithCublasLt) {
       const cudaDataType out = out_f32 ? CUDA_R_32F : in;
       std::vector<double> a = values(static_cast<size_t>(m * k), rng, false);
       std::vector<double> b = values(static_cast<size_t>(n * k), rng, false);
-      std::vector<uint16_t> a16(a.size()), b16(b.size());
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (in == CUDA_R_16F) {
-          const __half h = __float2half_rn(static_cast<float>(a[i]));
-          std::memcpy(&a16[i], &h, 2);
-          a[i] = __half2float(h);
-        } else {
-          const __nv_bfloat16 h = __float2bfloat16_rn(static_cast<float>(a[i]));
-          std::memcpy(&a16[i], &h, 2);
-          a[i] = __bfloat162float(h);
+      // The 16-bit inputs, and the values they hold (the reference multiplies those).
+      const auto narrow = [in](std::vector<double>& v) {
+        std::vector<uint16_t> bits(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          if (in == CUDA_R_16F) {
+            const __half h = __float2half_rn(static_cast<float>(v[i]));
+            std::memcpy(&bits[i], &h, 2);
+            v[i] = __half2float(h);
+          } else {
+            const __nv_bfloat16 h = __float2bfloat16_rn(static_cast<float>(v[i]));
+            std::memcpy(&bits[i], &h, 2);
+            v[i] = __bfloat162float(h);
+          }
         }
-      }
-      for (size_t i = 0; i < b.size(); ++i) {
-        if (in == CUDA_R_16F) {
-          const __half h = __float2half_rn(static_cast<float>(b[i]));
-          std::memcpy(&b16[i], &h, 2);
-          b[i] = __half2float(h);
-        } else {
-          const __nv_bfloat16 h = __float2bfloat16_rn(static_cast<float>(b[i]));
-          std::memcpy(&b16[i], &h, 2);
-          b[i] = __bfloat162float(h);
-        }
-      }
+        return bits;
+      };
+      const std::vector<uint16_t> a16 = narrow(a), b16 = narrow(b);
       std::vector<double> want, bound;
       const double u_out = out_f32 ? 0 : in == CUDA_R_16F ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
       reference(s, 1.0, a, b, 0.0, std::vector<double>(static_cast<size_t>(m * n), 0.0), &want, &bound, u_out);
