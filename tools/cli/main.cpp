@@ -218,9 +218,9 @@ int run_cli(Session& session, int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help / --version print and succeed
-    // A usage error, said like every other error: exit 2.
-    std::cerr << "blockscope: error: " << error.what() << "\nRun with --help for more information.\n";
-    return 2;
+    // A usage error, said like every other error: exit 2 (thrown, so that under mpirun the other
+    // ranks are told instead of waiting for this one in a collective).
+    throw InputError(std::string(error.what()) + "\nRun with --help for more information.");
   }
 
   // Tensor parallelism (mpirun -np N): rank 0 prints and writes the outputs; the others compute
