@@ -171,6 +171,10 @@ mpmd disagree_save 2 "profile $blocks/tiny-gpt2.yaml $tp --save $work/a.json" \
 expect disagree_save "--save: rank 0 has '$work/a.json', rank 1 has '$work/b.json'"
 [ ! -e "$work/a.json" ] || fail "disagree_save: rank 0 wrote a.json"
 
+# A command line that does not parse on rank 1: rank 0, waiting for the agreement, is told.
+mpmd usage_error 2 "run $blocks/tiny-gpt2.yaml $tp" "run --bogus"
+expect usage_error "rank 1 of 2: The following argument was not expected: --bogus"
+
 # mpirun without parallel.tensor: every rank would run the whole workload alone.
 run no_split 2 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu
 expect no_split "mpirun started 2 ranks but parallel.tensor is 1"
