@@ -369,12 +369,13 @@ TEST_F(Cublas, BadArgumentsGetTheDocumentedStatus) {
   EXPECT_EQ(sgemm(handle_, CUBLAS_OP_T, 4, 2, 6, 4, 6, 4, &one), CUBLAS_STATUS_INVALID_VALUE);  // lda < k (T)
   EXPECT_EQ(sgemm(handle_, CUBLAS_OP_N, 2, 2, 5, 2, 4, 2, &one), CUBLAS_STATUS_INVALID_VALUE);  // ldb < k
   EXPECT_EQ(sgemm(handle_, CUBLAS_OP_N, 3, 2, 2, 3, 2, 2, &one), CUBLAS_STATUS_INVALID_VALUE);  // ldc < m
-  EXPECT_EQ(sgemm(handle_, static_cast<cublasOperation_t>(7), 2, 2, 2, 2, 2, 2, &one), CUBLAS_STATUS_INVALID_VALUE);
+  // Out-of-set values within each enum's range (beyond it a C++ caller's cast is undefined
+  // behaviour, which UBSan stops): CUBLAS_OP_CONJG (a placeholder), math mode 5, algo 50.
+  EXPECT_EQ(sgemm(handle_, CUBLAS_OP_CONJG, 2, 2, 2, 2, 2, 2, &one), CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(sgemm(handle_, CUBLAS_OP_N, 2, 2, 2, 2, 2, 2, nullptr), CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(cublasSgemmStridedBatched(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d, 2, 4, d, 2, 4, &one, d, 2, 4, -1),
             CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasSetPointerMode(handle_, static_cast<cublasPointerMode_t>(9)), CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasSetMathMode(handle_, static_cast<cublasMath_t>(77)), CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(cublasSetMathMode(handle_, static_cast<cublasMath_t>(5)), CUBLAS_STATUS_INVALID_VALUE);
   // Types and compute types outside the subset: not supported, said so.
   EXPECT_EQ(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d, CUDA_R_16F, 2, d, CUDA_R_16BF, 2, &one, d,
                          CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -383,7 +384,7 @@ TEST_F(Cublas, BadArgumentsGetTheDocumentedStatus) {
                          CUDA_R_16F, 2, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_NOT_SUPPORTED);
   EXPECT_EQ(cublasGemmEx(handle_, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d, CUDA_R_32F, 2, d, CUDA_R_32F, 2, &one, d,
-                         CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, static_cast<cublasGemmAlgo_t>(5000)),
+                         CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, static_cast<cublasGemmAlgo_t>(50)),
             CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
   EXPECT_NE(std::string(cublasGetStatusString(CUBLAS_STATUS_INVALID_VALUE)), "");
