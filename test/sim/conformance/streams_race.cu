@@ -39,6 +39,9 @@ int main() {
   consume<<<(n + 255) / 256, 256, 0, b>>>(d_mid, d_out, n);
   CONFORMANCE_CHECK(cudaGetLastError());
   CONFORMANCE_CHECK(cudaStreamSynchronize(b));
+  CONFORMANCE_CHECK(cudaEventDestroy(produced));  // ASan's leak check counts them
+  CONFORMANCE_CHECK(cudaStreamDestroy(a));
+  CONFORMANCE_CHECK(cudaStreamDestroy(b));
   std::vector<float> expected(n);
   for (int i = 0; i < n; ++i) expected[i] = 2.0f * in[i] + 1.0f;
   return conformance::verdict(conformance::to_host(d_out, n), expected);
