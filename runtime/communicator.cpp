@@ -373,12 +373,12 @@ class MpiCommunicator final : public Communicator {
       // progresses it), then sleep a millisecond at a time: a rank waiting for a slow peer
       // leaves the cores to it.
       if (polls % 64 != 0) continue;
-      const std::string in = std::string("in ") + call + " on rank " + std::to_string(rank_) + " of " +
-                             std::to_string(size_);
-      if (interrupt_signal() != 0) check_interrupted(("while waiting " + in + " for the other ranks").c_str());
-      if (poll_notices()) {
-        throw Error(ErrorKind::runtime, "stopped " + in + ": " + first_notice_);
-      }
+      // Said only when the wait ends in an error: collectives that complete build no string.
+      const auto in = [&] {
+        return std::string("in ") + call + " on rank " + std::to_string(rank_) + " of " + std::to_string(size_);
+      };
+      if (interrupt_signal() != 0) check_interrupted(("while waiting " + in() + " for the other ranks").c_str());
+      if (poll_notices()) throw Error(ErrorKind::runtime, "stopped " + in() + ": " + first_notice_);
       const double waited = seconds_between(started, Clock::now());
       if (waited > limit) {
         char text[512];
@@ -386,7 +386,7 @@ class MpiCommunicator final : public Communicator {
                       "waited %.0f s %s for the other ranks (after %.1f s of this rank's work since its previous "
                       "collective): a rank is gone, stuck, or running other work; every rank stops "
                       "(BLOCKSCOPE_COLLECTIVE_TIMEOUT=SECONDS sets the wait)",
-                      waited, in.c_str(), work);
+                      waited, in().c_str(), work);
         throw Error(ErrorKind::runtime, text);
       }
       if (waited > 0.01) pause(std::chrono::milliseconds(1));

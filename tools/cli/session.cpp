@@ -66,17 +66,16 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
       {"--save", options.save},
       {"--report", options.report}};
   if (per_variant) {
+    std::vector<std::pair<std::string, std::string>> saved = {{"the profile", options.save}};
     for (const Variant& variant : config.compare) {
       if (!trace.empty()) outputs.push_back({"the trace of variant " + variant.label, variant_path(trace, variant.label)});
       if (!options.save.empty()) {
-        outputs.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
+        saved.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
+        outputs.push_back(saved.back());
       }
     }
     // Tensor parallelism: rank 0 saves every other rank's profile beside each one (PATH.rankN.json).
-    if (!options.save.empty() && config.parallel.tensor > 1) {
-      std::vector<std::pair<std::string, std::string>> saved = {{"the profile", options.save}};
-      for (const Variant& variant : config.compare)
-        saved.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
+    if (!options.save.empty()) {
       for (const auto& [what, path] : saved)
         for (int64_t r = 1; r < config.parallel.tensor; ++r)
           outputs.push_back({what + " of rank " + std::to_string(r), variant_path(path, "rank" + std::to_string(r))});
