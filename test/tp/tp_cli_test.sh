@@ -198,21 +198,22 @@ run dump_tp 0 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" $tp --dump "$
 [ -s "$work/tp_dump.safetensors" ] || fail "dump_tp: no dump written"
 
 # One rank failing mid-run: SIGTERM to rank 1 (its pid from the wrapper) while rank 0 profiles
-# (2000 steps: tens of seconds were it not stopped) with --save and --trace. Rank 0 must stop at its next collective naming rank 1, remove what it
-# wrote and its temporaries; no hang. On GPUs too (over NCCL where it is built).
+# 6000 steps with --save and --trace, 0.2 s into the first variant so the signal lands among the
+# steps. Rank 0 must stop at its next collective naming rank 1, remove what it wrote and its
+# temporaries; no hang. On GPUs too (over NCCL where it is built).
 devices=(cpu)
 "$cli" info --format json 2>/dev/null | grep -q '"cuda_available": true' && devices+=(cuda)
 for device in "${devices[@]}"; do
   name="one_rank_fails_$device"
   rm -rf "$work/fails" && mkdir -p "$work/fails"
-  args=(profile "$blocks/tiny-gpt2.yaml" --device "$device" --set parallel.tensor=2 --set profile.schedule.active=2000
+  args=(profile "$blocks/tiny-gpt2.yaml" --device "$device" --set parallel.tensor=2 --set profile.schedule.active=6000
         --save "$work/fails/never.json" --trace "$work/fails/never_trace.json")
   start=$(date +%s)
   timeout 120 "$mpiexec" -np 1 "$cli" "${args[@]}" : -np 1 sh -c 'echo $$ > "$0"; exec "$@"' "$work/rank1.pid" \
       "$cli" "${args[@]}" > "$name.out" 2>&1 &
   launcher=$!
-  for _ in $(seq 300); do grep -q "^Schedule:" "$name.out" 2>/dev/null && break; sleep 0.1; done
-  sleep 0.5
+  for _ in $(seq 300); do grep -q "^profile: \[1/2\]" "$name.out" 2>/dev/null && break; sleep 0.1; done
+  sleep 0.2
   kill -TERM "$(cat "$work/rank1.pid")" 2>/dev/null || fail "$name: rank 1 was not running"
   wait "$launcher"
   got=$?
@@ -230,11 +231,11 @@ done
 # signal makes Open MPI kill the ranks at once).
 rm -rf "$work/fails" && mkdir -p "$work/fails"
 timeout --foreground 120 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --set parallel.tensor=2 \
-    --set profile.schedule.active=2000 --save "$work/fails/never.json" --trace "$work/fails/never_trace.json" \
+    --set profile.schedule.active=6000 --save "$work/fails/never.json" --trace "$work/fails/never_trace.json" \
     > mpirun_sigterm.out 2>&1 &
 launcher=$!
-for _ in $(seq 300); do grep -q "^Schedule:" mpirun_sigterm.out 2>/dev/null && break; sleep 0.1; done
-sleep 0.5
+for _ in $(seq 300); do grep -q "^profile: \[1/2\]" mpirun_sigterm.out 2>/dev/null && break; sleep 0.1; done
+sleep 0.2
 kill -TERM "$launcher"
 wait "$launcher"
 got=$?
