@@ -141,6 +141,7 @@ class MpiCommunicator final : public Communicator {
   static constexpr double kDeadlineFloorSeconds = 60;
   static constexpr double kDeadlinePerWorkSecond = 10;
   static constexpr double kAbortGraceSeconds = 10;  // abort_all: how long the others get to clean up
+  static constexpr size_t kStagingAlignment = 64;
 
   explicit MpiCommunicator(MPI_Comm comm) : comm_(comm) {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
@@ -165,6 +166,7 @@ class MpiCommunicator final : public Communicator {
       MPI_Wait(&notice_request_, MPI_STATUS_IGNORE);
     }
     MPI_Comm_free(&notices_);
+    std::free(staging_);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -176,19 +178,22 @@ class MpiCommunicator final : public Communicator {
     if (count == 0 || size_ == 1) return;
     if (dtype == DType::f32) {
       float* values = static_cast<float*>(data);
-      const int64_t chunk = chunk_elements(sizeof(float));
+      const int64_t chunk = std::min(count, chunk_elements(sizeof(float)));
+      float* staged = staging<float>(static_cast<size_t>(chunk));
       for (int64_t done = 0; done < count; done += chunk) {
         const int n = static_cast<int>(std::min(chunk, count - done));
+        std::memcpy(staged, values + done, static_cast<size_t>(n) * sizeof(float));
         MPI_Request request;
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values + done, n, MPI_FLOAT, MPI_SUM, comm_, &request), "MPI_Iallreduce",
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, staged, n, MPI_FLOAT, MPI_SUM, comm_, &request), "MPI_Iallreduce",
                   rank_);
         wait(request, "MPI_Allreduce");
+        std::memcpy(values + done, staged, static_cast<size_t>(n) * sizeof(float));
       }
       return;
     }
     // f16 / bf16: widened to f32 a chunk at a time, summed in f32, rounded once on the way back.
     const int64_t chunk = std::min(count, chunk_elements(sizeof(float)));
-    float* wide = scratch(static_cast<size_t>(chunk));
+    float* wide = staging<float>(static_cast<size_t>(chunk));
     char* bytes = static_cast<char*>(data);
     const size_t element = dtype_size(dtype);
     for (int64_t done = 0; done < count; done += chunk) {
@@ -209,21 +214,16 @@ class MpiCommunicator final : public Communicator {
     BS_CHECK(count * size_ <= INT_MAX, "reduce_scatter_sum: ", count, " elements per rank x ", size_,
              " ranks exceeds one MPI call (INT_MAX)");
     if (count == 0) return;
-    if (dtype == DType::f32) {
-      MPI_Request request;
-      check_mpi(MPI_Ireduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &request),
-                "MPI_Ireduce_scatter_block", rank_);
-      wait(request, "MPI_Reduce_scatter_block");
-      return;
-    }
-    float* wide = scratch(static_cast<size_t>(count * (size_ + 1)));  // every block, then this rank's sum
+    float* wide = staging<float>(static_cast<size_t>(count * (size_ + 1)));  // every block, then this rank's sum
     float* mine = wide + count * size_;
-    widen(send, count * size_, dtype, wide);
+    if (dtype == DType::f32) std::memcpy(wide, send, static_cast<size_t>(count * size_) * sizeof(float));
+    else widen(send, count * size_, dtype, wide);
     MPI_Request request;
     check_mpi(MPI_Ireduce_scatter_block(wide, mine, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm_, &request),
               "MPI_Ireduce_scatter_block", rank_);
     wait(request, "MPI_Reduce_scatter_block");
-    narrow(mine, count, dtype, recv);
+    if (dtype == DType::f32) std::memcpy(recv, mine, static_cast<size_t>(count) * sizeof(float));
+    else narrow(mine, count, dtype, recv);
   }
 
   void all_gather(const void* send, void* recv, int64_t count, DType dtype) override {
@@ -232,36 +232,49 @@ class MpiCommunicator final : public Communicator {
     BS_CHECK(bytes * size_ <= INT_MAX, "all_gather: ", bytes, " bytes per rank x ", size_,
              " ranks exceeds one MPI call (INT_MAX)");
     if (count == 0) return;
+    char* all = staging<char>(static_cast<size_t>(bytes * (size_ + 1)));  // every rank's part, then this rank's
+    char* part = all + bytes * size_;
+    std::memcpy(part, send, static_cast<size_t>(bytes));
     MPI_Request request;
-    check_mpi(MPI_Iallgather(send, static_cast<int>(bytes), MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_,
+    check_mpi(MPI_Iallgather(part, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, comm_,
                              &request),
               "MPI_Iallgather", rank_);
     wait(request, "MPI_Allgather");
+    std::memcpy(recv, all, static_cast<size_t>(bytes * size_));
   }
 
   std::vector<std::string> gather_to_root(const std::string& mine) override {
     BS_CHECK(mine.size() <= static_cast<size_t>(INT_MAX), "gather_to_root: a string of ", mine.size(),
              " bytes (at most INT_MAX)");
-    const int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(rank_ == 0 ? static_cast<size_t>(size_) : 0);
+    const size_t ranks = rank_ == 0 ? static_cast<size_t>(size_) : 0;  // what this rank receives
+    int* lengths = staging<int>(1 + ranks);  // this rank's length, then every rank's (rank 0)
+    lengths[0] = static_cast<int>(mine.size());
     MPI_Request request;
-    check_mpi(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_, &request), "MPI_Igather", rank_);
+    check_mpi(MPI_Igather(lengths, 1, MPI_INT, lengths + 1, 1, MPI_INT, 0, comm_, &request), "MPI_Igather", rank_);
     wait(request, "MPI_Gather");
-    std::vector<int> offsets(lengths.size());
+    const std::vector<int> counts(lengths + 1, lengths + 1 + ranks);
+    std::vector<int> offsets(ranks);
     int64_t total = 0;
-    for (size_t r = 0; r < lengths.size(); ++r) {
+    for (size_t r = 0; r < ranks; ++r) {
       offsets[r] = static_cast<int>(total);
-      total += lengths[r];
+      total += counts[r];
       BS_CHECK(total <= INT_MAX, "gather_to_root: the strings of every rank add up to more than INT_MAX bytes");
     }
-    std::string all(static_cast<size_t>(total), '\0');
-    check_mpi(MPI_Igatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-                           comm_, &request),
+    // Staged: the counts and offsets (rank 0), this rank's string, then every rank's (rank 0).
+    const size_t text_bytes = mine.size() + static_cast<size_t>(total);
+    int* staged_counts = staging<int>(2 * ranks + (text_bytes + sizeof(int) - 1) / sizeof(int));
+    int* staged_offsets = staged_counts + ranks;
+    char* text = reinterpret_cast<char*>(staged_offsets + ranks);
+    std::memcpy(text, mine.data(), mine.size());
+    std::copy(counts.begin(), counts.end(), staged_counts);
+    std::copy(offsets.begin(), offsets.end(), staged_offsets);
+    check_mpi(MPI_Igatherv(text, static_cast<int>(mine.size()), MPI_CHAR, text + mine.size(), staged_counts,
+                           staged_offsets, MPI_CHAR, 0, comm_, &request),
               "MPI_Igatherv", rank_);
     wait(request, "MPI_Gatherv");
     std::vector<std::string> out;
-    for (size_t r = 0; r < lengths.size(); ++r)
-      out.push_back(all.substr(static_cast<size_t>(offsets[r]), static_cast<size_t>(lengths[r])));
+    for (size_t r = 0; r < ranks; ++r)
+      out.emplace_back(text + mine.size() + offsets[r], static_cast<size_t>(counts[r]));
     return out;
   }
 
@@ -308,9 +321,11 @@ class MpiCommunicator final : public Communicator {
     // (count, dtype, -count, -dtype, -bad) under MPI_MIN: every rank learns the least and the
     // most of each, so all of them see a disagreement and all of them throw.
     const bool bad = count < 0 || (count > 0 && data == nullptr);
-    const long long mine[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
-                               -static_cast<long long>(dtype), bad ? -1 : 0};
-    long long agreed[5] = {};
+    long long* mine = staging<long long>(10);
+    long long* agreed = mine + 5;
+    const long long values[5] = {count, static_cast<long long>(dtype), -static_cast<long long>(count),
+                                 -static_cast<long long>(dtype), bad ? -1 : 0};
+    std::copy(values, values + 5, mine);
     MPI_Request request;
     check_mpi(MPI_Iallreduce(mine, agreed, 5, MPI_LONG_LONG, MPI_MIN, comm_, &request), "MPI_Iallreduce", rank_);
     wait(request, "MPI_Allreduce (count and dtype check)");
@@ -360,6 +375,14 @@ class MpiCommunicator final : public Communicator {
   // Waits for a started collective (see the class comment); throws an Error naming `call` when
   // a signal arrives (interrupted), another rank failed, or the deadline passes (runtime).
   void wait(MPI_Request& request, const char* call) {
+    try {
+      wait_or_throw(request, call);
+    } catch (...) {
+      abandon_staging();  // the collective may still run on it
+      throw;
+    }
+  }
+  void wait_or_throw(MPI_Request& request, const char* call) {
     if (timeout_seconds_ < 0) timeout_seconds_ = collective_timeout_from_environment();
     const Clock::time_point started = Clock::now();
     const double work = seconds_between(last_collective_end_, started);
@@ -394,11 +417,30 @@ class MpiCommunicator final : public Communicator {
     last_collective_end_ = Clock::now();
   }
 
-  // f32 room for 16-bit collectives, kept between calls: a fresh buffer of a block's activations
-  // (25 MB for GPT-2 small at B = 8) costs its page faults on every call.
-  float* scratch(size_t elements) {
-    if (scratch_.size() < elements) scratch_.resize(elements);
-    return scratch_.data();
+  // The memory every collective runs on, the caller's data copied in and out. A started
+  // collective cannot be cancelled, and MPI moves it on inside any later MPI call (abort_all's
+  // notices included): after a wait that failed, it may still write its result or read its
+  // input. So it never runs on the caller's buffers or the stack — those are freed as the error
+  // unwinds — but here, and a failed wait leaves this memory allocated for good (the process ends
+  // soon after, through abort_all). Kept between calls: a fresh buffer of a block's activations
+  // (25 MB for GPT-2 small at B = 8) would cost its page faults on every call.
+  template <typename T>
+  T* staging(size_t elements) {
+    static_assert(alignof(T) <= kStagingAlignment);
+    const size_t bytes = std::max<size_t>(elements * sizeof(T), 1);
+    if (staging_bytes_ < bytes) {
+      std::free(staging_);
+      const size_t rounded = (bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+      staging_ = std::aligned_alloc(kStagingAlignment, rounded);
+      staging_bytes_ = staging_ == nullptr ? 0 : bytes;
+      BS_CHECK(staging_ != nullptr, "MPI communicator: cannot allocate ", bytes, " bytes of staging memory");
+    }
+    return static_cast<T*>(staging_);
+  }
+  // After a failed wait: MPI may still use the staging memory, so it is never freed.
+  void abandon_staging() {
+    staging_ = nullptr;
+    staging_bytes_ = 0;
   }
 
   static void widen(const void* from, int64_t n, DType dtype, float* to) {
@@ -433,7 +475,8 @@ class MpiCommunicator final : public Communicator {
   Clock::time_point last_collective_end_;
   double timeout_seconds_ = -1;  // BLOCKSCOPE_COLLECTIVE_TIMEOUT, read at the first wait (0: the rule)
   int rank_ = 0, size_ = 1, node_rank_ = 0;
-  std::vector<float> scratch_;
+  void* staging_ = nullptr;  // see staging()
+  size_t staging_bytes_ = 0;
   std::string engine_;
 };
 
