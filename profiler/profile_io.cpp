@@ -122,72 +122,107 @@ json read_prediction(const Reader& top, const json& value) {
   return value;
 }
 
-}  // namespace
+json op_json(const OpEvent& op) {
+  json shapes = json::array();
+  for (const Shape& shape : op.input_shapes) shapes.push_back(shape);
+  return {{"scope", op.scope},
+          {"name", op.name},
+          {"path", op.path},
+          {"is_region", op.is_region},
+          {"input_shapes", shapes},
+          {"dtype", dtype_name(op.dtype)},
+          {"parent", op.parent},
+          {"depth", op.depth},
+          {"step", op.step},
+          {"cpu_start_us", op.cpu_start_us},
+          {"cpu_end_us", op.cpu_end_us},
+          {"device_start_us", op.device_start_us},
+          {"device_end_us", op.device_end_us},
+          {"flops", op.flops},
+          {"bytes", op.bytes},
+          {"bytes_allocated", op.bytes_allocated},
+          {"peak_bytes", op.peak_bytes},
+          {"self_peak_bytes", op.self_peak_bytes},
+          {"start_bytes", op.start_bytes}};
+}
 
-json profile_to_json(const Profile& profile) {
-  json ops = json::array();
-  for (const OpEvent& op : profile.ops) {
-    json shapes = json::array();
-    for (const Shape& shape : op.input_shapes) shapes.push_back(shape);
-    ops.push_back({{"scope", op.scope},
-                   {"name", op.name},
-                   {"path", op.path},
-                   {"is_region", op.is_region},
-                   {"input_shapes", shapes},
-                   {"dtype", dtype_name(op.dtype)},
-                   {"parent", op.parent},
-                   {"depth", op.depth},
-                   {"step", op.step},
-                   {"cpu_start_us", op.cpu_start_us},
-                   {"cpu_end_us", op.cpu_end_us},
-                   {"device_start_us", op.device_start_us},
-                   {"device_end_us", op.device_end_us},
-                   {"flops", op.flops},
-                   {"bytes", op.bytes},
-                   {"bytes_allocated", op.bytes_allocated},
-                   {"peak_bytes", op.peak_bytes},
-                   {"self_peak_bytes", op.self_peak_bytes},
-                   {"start_bytes", op.start_bytes}});
-  }
-  json kernels = json::array();
-  for (const KernelEvent& kernel : profile.kernels) {
-    kernels.push_back({{"name", kernel.name},
-                       {"op", kernel.op},
-                       {"step", kernel.step},
-                       {"stream", kernel.stream},
-                       {"grid", dim3_json(kernel.grid)},
-                       {"block", dim3_json(kernel.block)},
-                       {"registers", kernel.registers},
-                       {"static_smem", kernel.static_smem},
-                       {"dynamic_smem", kernel.dynamic_smem},
-                       {"occupancy", kernel.occupancy},
-                       {"implementation", kernel.implementation},
-                       {"launch_start_us", kernel.launch_start_us},
-                       {"launch_cpu_us", kernel.launch_cpu_us},
-                       {"device_start_us", kernel.device_start_us},
-                       {"device_end_us", kernel.device_end_us}});
-  }
+json kernel_json(const KernelEvent& kernel) {
+  return {{"name", kernel.name},
+          {"op", kernel.op},
+          {"step", kernel.step},
+          {"stream", kernel.stream},
+          {"grid", dim3_json(kernel.grid)},
+          {"block", dim3_json(kernel.block)},
+          {"registers", kernel.registers},
+          {"static_smem", kernel.static_smem},
+          {"dynamic_smem", kernel.dynamic_smem},
+          {"occupancy", kernel.occupancy},
+          {"implementation", kernel.implementation},
+          {"launch_start_us", kernel.launch_start_us},
+          {"launch_cpu_us", kernel.launch_cpu_us},
+          {"device_start_us", kernel.device_start_us},
+          {"device_end_us", kernel.device_end_us}};
+}
+
+// Everything but the ops and kernels.
+json profile_head_json(const Profile& profile) {
   json document = {{"format", kFormatName},
-          {"version", kVersion},
-          {"label", profile.label},
-          {"device", profile.device},
-          {"device_name", profile.device_name},
-          {"dtype", profile.dtype},
-          {"workload", profile.workload},
-          {"simulated", profile.simulated},
-          {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}, {"source", profile.peaks.source}}},
-          {"active_steps", profile.active_steps},
-          {"schedule", profile.schedule ? json{{"wait", profile.schedule->wait},
-                                               {"warmup", profile.schedule->warmup},
-                                               {"active", profile.schedule->active},
-                                               {"cold_step", profile.schedule->keep_cold_step}}
-                                        : json()},
-          {"ops", ops},
-          {"kernels", kernels}};
+                   {"version", kVersion},
+                   {"label", profile.label},
+                   {"device", profile.device},
+                   {"device_name", profile.device_name},
+                   {"dtype", profile.dtype},
+                   {"workload", profile.workload},
+                   {"simulated", profile.simulated},
+                   {"peaks", {{"tflops", profile.peaks.tflops}, {"gbps", profile.peaks.gbps}, {"source", profile.peaks.source}}},
+                   {"active_steps", profile.active_steps},
+                   {"schedule", profile.schedule ? json{{"wait", profile.schedule->wait},
+                                                        {"warmup", profile.schedule->warmup},
+                                                        {"active", profile.schedule->active},
+                                                        {"cold_step", profile.schedule->keep_cold_step}}
+                                                 : json()}};
   if (profile.ranks > 1) document["tensor_parallel"] = {{"rank", profile.rank}, {"ranks", profile.ranks}};
   if (!profile.prediction.is_null()) document["prediction"] = profile.prediction;
   if (!profile.notes.empty()) document["notes"] = profile.notes;
   return document;
+}
+
+}  // namespace
+
+json profile_to_json(const Profile& profile) {
+  json document = profile_head_json(profile);
+  json& ops = document["ops"] = json::array();
+  for (const OpEvent& op : profile.ops) {
+    poll_interrupted("while serialising a profile");
+    ops.push_back(op_json(op));
+  }
+  json& kernels = document["kernels"] = json::array();
+  for (const KernelEvent& kernel : profile.kernels) {
+    poll_interrupted("while serialising a profile");
+    kernels.push_back(kernel_json(kernel));
+  }
+  return document;
+}
+
+std::string profile_to_text(const Profile& profile) {
+  // The head indented, then one event per line: built event by event, never as one document
+  // (a profile of thousands of steps is hundreds of MB; a signal is answered between events).
+  std::string text = profile_head_json(profile).dump(1);
+  text.resize(text.size() - 2);  // the head's closing "\n}"
+  const auto append_events = [&](const char* key, const auto& events, const auto& to_json) {
+    text += ",\n \"";
+    text += key;
+    text += "\": [";
+    for (size_t i = 0; i < events.size(); ++i) {
+      poll_interrupted("while serialising a profile");
+      text += i == 0 ? "\n  " : ",\n  ";
+      text += to_json(events[i]).dump();
+    }
+    text += events.empty() ? "]" : "\n ]";
+  };
+  append_events("ops", profile.ops, op_json);
+  append_events("kernels", profile.kernels, kernel_json);
+  return text + "\n}\n";
 }
 
 Profile profile_from_json(const json& document, const std::string& source) {
@@ -245,6 +280,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
 
   const json& ops = top.array("ops");
   for (size_t i = 0; i < ops.size(); ++i) {
+    if (interrupt_signal() != 0) check_interrupted(("while reading " + source).c_str());
     const Reader r = top.element(ops, "ops", i);
     OpEvent op;
     op.scope = r.string("scope");
@@ -285,6 +321,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
 
   const json& kernels = top.array("kernels");
   for (size_t i = 0; i < kernels.size(); ++i) {
+    if (interrupt_signal() != 0) check_interrupted(("while reading " + source).c_str());
     const Reader r = top.element(kernels, "kernels", i);
     KernelEvent kernel;
     kernel.name = r.string("name");
@@ -320,24 +357,32 @@ Profile profile_from_json(const json& document, const std::string& source) {
 
 void save_profile(const Profile& profile, const std::string& path) {
   OutputFile out(path, "profile");
-  out.write(profile_to_json(profile).dump(1) + "\n");
+  out.write(profile_to_text(profile));
   out.commit();
 }
 
 Profile load_profile(const std::string& path) {
   // A regular file, or standard input (`... | blockscope diff - after.json`), of at most
   // kMaxProfileBytes: /dev/zero is refused, not read until memory runs out.
-  const std::string text = read_input_file(path, "profile", kMaxProfileBytes);
-  check_interrupted(("after reading " + path).c_str());
+  return profile_from_text(read_input_file(path, "profile", kMaxProfileBytes), path);
+}
+
+Profile profile_from_text(const std::string& text, const std::string& source) {
+  // A profile of thousands of steps is hundreds of MB of JSON, seconds of parsing: a signal is
+  // answered between values (the callback keeps every value).
+  const json::parser_callback_t poll = [&](int, json::parse_event_t, json&) {
+    if (interrupt_signal() != 0) check_interrupted(("while reading " + source).c_str());
+    return true;
+  };
   json document;
   try {
-    document = json::parse(text);
+    document = json::parse(text, poll);
   } catch (const json::parse_error& error) {
-    throw InputError(path + ": not valid JSON: " + error.what());
+    throw InputError(source + ": not valid JSON: " + error.what());
   } catch (const json::exception& error) {  // out_of_range 406: a number like 1e400 no double holds
-    throw InputError(path + ": not a profile: " + error.what());
+    throw InputError(source + ": not a profile: " + error.what());
   }
-  return profile_from_json(document, path);
+  return profile_from_json(document, source);
 }
 
 }  // namespace blockscope::profiler

@@ -10,9 +10,14 @@
 namespace blockscope::profiler {
 
 nlohmann::json profile_to_json(const Profile& profile);
+// The JSON text save_profile writes: the same document, one event per line.
+std::string profile_to_text(const Profile& profile);
 // Throws InputError naming the file and the bad key when the JSON is not a blockscope profile.
 Profile profile_from_json(const nlohmann::json& json, const std::string& source);
 void save_profile(const Profile& profile, const std::string& path);  // temp file + rename
 Profile load_profile(const std::string& path);
+// A profile's JSON text (a file's, or a rank's gathered one): InputError naming `source` when it
+// is not valid JSON or not a profile. Answers a signal while it parses.
+Profile profile_from_text(const std::string& text, const std::string& source);
 
 }  // namespace blockscope::profiler

@@ -10,6 +10,7 @@
 
 #include "profiler/summary.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 #include "runtime/output_file.h"
 
 namespace blockscope::profiler {
@@ -80,6 +81,7 @@ void emit_profile_events(const Profile& profile, int variant, const std::functio
   // CPU track: one complete ("X") slice per op and region; nesting follows from the times.
   // Memory: a counter track of the device's peak in use at the end of each op.
   for (const OpEvent& op : profile.ops) {
+    poll_interrupted("while writing a trace");
     json args = {{"scope", op.scope}, {"step", op.step}};
     if (!op.path.empty()) args["path"] = op.path;
     if (!op.input_shapes.empty()) {
@@ -109,6 +111,7 @@ void emit_profile_events(const Profile& profile, int variant, const std::functio
   // Per kernel: the launch call on the CPU track (inside its op), the kernel on the device
   // track, and a flow arrow from the first to the second ("f" binds to the enclosing slice).
   for (size_t i = 0; i < profile.kernels.size(); ++i) {
+    poll_interrupted("while writing a trace");
     const KernelEvent& kernel = profile.kernels[i];
     const int flow_id = 1000000 * variant + static_cast<int>(i) + 1;
     json launch_args = {{"kernel", kernel.name}};

@@ -19,5 +19,10 @@ void set_interrupt_point(const char* point);
 int interrupt_signal();
 // Throws Error(ErrorKind::interrupted) naming the signal and `where` when one was received.
 void check_interrupted(const char* where);
+// check_interrupted for loops over many small items (a profile's events, a JSON document's
+// values): one load when no signal came, so it can be called per item.
+inline void poll_interrupted(const char* where) {
+  if (interrupt_signal() != 0) check_interrupted(where);
+}
 
 }  // namespace blockscope

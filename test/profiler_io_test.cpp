@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
+#include <string>
 
 #include "profiler/profile_io.h"
 #include "runtime/error.h"
@@ -68,6 +70,27 @@ TEST(ProfileJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(back.peaks.tflops, 989.5);
   EXPECT_EQ(back.active_steps, 2);
   EXPECT_FALSE(back.schedule.has_value()) << "none recorded, none read back";
+}
+
+// The text save_profile writes and ranks exchange (built event by event) is the same document
+// as profile_to_json's, also with no events at all; one event per line.
+TEST(ProfileJson, TheTextIsTheSameDocumentOneEventPerLine) {
+  const uint64_t seed = testing::fresh_seed();
+  SCOPED_TRACE(seed);
+  const Profile profile = detailed_profile(seed);
+  const std::string text = profile_to_text(profile);
+  EXPECT_EQ(json::parse(text), profile_to_json(profile));
+  size_t event_lines = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) event_lines += line.rfind("  {\"", 0) == 0;
+  EXPECT_EQ(event_lines, profile.ops.size() + profile.kernels.size());
+  EXPECT_EQ(profile_to_json(profile_from_text(text, "memory")), profile_to_json(profile));
+  Profile empty = profile;
+  empty.ops.clear();
+  empty.kernels.clear();
+  empty.active_steps = 0;
+  EXPECT_EQ(json::parse(profile_to_text(empty)), profile_to_json(empty));
+  EXPECT_EQ(profile_from_text(profile_to_text(empty), "memory").ops.size(), 0u);
 }
 
 // The schedule the steps ran under is saved (the HTML report's header says it); profiles saved

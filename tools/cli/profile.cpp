@@ -154,10 +154,13 @@ void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Co
   // prints each rank's op table, the per-rank summary and the merged op table.
   std::vector<nlohmann::json> rank_summaries;  // --format json: per variant
   const auto gather_ranks = [&](const profiler::Profile& mine) {
-    const std::vector<std::string> all = group->gather_to_root(profiler::profile_to_json(mine).dump());
+    // Rank 0 sends nothing: its own profile is at hand (a profile of thousands of steps is
+    // seconds of JSON each way).
+    const std::vector<std::string> all =
+        group->gather_to_root(group->rank() == 0 ? std::string() : profiler::profile_to_text(mine));
     std::vector<profiler::Profile> ranks;
     for (size_t r = 0; r < all.size(); ++r)
-      ranks.push_back(profiler::profile_from_json(nlohmann::json::parse(all[r]), "rank " + std::to_string(r)));
+      ranks.push_back(r == 0 ? mine : profiler::profile_from_text(all[r], "rank " + std::to_string(r) + "'s profile"));
     return ranks;  // empty on ranks other than 0
   };
   const auto print_ranks = [&](const std::vector<profiler::Profile>& ranks) {
