@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 
+#include "sim/device_heap.h"
 #include "sim/executor_state.h"
 #include "sim/symbols.h"
 
@@ -422,6 +423,23 @@ void global_access(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, siz
     return;
   }
   if (!g.checks.memcheck) return;
+  // The device heap (kernels' malloc and new): its blocks come and go during the grid.
+  const HeapLookup heap = device_heap_lookup(g.device, a);
+  if (heap.kind == HeapLookup::live && a + n <= heap.base + heap.size) return;
+  if (heap.kind != HeapLookup::outside) {
+    hook_fault(t, cudaErrorIllegalAddress, [&] {
+      const std::string block = bytes_word(heap.size) + " device-heap block (a kernel's malloc or new) at " +
+                                hex_address(heap.base);
+      std::string what = std::string("illegal device-heap ") + verb + " of " + bytes_word(n) + " at " + hex_address(a) +
+                         at_line(pc) + ": ";
+      if (heap.kind == HeapLookup::freed) return what + "use after free: it lies in a " + block + " that was freed";
+      if (heap.kind == HeapLookup::live || heap.base != 0) {
+        return what + "out of bounds: it runs " + bytes_word(a + n - heap.base - heap.size) + " past the end of a " +
+               block;
+      }
+      return what + "it lies in the device heap but in no block malloc or new gave";
+    });
+  }
   if (!write && readonly_image(a, n)) return;  // string literals, constant tables
   for (const auto& slot : g.slots) {
     if (slot.get() != &b && slot->active && a - reinterpret_cast<uintptr_t>(slot->smem) < slot->smem_capacity) {

@@ -28,7 +28,19 @@ std::array<Limits, 8> g_limits = [] {
   return all;
 }();
 
+bool g_heap_in_use[8] = {};  // a kernel has allocated from the device heap: its size is fixed
+
 }  // namespace
+
+size_t device_limit(int device, cudaLimit limit) {
+  Lock lock(state_mutex());
+  return g_limits[device][limit];
+}
+
+void mark_device_heap_in_use(int device) {
+  Lock lock(state_mutex());
+  g_heap_in_use[device] = true;
+}
 
 int device_count() {
   static const int count = [] {
@@ -105,6 +117,8 @@ cudaError_t cudaDeviceReset(void) {
   const int device = current_device();
   run_through(UINT64_MAX);  // its faults no longer matter: the device's state goes
   forget_device_memory(device);
+  forget_device_heap(device);
+  g_heap_in_use[device] = false;
   destroy_streams_and_events(device);
   for (int d = 0; d < 8; ++d) g_peer_access[device][d] = g_peer_access[d][device] = false;
   g_device_flags[device] = 0;
@@ -136,6 +150,9 @@ cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   if (limit == cudaLimitMaxL2FetchGranularity && value > 128) return result(cudaErrorInvalidValue);
   if (limit == cudaLimitPersistingL2CacheSize && value > kPersistingL2CacheMax) return result(cudaErrorInvalidValue);
   Lock lock(state_mutex());
+  // "must not be performed after launching any kernel that uses the malloc() or free() device
+  // system calls": here, once a kernel has allocated from the heap.
+  if (limit == cudaLimitMallocHeapSize && g_heap_in_use[current_device()]) return result(cudaErrorInvalidValue);
   g_limits[current_device()][limit] = value;
   return cudaSuccess;
 }

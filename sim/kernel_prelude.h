@@ -9,6 +9,8 @@
 //   extern __shared__ T x[];                     a reference to the dynamic shared memory
 //   __device__/__constant__/__managed__ variables  registered (per-device copies, memcheck)
 //   __device__ on functions                      nothing
+//   malloc/free/new/delete in device code        the device heap (sim/device_heap.h)
+//   x.gridDim, p->blockDim (members)             the member: the built-ins' macros undone
 //
 // The toolkit's headers are included first, in host mode; then __CUDACC__ and __CUDA_ARCH__
 // (900, the simulated H200) are defined, so arch-guarded kernel code compiles as it would for
@@ -43,6 +45,7 @@
 #include <utility>
 
 #include "sim/device.h"
+#include "sim/device_heap.h"
 #include "sim/device_math.h"
 #include "sim/ptx.h"
 #include "sim/sim.h"

@@ -121,6 +121,12 @@ constexpr size_t kPersistingL2CacheMax = 0x4B0000;      // bytes of L2 a stream 
 constexpr size_t kAccessPolicyMaxWindow = 134213632;    // bytes of an access policy window
 // A cooperative grid runs with every block resident: every thread a live fiber at once.
 constexpr uint64_t kMaxCooperativeThreads = 16384;
+// cudaDeviceSetLimit's value of `limit` on `device`.
+size_t device_limit(int device, cudaLimit limit);
+// The device heap (device_heap.cpp): once a kernel has allocated from it, cudaLimitMallocHeapSize
+// is fixed; cudaDeviceReset frees it.
+void mark_device_heap_in_use(int device);
+void forget_device_heap(int device);
 // Opt-in dynamic shared memory of a kernel (cudaFuncSetAttribute), 0 when never set.
 size_t max_dynamic_smem(const void* function);
 

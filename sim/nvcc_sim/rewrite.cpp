@@ -730,7 +730,89 @@ class Rewriter {
                             "decltype(bs_probe(" + name + ")) { return bs_probe(" + name + "); });";
   }
 
+  // A member access (`.` or `->` at i) whose member is a built-in variable's name: the prelude's
+  // macro turned `p.gridDim` into `p.(::blockscope::sim::grid_dim())`, never valid C++; the member
+  // name comes back (cudaKernelNodeParams has gridDim and blockDim fields, a designated
+  // initializer `.gridDim = …` is the same).
+  void find_builtin_member(size_t i) {
+    static const std::pair<const char*, const char*> kBuiltins[] = {
+        {"thread_idx", "threadIdx"}, {"block_idx", "blockIdx"}, {"block_dim", "blockDim"}, {"grid_dim", "gridDim"}};
+    if (!(is(i + 1, "(") && is(i + 2, "::") && is(i + 3, "blockscope") && is(i + 4, "::") && is(i + 5, "sim") &&
+          is(i + 6, "::") && is(i + 8, "(") && is(i + 9, ")") && is(i + 10, ")"))) {
+      return;
+    }
+    for (const auto& [function, name] : kBuiltins) {
+      if (!is(i + 7, function)) continue;
+      Construct c;
+      c.end = i + 10;
+      c.replacement = name;
+      constructs_[i + 1] = c;
+    }
+  }
+
+  // The body of the function (or lambda) a __global__/__device__ marker at m qualifies: its
+  // tokens are device code (device_).
+  void mark_device_body(size_t m) {
+    if (!qualifies_function(m, n_ - 1)) return;
+    for (size_t i = m + 1; i < n_; ++i) {
+      if (is(i, ";") || is(i, "=")) return;  // a declaration, or = default / = delete
+      if ((is(i, "(") || is(i, "[")) && match_[i] != SIZE_MAX) {
+        i = match_[i];
+        continue;
+      }
+      if (is(i, "{")) {
+        if (match_[i] == SIZE_MAX) return;
+        for (size_t k = i; k <= match_[i]; ++k) device_[k] = true;
+        return;
+      }
+    }
+  }
+
+  // In device code, the heap calls go to the device heap (sim/device_heap.h):
+  //   malloc(n), ::malloc(n), std::malloc(n)  →  ::blockscope::sim::device_malloc(n); free alike
+  //   new T…                                 →  new (::blockscope::sim::device_heap) T…
+  //   delete p / delete[] p                  →  ::blockscope::sim::DeviceDelete{} ->* p / …Array{} ->* p
+  // (->* binds as tightly as the delete-expression's operand, a cast-expression, needs).
+  void find_device_heap_calls() {
+    for (size_t i = 0; i < n_; ++i) {
+      if (!device_[i] || tokens_[i].kind != Kind::identifier) continue;
+      const bool member = i > 0 && (is(i - 1, ".") || is(i - 1, "->"));
+      const bool scoped = i > 0 && is(i - 1, "::");
+      // The `::` (and `std`) before a name or keyword the replacement qualifies itself.
+      auto drop_scope = [&]() -> bool {
+        if (!scoped) return true;
+        if (i >= 2 && is(i - 2, "std")) {
+          removed_.insert(i - 2);
+        } else if (i >= 2 && (ident(i - 2) || is(i - 2, ">"))) {
+          return false;  // someone's own ns::malloc
+        }
+        removed_.insert(i - 1);
+        return true;
+      };
+      if ((is(i, "malloc") || is(i, "free")) && is(i + 1, "(") && !member) {
+        if (drop_scope()) replaced_[i] = is(i, "malloc") ? "::blockscope::sim::device_malloc" : "::blockscope::sim::device_free";
+      } else if (is(i, "new") && !(i > 0 && is(i - 1, "operator")) && !is(i + 1, "(")) {
+        replaced_[i] = "new (::blockscope::sim::device_heap)";  // after `::` too: ::new (tag) T
+      } else if (is(i, "delete") && !(i > 0 && (is(i - 1, "operator") || is(i - 1, "=")))) {
+        if (!drop_scope()) continue;
+        if (is(i + 1, "[") && is(i + 2, "]")) {
+          removed_.insert(i + 1);
+          removed_.insert(i + 2);
+          replaced_[i] = "::blockscope::sim::DeviceDeleteArray{} ->*";
+        } else {
+          replaced_[i] = "::blockscope::sim::DeviceDelete{} ->*";
+        }
+      }
+    }
+  }
+
   void find_constructs() {
+    device_.assign(n_, false);
+    for (size_t i = 0; i < n_; ++i) {
+      if (is(i, "__blockscope_global__") || is(i, "__blockscope_device__")) mark_device_body(i);
+      if (is(i, ".") || is(i, "->")) find_builtin_member(i);
+    }
+    find_device_heap_calls();
     for (size_t i = 0; i < n_; ++i) {
       if (tokens_[i].kind == Kind::launch_open) {
         find_launch(i);
@@ -817,7 +899,9 @@ class Rewriter {
       }
       gap = t.end;
       if (removed_.count(i)) continue;
-      if (is(i, "__noinline__") && !(i > 0 && (is(i - 1, "(") || is(i - 1, ",")))) {
+      if (auto r = replaced_.find(i); r != replaced_.end()) {
+        out += r->second;
+      } else if (is(i, "__noinline__") && !(i > 0 && (is(i - 1, "(") || is(i - 1, ",")))) {
         out += "__attribute__((noinline))";
       } else if (t.kind == Kind::identifier && !substitutions_.empty()) {
         auto s = substitutions_.find(text(i));
@@ -846,6 +930,8 @@ class Rewriter {
   std::vector<std::string> qualifier_;  // "::a::b::" at a namespace-scope token ("" inside an anonymous one)
   std::map<size_t, Construct> constructs_;
   std::set<size_t> removed_;
+  std::map<size_t, std::string> replaced_;  // a token's text in the output (device heap calls)
+  std::vector<bool> device_;                // the token is in a __global__/__device__ function body
   std::map<size_t, std::string> after_;
   std::map<std::string, std::pair<size_t, std::string>> substitutions_;  // name → (declared at, expression)
   std::vector<std::string> errors_;

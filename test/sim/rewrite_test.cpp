@@ -264,3 +264,35 @@ TEST(Rewrite, StringsAndCommentsAreNotCode) {
 }
 
 }  // namespace
+
+// ---- Built-in names as members, device heap calls ----------------------------------------------
+TEST(Rewrite, BuiltInVariableNamesComeBackAsMembers) {
+  const std::string out = rewritten(
+      "void f(cudaKernelNodeParams& p, cudaKernelNodeParams* q) {\n"
+      "  p.(::blockscope::sim::grid_dim()) = dim3(4); q->(::blockscope::sim::block_dim()).x = 64;\n"
+      "  unsigned n = (::blockscope::sim::grid_dim()).x;\n"
+      "}\n");
+  EXPECT_TRUE(has(out, "p.gridDim = dim3(4); q->blockDim.x = 64;")) << out;
+  EXPECT_TRUE(has(out, "unsigned n = (::blockscope::sim::grid_dim()).x;")) << out;  // the built-in stays
+}
+
+TEST(Rewrite, HeapCallsInDeviceCodeGoToTheDeviceHeap) {
+  const std::string out = rewritten(
+      "__blockscope_global__ void k(int n) {\n"
+      "  int* a = (int*)malloc(n); int* b = new int[n]; S* s = new S(1); void* c = std::malloc(4);\n"
+      "  new (a) int(3); free(a); ::free(c); delete[] b; delete s; ns::free(c);\n"
+      "}\n"
+      "void host(int n) { int* a = (int*)malloc(n); free(a); delete new int; }\n"
+      "struct T { __blockscope_device__ T(const T&) = delete; };\n");
+  EXPECT_TRUE(has(out, "(int*)::blockscope::sim::device_malloc(n)")) << out;
+  EXPECT_TRUE(has(out, "new (::blockscope::sim::device_heap) int[n]")) << out;
+  EXPECT_TRUE(has(out, "new (::blockscope::sim::device_heap) S(1)")) << out;
+  EXPECT_TRUE(has(out, "void* c = ::blockscope::sim::device_malloc(4)")) << out;
+  EXPECT_TRUE(has(out, "new (a) int(3)")) << out;  // placement new stays
+  EXPECT_TRUE(has(out, "::blockscope::sim::device_free(a); ::blockscope::sim::device_free(c);")) << out;
+  EXPECT_TRUE(has(out, "::blockscope::sim::DeviceDeleteArray{} ->* b;")) << out;
+  EXPECT_TRUE(has(out, "::blockscope::sim::DeviceDelete{} ->* s;")) << out;
+  EXPECT_TRUE(has(out, "ns::free(c)")) << out;  // someone's own free
+  EXPECT_TRUE(has(out, "void host(int n) { int* a = (int*)malloc(n); free(a); delete new int; }")) << out;
+  EXPECT_TRUE(has(out, "T(const T&) = delete;")) << out;
+}
