@@ -24,8 +24,11 @@
 
 namespace blockscope::cli {
 
-int info_command(Session& session) {
-  const profiler::Format format = session.format();
+namespace {
+
+// The build: version, compiler, backends, engines, GEMM libraries, threads, the path table,
+// the op catalogue, the dtypes.
+nlohmann::json build_info() {
   nlohmann::json info;
   info["version"] = kVersion;
 #ifdef NDEBUG
@@ -90,6 +93,13 @@ int info_command(Session& session) {
 #else
   info["nvtx"] = false;
 #endif
+  return info;
+}
+
+// Each device's backend, memory and peaks (--remeasure-peaks measures them again): a row of
+// `table` and an entry of info["devices"]; a 16-bit dtype no faster than f32 said in `dtype_notes`.
+profiler::Rows device_table(const Session& session, profiler::Format format, nlohmann::json& info,
+                            std::string& dtype_notes) {
   std::vector<Device> devices{Device::cpu()};
   if (cuda_available())
     for (int i = 0; i < cuda_device_count(); ++i) devices.push_back(Device::cuda(i));
@@ -104,7 +114,6 @@ int info_command(Session& session) {
                    {"peak_source", "peaks from", true, ""}};
   // Too wide for COLUMNS (a simulated GPU's long name): the bandwidths go first, then bf16.
   table.drop_order = {"bf16_gbps", "f32_gbps", "bf16_tflops", "memory_available_bytes"};
-  std::string dtype_notes;  // a 16-bit dtype no faster than f32, said under the table
   for (const Device& device : devices) {
     Context ctx(device);
     nlohmann::json entry;
@@ -132,8 +141,12 @@ int info_command(Session& session) {
                           entry["peaks"]["bf16"]["gbps"], source});
     info["devices"].push_back(entry);
   }
-  // The CPU's GEMM plans cached on disk (runtime/cpu/gemm.h): which weights run packed.
-  const cpu::CachedPlans plans = cpu::cached_matmul_plans();
+  return table;
+}
+
+// The CPU's GEMM plans cached on disk (runtime/cpu/gemm.h): which weights run packed; also in
+// info["gemm_plans"].
+profiler::Rows gemm_plan_table(const cpu::CachedPlans& plans, nlohmann::json& info) {
   profiler::Rows plan_table;
   plan_table.columns = {{"shape", "GEMM (A x B -> C, epilogue)", true, ""},
                         {"choice", "runs as", true, ""},
@@ -156,15 +169,14 @@ int info_command(Session& session) {
     for (const std::string& name : row.plan.cut_off) timings += (timings.empty() ? "" : ", ") + name + " cut off";
     plan_table.rows.push_back({row.shape, row.plan.choice, timings, row.kernel});
   }
-  if (format == profiler::Format::json) {
-    std::cout << info.dump(2) << "\n";
-    return 0;
-  }
-  if (format == profiler::Format::csv) {
-    std::cout << profiler::render(table, format);
-    return 0;
-  }
-  // Text fitted to COLUMNS: the lines wrapped, the peaks' source (a sentence) under the table.
+  return plan_table;
+}
+
+// Text fitted to COLUMNS: the lines wrapped, the peaks' source (a sentence) under the table.
+void print_info_text(const Session& session, const nlohmann::json& info, profiler::Rows& table,
+                     const std::string& dtype_notes, const cpu::CachedPlans& plans, const profiler::Rows& plan_table) {
+  const profiler::Format format = profiler::Format::table;
+  const nlohmann::json& default_threads = info["default_threads"];
   const size_t width = profiler::terminal_width();
   std::ostringstream head;
   head << "blockscope version " << kVersion << " (" << info["build"].get<std::string>() << ", " << __VERSION__ << ")\n";
@@ -181,7 +193,7 @@ int info_command(Session& session) {
     libraries += std::string(libraries.empty() ? "" : ", ") + cpu::gemm_library_name(library);
   head << "CPU GEMM libraries: " << libraries << " (cpu.gemm: auto plans loaded weights' GEMMs, a name forces one)"
        << ", OpenMP threads: " << omp_get_max_threads() << " (default "
-       << default_threads.count << ": " << default_threads.reason << "; --threads or OMP_NUM_THREADS to change)"
+       << default_threads["count"].get<int>() << ": " << default_threads["reason"].get<std::string>() << "; --threads or OMP_NUM_THREADS to change)"
        << ", NVTX: " << (info["nvtx"].get<bool>() ? "on" : "off") << "\n";
   std::string sources;
   for (profiler::Row& row : table.rows) {
@@ -209,6 +221,24 @@ int info_command(Session& session) {
   }
   std::cout << profiler::wrap_text(plan_head.str(), width);
   if (session.options.list_plans && !plan_table.rows.empty()) std::cout << profiler::render(plan_table, format, layout);
+}
+
+}  // namespace
+
+int info_command(Session& session) {
+  const profiler::Format format = session.format();
+  nlohmann::json info = build_info();
+  std::string dtype_notes;
+  profiler::Rows table = device_table(session, format, info, dtype_notes);
+  const cpu::CachedPlans plans = cpu::cached_matmul_plans();
+  const profiler::Rows plan_table = gemm_plan_table(plans, info);
+  if (format == profiler::Format::json) {
+    std::cout << info.dump(2) << "\n";
+  } else if (format == profiler::Format::csv) {
+    std::cout << profiler::render(table, format);
+  } else {
+    print_info_text(session, info, table, dtype_notes, plans, plan_table);
+  }
   return 0;
 }
 

@@ -105,8 +105,22 @@ void add_table_flags(CLI::App* app, Options& options) {
       ->check(CLI::IsMember({"ops", "kernels", "steps", "diffs", "counters", "predicted"}));
 }
 
-int run_cli(Session& session, int argc, char** argv) {
-  CLI::App app{"blockscope: run, profile and check transformer workloads described in YAML"};
+// The command line: every subcommand's flags, and what the parse fills beyond Options.
+struct CommandLine {
+  CLI::App* run = nullptr;
+  CLI::App* profile = nullptr;
+  CLI::App* check = nullptr;
+  CLI::App* diff = nullptr;
+  CLI::App* report = nullptr;
+  CLI::App* info = nullptr;
+  std::string diff_before, diff_after;
+  std::vector<std::string> report_inputs;
+  std::string report_output, report_title;
+  std::vector<std::string> cost_specs;
+  std::string predict_gpu;  // info --predict
+};
+
+void describe_app(CLI::App& app) {
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
   app.footer(
@@ -121,11 +135,11 @@ int run_cli(Session& session, int argc, char** argv) {
       "Exit codes: 0 ok, 1 check failed the accuracy rule, 2 bad usage or input, 3 runtime failure,\n"
       "130 / 143 / 129 / 141 interrupted by SIGINT / SIGTERM / SIGHUP / SIGPIPE (stopped within a second on\n"
       "the CPU, after the queued step on a GPU; no output kept).");
+}
 
-  Options& options = session.options;
-  std::string diff_before, diff_after;
-
-  CLI::App* run = app.add_subcommand("run", "Run the workload and print a timing summary (median/min per forward)");
+void add_run_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* run = line.run =
+      app.add_subcommand("run", "Run the workload and print a timing summary (median/min per forward)");
   add_common(run, options, true, false);
   run->add_option("--trace", options.trace,
                   "After timing, profile the base variant (profile.schedule) and write its Chrome trace JSON")
@@ -137,7 +151,11 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope run configs/series/02_linear.yaml --device cpu --format csv\n"
       "  blockscope run configs/blocks/tiny-gpt2.yaml --dump block.safetensors");
 
-  CLI::App* profile = app.add_subcommand("profile", "Profile each variant: op table, kernel table, diffs to the base");
+}
+
+void add_profile_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* profile = line.profile =
+      app.add_subcommand("profile", "Profile each variant: op table, kernel table, diffs to the base");
   add_common(profile, options, true, true);
   add_table_flags(profile, options);
   profile->add_flag("--group-by-phase", options.group_by_phase,
@@ -159,7 +177,11 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope profile configs/series/04_attention.yaml --set input.seq_len=256 --trace attn.json\n"
       "  blockscope profile configs/series/03_mlp_geglu.yaml --save mlp.json --format csv");
 
-  CLI::App* check = app.add_subcommand("check", "Compare every device and path with the float64 reference");
+}
+
+void add_check_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* check = line.check =
+      app.add_subcommand("check", "Compare every device and path with the float64 reference");
   add_common(check, options, true, false);
   check->footer(
       "Rule: the all-naive paths' max relative error is under a bound derived from the workload's sum\n"
@@ -170,27 +192,37 @@ int run_cli(Session& session, int argc, char** argv) {
       "  blockscope check\n"
       "  blockscope check configs/blocks/tiny-llama.yaml --dtype bf16");
 
-  CLI::App* diff = app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save)");
-  diff->add_option("before", diff_before, "Profile JSON (the baseline); '-' reads standard input")->required();
-  diff->add_option("after", diff_after, "Profile JSON (the change); '-' reads standard input")->required();
+}
+
+void add_diff_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* diff = line.diff =
+      app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save)");
+  diff->add_option("before", line.diff_before, "Profile JSON (the baseline); '-' reads standard input")->required();
+  diff->add_option("after", line.diff_after, "Profile JSON (the change); '-' reads standard input")->required();
   diff->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   diff->footer("Example:\n  blockscope profile a.yaml --save a.json && blockscope profile b.yaml --save b.json\n"
                "  blockscope diff a.json b.json");
 
-  CLI::App* report = app.add_subcommand("report", "One HTML report of saved profiles (blockscope profile --save)");
-  std::vector<std::string> report_inputs;
-  std::string report_output, report_title;
-  report->add_option("profiles", report_inputs, "Saved profiles, each a variant; the first is the base of the diffs")
+}
+
+void add_report_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* report = line.report =
+      app.add_subcommand("report", "One HTML report of saved profiles (blockscope profile --save)");
+  report->add_option("profiles", line.report_inputs, "Saved profiles, each a variant; the first is the base of the diffs")
       ->required()
       ->check(kNonEmpty);
-  report->add_option("-o,--output", report_output, "The HTML file to write")->required()->check(kNonEmpty);
-  report->add_option("--title", report_title, "The report's title (default: the first profile's workload)");
+  report->add_option("-o,--output", line.report_output, "The HTML file to write")->required()->check(kNonEmpty);
+  report->add_option("--title", line.report_title, "The report's title (default: the first profile's workload)");
   report->add_flag("--force", options.force, "Let -o replace an existing file that blockscope did not write");
   report->footer("Example:\n  blockscope profile configs/series/04_attention.yaml --save attn.json\n"
                  "  blockscope report attn.json attn.attention-flash.json -o attn.html\n"
                  "  (or in one go: blockscope profile configs/series/04_attention.yaml --report attn.html)");
 
-  CLI::App* info = app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
+}
+
+void add_info_command(CLI::App& app, Options& options, CommandLine& line) {
+  CLI::App* info = line.info =
+      app.add_subcommand("info", "Build, CUDA, devices, peaks, GEMM library");
   info->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   info->add_flag("--remeasure-peaks", options.remeasure_peaks,
                  "Measure the CPU peaks again and rewrite the cache (a peak measured while the machine was busy "
@@ -198,15 +230,13 @@ int run_cli(Session& session, int argc, char** argv) {
   info->add_flag("--plans", options.list_plans,
                  "List this machine's CPU GEMM plans (shape, choice, every candidate's time, kernel); "
                  "without it, their count (JSON: always listed, gemm_plans)");
-  std::vector<std::string> cost_specs;
-  info->add_option("--cost", cost_specs,
+  info->add_option("--cost", line.cost_specs,
                    "FLOPs, bytes and kernels of one op call from the op catalogue, as JSON (repeatable):\n"
                    "OP[/PATH]:NAME=VALUE,... with the op's sizes, its flags (0 or 1), dtype= and activation=, each "
                    "name once; sizes from 0 (a call with no output elements launches no kernel) to 2^31 - 1, no tensor "
                    "over 2^50 elements, Hkv dividing H, ranks >= 1 (else exit 2 naming the size)")
       ->check(kNonEmpty);
-  std::string predict_gpu;
-  info->add_option("--predict", predict_gpu,
+  info->add_option("--predict", line.predict_gpu,
                    "With --cost: each call's predicted time on a GPU without one (docs/PREDICTION.md): " +
                        profiler::gpu_spec_names())
       ->check(kNonEmpty);
@@ -214,15 +244,10 @@ int run_cli(Session& session, int argc, char** argv) {
                "  blockscope info --cost attention/flash:B=1,H=12,Hkv=12,Sq=256,Sk=256,D=64,causal=1,dtype=bf16\n"
                "  blockscope info --predict h100 --cost linear/epilogue:M=4096,K=4096,N=4096,bias=1,dtype=bf16");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);  // --help / --version print and succeed
-    // A usage error, said like every other error: exit 2 (thrown, so that under mpirun the other
-    // ranks are told instead of waiting for this one in a collective).
-    throw InputError(std::string(error.what()) + "\nRun with --help for more information.");
-  }
+}
 
+// After the parse, before any work.
+void prepare_rank(Session& session) {
   // Tensor parallelism (mpirun -np N): rank 0 prints and writes the outputs; the others compute
   // and record only (their tables reach rank 0 through the communicator). --dump stays: its
   // forward's collectives need every rank (Session::write_dump writes on rank 0 only).
@@ -233,7 +258,6 @@ int run_cli(Session& session, int argc, char** argv) {
     o.save.clear();
     o.report.clear();
   }
-
   // One thread count for every CPU pool, before any work: --threads, else the default
   // (OMP_NUM_THREADS, else the physical cores less one: cpu::default_thread_count).
   const cpu::DefaultThreads defaults = cpu::default_thread_count();
@@ -243,15 +267,38 @@ int run_cli(Session& session, int argc, char** argv) {
               << (session.options.threads > 0 ? " (--threads)" : " (" + defaults.reason + ")")
               << "\n";
   cpu::set_thread_count(threads);
+}
 
-  if (run->parsed()) return run_command(session.for_command("run"));
-  if (profile->parsed()) return profile_command(session.for_command("profile"));
-  if (check->parsed()) return check_command(session.for_command("check"));
-  if (diff->parsed()) return diff_command(session, diff_before, diff_after);
-  if (report->parsed()) return report_command(session, report_inputs, report_output, report_title);
-  if (info->parsed() && !predict_gpu.empty() && cost_specs.empty())
+int run_cli(Session& session, int argc, char** argv) {
+  CLI::App app{"blockscope: run, profile and check transformer workloads described in YAML"};
+  describe_app(app);
+  CommandLine line;
+  Options& options = session.options;
+  add_run_command(app, options, line);
+  add_profile_command(app, options, line);
+  add_check_command(app, options, line);
+  add_diff_command(app, options, line);
+  add_report_command(app, options, line);
+  add_info_command(app, options, line);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help / --version print and succeed
+    // A usage error, said like every other error: exit 2 (thrown, so that under mpirun the other
+    // ranks are told instead of waiting for this one in a collective).
+    throw InputError(std::string(error.what()) + "\nRun with --help for more information.");
+  }
+
+  prepare_rank(session);
+  if (line.run->parsed()) return run_command(session.for_command("run"));
+  if (line.profile->parsed()) return profile_command(session.for_command("profile"));
+  if (line.check->parsed()) return check_command(session.for_command("check"));
+  if (line.diff->parsed()) return diff_command(session, line.diff_before, line.diff_after);
+  if (line.report->parsed()) return report_command(session, line.report_inputs, line.report_output, line.report_title);
+  if (line.info->parsed() && !line.predict_gpu.empty() && line.cost_specs.empty())
     throw InputError("info --predict needs --cost SPEC: the op calls to predict");
-  if (info->parsed()) return cost_specs.empty() ? info_command(session) : info_costs_command(session, cost_specs, predict_gpu);
+  if (line.info->parsed())
+    return line.cost_specs.empty() ? info_command(session) : info_costs_command(session, line.cost_specs, line.predict_gpu);
   return 2;
 }
 

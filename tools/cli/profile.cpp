@@ -55,331 +55,393 @@ void remeasure_a_beaten_peak(Context& ctx, DType dtype, const std::vector<profil
                            op, fastest, cached, now.tflops, now.gbps);
 }
 
-// One rank's profile of every variant (the only rank without tensor parallelism). `group`: the
-// tensor-parallel group (MPI's world, or a GPU group's rank: then this runs on the rank's thread);
-// only rank 0 prints and writes, the others run the same steps and collectives silently.
-void profile_on(Session& session, const WorkloadConfig& config, Context& ctx, Communicator* group) {
-  const Options& options = session.options;
-  const profiler::Format format = session.format();
-  const bool reports = group == nullptr || group->rank() == 0;
-  std::ostringstream discarded;  // what a silent rank would have printed
-  std::ostream& out = reports ? std::cout : discarded;
-  session.apply_run_settings(ctx, config);
-  if (options.counters && !ctx.backend().counters_unavailable().empty()) {
-    throw InputError("--counters on " + ctx.device().str() + ": " + ctx.backend().counters_unavailable());
-  }
-  // The simulator counts the whole process's launches: ranks on threads of one process would
-  // take each other's.
-  if (options.counters && group != nullptr && group->size() > 1) {
-    throw InputError("--counters counts one rank's kernels; with parallel.tensor > 1 it is not supported yet "
-                     "(profile one rank: parallel.tensor: 1)");
-  }
-  // --predict: the GPU first (a wrong name fails before any work); where the backend counts
-  // (the simulated GPU), the counted forward refines the prediction even without --counters.
-  const profiler::GpuSpec* predict_gpu = options.predict.empty() ? nullptr : &profiler::gpu_spec(options.predict);
-  const bool count = options.counters || (predict_gpu != nullptr && group == nullptr &&
-                                          ctx.backend().counters_unavailable().empty());
-  if (reports) announce_large_workload("profile", config);
-  Workload workload(ctx, config, all_variant_paths(config), group);
+// One rank's profile of every variant (the only rank without tensor parallelism), as named
+// steps: check what was asked of this device, print the header, measure each variant (its
+// tables, counters, prediction, ranks and trace as soon as it is done), then the summary
+// (JSON, CSV or diffs) and the files. `group`: the tensor-parallel group (MPI's world, or a GPU
+// group's rank: then this runs on the rank's thread); only rank 0 prints and writes, the others
+// run the same steps and collectives silently.
+class ProfileRun {
+ public:
+  ProfileRun(Session& session, const WorkloadConfig& config, Context& ctx, Communicator* group)
+      : session_(session),
+        options_(session.options),
+        config_(config),
+        ctx_(ctx),
+        group_(group),
+        format_(session.format()),
+        rank_(group),
+        out_(rank_.out()) {}
 
-  profiler::Schedule schedule;
-  schedule.wait = config.profile.wait;
-  schedule.warmup = config.profile.warmup;
-  schedule.active = config.profile.active;
-  schedule.keep_cold_step = options.cold_step;
-  profiler::TableOptions table;
-  table.sort_by = config.profile.sort_by;
-  table.row_limit = config.profile.row_limit;
-  table.group_by_shape = config.profile.group_by_shape;
-  // Text tables fit the terminal ($COLUMNS, or its width when stdout is one); --columns picks
-  // the op table's columns.
-  table.layout = profiler::parse_columns(options.columns, profiler::terminal_width());
-  profiler::TextLayout fitted;  // the kernel table and the diffs: fitted, every column
-  fitted.max_width = table.layout.max_width;
+  void run() {
+    session_.apply_run_settings(ctx_, config_);
+    check_requests();
+    if (rank_.reports) announce_large_workload("profile", config_);
+    Workload workload(ctx_, config_, all_variant_paths(config_), group_);
+    set_up_tables();
+    variants_ = {{"base " + paths_str(config_.paths, config_.kind), config_.paths}};
+    for (const Variant& v : config_.compare) variants_.emplace_back(v.label, v.paths);
+    note_inert_keys();
+    print_header();
+    const std::string trace = !options_.trace.empty() ? options_.trace : config_.profile.trace;
+    if (!trace.empty() && rank_.reports) trace_writer_ = std::make_unique<profiler::TraceWriter>(trace);
+    Progress progress("profile", variants_.size(), !rank_.reports);
+    for (size_t v = 0; v < variants_.size(); ++v) measure_variant(workload, progress, v);
+    remeasure_a_beaten_peak(ctx_, config_.dtype, profiles_);
+    if (format_ == profiler::Format::json) print_json_document();
+    else if (format_ == profiler::Format::csv) print_csv_table();
+    else print_diffs();
+    out_.flush();
+    write_files(trace);
+    if (!options_.dump.empty()) session_.write_dump(ctx_, workload, options_.dump, rank_.reports);
+  }
 
-  std::vector<std::pair<std::string, PathConfig>> variants{{"base " + paths_str(config.paths, config.kind), config.paths}};
-  for (const Variant& v : config.compare) variants.emplace_back(v.label, v.paths);
+ private:
+  // --counters and --predict on this device and group: refused before any work.
+  void check_requests() {
+    if (options_.counters && !ctx_.backend().counters_unavailable().empty()) {
+      throw InputError("--counters on " + ctx_.device().str() + ": " + ctx_.backend().counters_unavailable());
+    }
+    // The simulator counts the whole process's launches: ranks on threads of one process would
+    // take each other's.
+    if (options_.counters && group_ != nullptr && group_->size() > 1) {
+      throw InputError("--counters counts one rank's kernels; with parallel.tensor > 1 it is not supported yet "
+                       "(profile one rank: parallel.tensor: 1)");
+    }
+    // --predict: the GPU first (a wrong name fails before any work); where the backend counts
+    // (the simulated GPU), the counted forward refines the prediction even without --counters.
+    predict_gpu_ = options_.predict.empty() ? nullptr : &profiler::gpu_spec(options_.predict);
+    count_ = options_.counters || (predict_gpu_ != nullptr && group_ == nullptr &&
+                                   ctx_.backend().counters_unavailable().empty());
+  }
+
+  void set_up_tables() {
+    schedule_ = config_schedule(config_);
+    schedule_.keep_cold_step = options_.cold_step;
+    table_.sort_by = config_.profile.sort_by;
+    table_.row_limit = config_.profile.row_limit;
+    table_.group_by_shape = config_.profile.group_by_shape;
+    // Text tables fit the terminal ($COLUMNS, or its width when stdout is one); --columns picks
+    // the op table's columns.
+    table_.layout = profiler::parse_columns(options_.columns, profiler::terminal_width());
+    fitted_.max_width = table_.layout.max_width;  // the kernel table and the diffs: every column
+    // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
+    // CSV: section headers as comment lines, so each table stays parseable.
+    open_ = format_ == profiler::Format::csv ? "# " : "\n== ";
+    close_ = format_ == profiler::Format::csv ? "" : " ==";
+  }
+
   // Keys that change nothing on this device: said in the header and kept in every profile, so
   // a diff of a run with the key against one without says why nothing changed.
-  std::vector<std::string> inert_notes;
-  if (!ctx.device().is_cuda()) {
-    if (config.kind == WorkloadKind::decode && config.decode.cuda_graph)
-      inert_notes.push_back("decode.cuda_graph: true has no effect on " + ctx.device().str() +
-                            " (CUDA devices only): the decode steps ran eagerly");
-    if (config.run.cuda_graph)
-      inert_notes.push_back("run.cuda_graph: true has no effect on " + ctx.device().str() +
-                            " (CUDA devices only): the forwards ran eagerly");
+  void note_inert_keys() {
+    if (ctx_.device().is_cuda()) return;
+    if (config_.kind == WorkloadKind::decode && config_.decode.cuda_graph)
+      inert_notes_.push_back("decode.cuda_graph: true has no effect on " + ctx_.device().str() +
+                             " (CUDA devices only): the decode steps ran eagerly");
+    if (config_.run.cuda_graph)
+      inert_notes_.push_back("run.cuda_graph: true has no effect on " + ctx_.device().str() +
+                             " (CUDA devices only): the forwards ran eagerly");
   }
 
-  if (format == profiler::Format::table) {
-    out << workload_title(config, ctx) << "\n";
-    const profiler::Peaks peaks = profiler::device_peaks(ctx, config.dtype);
-    const BackendInfo info = ctx.backend().info(config.dtype);
+  void print_header() {
+    if (format_ != profiler::Format::table) return;
+    const size_t width = profiler::terminal_width();
+    out_ << workload_title(config_, ctx_) << "\n";
+    const profiler::Peaks peaks = profiler::device_peaks(ctx_, config_.dtype);
+    const BackendInfo info = ctx_.backend().info(config_.dtype);
     std::string device = "Device: " + info.description;
     if (peaks.tflops > 0) {
       device += fmt::format("; peaks {:.3g} TFLOP/s, {:.3g} GB/s ({})", peaks.tflops, peaks.gbps, peaks.source);
     }
-    out << profiler::wrap_line(device, profiler::terminal_width());
-    if (!info.dtype_note.empty()) out << profiler::wrap_line("Note: " + info.dtype_note, profiler::terminal_width());
-    out << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule.wait, schedule.warmup,
-                       schedule.active, schedule.keep_cold_step ? " (+ the cold step)" : "");
-    for (const std::string& note : inert_notes) out << profiler::wrap_line("Note: " + note, profiler::terminal_width());
-    out.flush();
+    out_ << profiler::wrap_line(device, width);
+    if (!info.dtype_note.empty()) out_ << profiler::wrap_line("Note: " + info.dtype_note, width);
+    out_ << fmt::format("Schedule: wait {}, warmup {}, active {}{} per variant\n", schedule_.wait, schedule_.warmup,
+                        schedule_.active, schedule_.keep_cold_step ? " (+ the cold step)" : "");
+    for (const std::string& note : inert_notes_) out_ << profiler::wrap_line("Note: " + note, width);
+    out_.flush();
   }
-  // Text and CSV print each variant as soon as it is done; JSON is one document at the end.
-  // CSV: section headers as comment lines, so each table stays parseable.
-  const char* open = format == profiler::Format::csv ? "# " : "\n== ";
-  const char* close = format == profiler::Format::csv ? "" : " ==";
-  const auto print_variant = [&](const profiler::Profile& p) {
-    if (format != profiler::Format::table) return;  // CSV: one tidy table at the end
-    if (config.kind == WorkloadKind::decode) {
-      // Prefill and decode are two workloads in one: each phase has its own tables.
-      for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
-        const profiler::Profile part = profiler::phase_profile(p, phase);
-        out << open << part.label << close << "\n";
-        out << profiler::op_table(part, table, format) << "\n";
-        out << profiler::kernel_table(part, format, fitted) << "\n";
-      }
-      out << profiler::wrap_text(decode_summary_text(config, p), profiler::terminal_width());
-      out.flush();
-      return;
-    }
-    out << open << p.label << close << "\n";
-    out << profiler::op_table(p, table, format) << "\n";
-    out << profiler::kernel_table(p, format, fitted) << "\n";
-    out.flush();
-  };
 
-  // Tensor parallelism: every rank profiles every variant; rank 0 gathers their profiles and
-  // prints each rank's op table, the per-rank summary and the merged op table.
-  std::vector<nlohmann::json> rank_summaries;  // --format json: per variant
-  const auto gather_ranks = [&](const profiler::Profile& mine) {
-    // Rank 0 sends nothing: its own profile is at hand (a profile of thousands of steps is
-    // seconds of JSON each way).
-    const std::vector<std::string> all =
-        group->gather_to_root(group->rank() == 0 ? std::string() : profiler::profile_to_text(mine));
-    std::vector<profiler::Profile> ranks;
-    for (size_t r = 0; r < all.size(); ++r)
-      ranks.push_back(r == 0 ? mine : profiler::profile_from_text(all[r], "rank " + std::to_string(r) + "'s profile"));
-    return ranks;  // empty on ranks other than 0
-  };
-  const auto print_ranks = [&](const std::vector<profiler::Profile>& ranks) {
-    if (ranks.empty()) return;
-    const std::string label = ranks.front().label;
-    nlohmann::json summary = {{"label", label},
-                              {"engine", group->engine()},
-                              {"ranks", profiler::rows_json(rank_rows(ranks))},
-                              {"merged_ops", profiler::rows_json(merged_op_rows(ranks))},
-                              {"slowest", slowest_rank_line(ranks)}};
-    rank_summaries.push_back(summary);
-    if (format != profiler::Format::table) return;
-    for (size_t r = 1; r < ranks.size(); ++r) {
-      out << open << label << " / rank " << r << close << "\n" << profiler::op_table(ranks[r], table, format) << "\n";
-    }
-    out << open << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group->engine() << ")"
-        << close << "\n";
-    out << profiler::render(rank_rows(ranks), format, fitted) << slowest_rank_line(ranks) << "\n\n";
-    out << open << label << " / merged across ranks" << close << "\n";
-    out << profiler::render(merged_op_rows(ranks), format, fitted) << "\n";
-    out.flush();
-  };
-
-  // One trace for every variant, written as each is measured.
-  const std::string trace = !options.trace.empty() ? options.trace : config.profile.trace;
-  std::unique_ptr<profiler::TraceWriter> trace_writer;
-  if (!trace.empty() && reports) trace_writer = std::make_unique<profiler::TraceWriter>(trace);
-
-  std::vector<profiler::Profile> profiles;
-  std::vector<profiler::Rows> counter_tables;  // --counters: per profile
-  std::vector<PredictedStep> predictions;      // --predict: per profile
-  std::vector<size_t> profiled;  // index into variants of each profile
-  std::vector<std::vector<profiler::Profile>> other_ranks;  // per profile: ranks 1.. (rank 0 gathers them)
-  Progress progress("profile", variants.size(), !reports);
-  for (size_t v = 0; v < variants.size(); ++v) {
-    const auto& [label, paths] = variants[v];
-    if (reports) session.set_activity("profiling " + paths_str(paths, config.kind) + " on " + ctx.device().str());
+  // One variant: its steps, then everything that is printed or traced as soon as it is done.
+  // A compare: variant this device cannot run (its op refuses the inputs before launching
+  // anything: invalid_input) is skipped, said with the reason, and the others still print and
+  // save. The base variant, and any runtime failure, stays an error.
+  void measure_variant(Workload& workload, Progress& progress, size_t v) {
+    const auto& [label, paths] = variants_[v];
+    if (rank_.reports) session_.set_activity("profiling " + paths_str(paths, config_.kind) + " on " + ctx_.device().str());
     workload.set_paths(paths);
     progress.start(v, label);
     try {
-      profiles.push_back(profiler::profile_steps(
-          ctx, label, schedule, [&](int) { workload.forward(); },
+      profiles_.push_back(profiler::profile_steps(
+          ctx_, label, schedule_, [&](int) { workload.forward(); },
           [&](int done, int total) { progress.step(done, total); }));
-      profiles.back().workload = workload_title(config, ctx);
-      profiles.back().notes = inert_notes;
-      if (group != nullptr) {
-        profiles.back().rank = group->rank();
-        profiles.back().ranks = group->size();
+      profiler::Profile& profile = profiles_.back();
+      profile.workload = workload_title(config_, ctx_);
+      profile.notes = inert_notes_;
+      if (group_ != nullptr) {
+        profile.rank = group_->rank();
+        profile.ranks = group_->size();
       }
-      profiled.push_back(v);
-      const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profiles.back()));
+      profiled_.push_back(v);
+      const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profile));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
-      print_variant(profiles.back());
+      print_variant(profile);
       std::vector<KernelCounterRecord> counted;
-      if (count) counted = profiler::count_kernels(ctx, [&] { workload.forward(); });
-      if (options.counters) {
-        counter_tables.push_back(profiler::counter_table_rows(counted));
-        if (format == profiler::Format::table) {
-          out << open << label << " / kernel counters (one forward" << (ctx.backend().info(config.dtype).simulated
-                                                                            ? ", counted on the simulated GPU"
-                                                                            : "")
-              << ")" << close << "\n"
-              << profiler::render(counter_tables.back(), format, fitted) << "\n";
-          out.flush();
-        }
-      }
-      if (predict_gpu != nullptr) {
-        predictions.push_back(predict_step(*predict_gpu, profiles.back(), counted, config.run.cuda_graph));
-        profiles.back().prediction = predicted_step_json(predictions.back());  // saved, and in the diffs
-        if (format == profiler::Format::table) {
-          out << open << label << " / predicted on " << predict_gpu->description << close << "\n"
-              << profiler::render(predicted_op_rows(predictions.back()), format, fitted)
-              << profiler::wrap_line(predicted_step_line(predictions.back()), profiler::terminal_width());
-          out.flush();
-        }
-      }
+      if (count_) counted = profiler::count_kernels(ctx_, [&] { workload.forward(); });
+      if (options_.counters) add_counters(label, counted);
+      if (predict_gpu_ != nullptr) add_prediction(profile, counted);
       std::vector<profiler::Profile> ranks;  // every rank's, on rank 0 under tensor parallelism
-      if (group != nullptr) {
-        ranks = gather_ranks(profiles.back());
+      if (group_ != nullptr) {
+        ranks = gather_ranks(profile);
         print_ranks(ranks);
       }
-      other_ranks.emplace_back(ranks.size() > 1 ? ranks.begin() + 1 : ranks.end(), ranks.end());
-      // The trace: one pair of processes (host, device) per variant, and per rank of a variant.
-      if (trace_writer && ranks.empty()) trace_writer->add(profiles.back());
-      for (profiler::Profile rank : ranks) {
-        if (!trace_writer) break;
-        rank.label += " / rank " + std::to_string(rank.rank);
-        trace_writer->add(rank);
-      }
+      other_ranks_.emplace_back(ranks.size() > 1 ? ranks.begin() + 1 : ranks.end(), ranks.end());
+      add_to_trace(profile, ranks);
     } catch (const Error& error) {
       progress.clear();
-      // A compare: variant this device cannot run (its op refuses the inputs before launching
-      // anything: invalid_input) is skipped, said with the reason, and the others still print
-      // and save. The base variant, and any runtime failure, stays an error.
       if (v == 0 || error.kind() != ErrorKind::invalid_input) throw;
-      out.flush();
-      if (reports)
-        std::cerr << "blockscope: profile: variant '" << label << "' skipped on " << ctx.device().str() << ": "
+      out_.flush();
+      if (rank_.reports)
+        std::cerr << "blockscope: profile: variant '" << label << "' skipped on " << ctx_.device().str() << ": "
                   << error.what() << "\n";
     }
   }
 
-  remeasure_a_beaten_peak(ctx, config.dtype, profiles);
-
-  if (format == profiler::Format::json) {
-    // One JSON document: the tables' own JSON, per variant, then the diffs.
-    auto parsed = [](const std::string& text) {
-      json value = json::parse(text, nullptr, false);
-      return value.is_discarded() ? json(text) : value;
-    };
-    json document;
-    document["workload"] = workload_title(config, ctx);
-    document["device"] = ctx.device().str();
-    document["device_name"] = ctx.backend().info(config.dtype).description;
-    document["dtype"] = dtype_name(config.dtype);
-    document["schedule"] = {{"wait", schedule.wait}, {"warmup", schedule.warmup}, {"active", schedule.active},
-                       {"cold_step", schedule.keep_cold_step}};
-    document["notes"] = inert_notes;
-    for (size_t i = 0; i < profiles.size(); ++i) {
-      const profiler::Profile& p = profiles[i];
-      json variant = {{"label", p.label},
-                      {"ops", parsed(profiler::op_table(p, table, format))},
-                      {"kernels", parsed(profiler::kernel_table(p, format))}};
-      if (i < counter_tables.size()) variant["counters"] = parsed(profiler::render(counter_tables[i], format));
-      if (!p.prediction.is_null()) variant["prediction"] = p.prediction;
-      if (config.kind == WorkloadKind::decode) {
-        for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
-          const profiler::Profile part = profiler::phase_profile(p, phase);
-          variant["phases"][phase] = {{"ops", parsed(profiler::op_table(part, table, format))},
-                                      {"kernels", parsed(profiler::kernel_table(part, format))}};
-        }
-        variant["decode"] = decode_summary_json(config, p);
+  void print_variant(const profiler::Profile& p) {
+    if (format_ != profiler::Format::table) return;  // CSV: one tidy table at the end
+    if (config_.kind == WorkloadKind::decode) {
+      // Prefill and decode are two workloads in one: each phase has its own tables.
+      for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
+        const profiler::Profile part = profiler::phase_profile(p, phase);
+        out_ << open_ << part.label << close_ << "\n";
+        out_ << profiler::op_table(part, table_, format_) << "\n";
+        out_ << profiler::kernel_table(part, format_, fitted_) << "\n";
       }
-      document["variants"].push_back(variant);
+      out_ << profiler::wrap_text(decode_summary_text(config_, p), profiler::terminal_width());
+    } else {
+      out_ << open_ << p.label << close_ << "\n";
+      out_ << profiler::op_table(p, table_, format_) << "\n";
+      out_ << profiler::kernel_table(p, format_, fitted_) << "\n";
     }
-    if (!rank_summaries.empty()) document["tensor_parallel"] = rank_summaries;
-    for (size_t i = 1; i < profiles.size(); ++i) {
-      document["diffs"].push_back({{"before", profiles[0].label},
-                              {"after", profiles[i].label},
-                              {"diff", parsed(profiler::diff_profiles(profiles[0], profiles[i], format))}});
+    out_.flush();
+  }
+
+  void add_counters(const std::string& label, const std::vector<KernelCounterRecord>& counted) {
+    counter_tables_.push_back(profiler::counter_table_rows(counted));
+    if (format_ != profiler::Format::table) return;
+    const bool simulated = ctx_.backend().info(config_.dtype).simulated;
+    out_ << open_ << label << " / kernel counters (one forward" << (simulated ? ", counted on the simulated GPU" : "")
+         << ")" << close_ << "\n"
+         << profiler::render(counter_tables_.back(), format_, fitted_) << "\n";
+    out_.flush();
+  }
+
+  void add_prediction(profiler::Profile& profile, const std::vector<KernelCounterRecord>& counted) {
+    predictions_.push_back(predict_step(*predict_gpu_, profile, counted, config_.run.cuda_graph));
+    profile.prediction = predicted_step_json(predictions_.back());  // saved, and in the diffs
+    if (format_ != profiler::Format::table) return;
+    out_ << open_ << profile.label << " / predicted on " << predict_gpu_->description << close_ << "\n"
+         << profiler::render(predicted_op_rows(predictions_.back()), format_, fitted_)
+         << profiler::wrap_line(predicted_step_line(predictions_.back()), profiler::terminal_width());
+    out_.flush();
+  }
+
+  // Tensor parallelism: every rank profiles every variant; rank 0 gathers their profiles (empty
+  // on the other ranks). Rank 0 sends nothing: its own profile is at hand (a profile of
+  // thousands of steps is seconds of JSON each way).
+  std::vector<profiler::Profile> gather_ranks(const profiler::Profile& mine) {
+    const std::vector<std::string> all =
+        group_->gather_to_root(group_->rank() == 0 ? std::string() : profiler::profile_to_text(mine));
+    std::vector<profiler::Profile> ranks;
+    for (size_t r = 0; r < all.size(); ++r)
+      ranks.push_back(r == 0 ? mine : profiler::profile_from_text(all[r], "rank " + std::to_string(r) + "'s profile"));
+    return ranks;
+  }
+
+  // Rank 0: each other rank's op table, the per-rank summary and the merged op table.
+  void print_ranks(const std::vector<profiler::Profile>& ranks) {
+    if (ranks.empty()) return;
+    const std::string label = ranks.front().label;
+    rank_summaries_.push_back({{"label", label},
+                               {"engine", group_->engine()},
+                               {"ranks", profiler::rows_json(rank_rows(ranks))},
+                               {"merged_ops", profiler::rows_json(merged_op_rows(ranks))},
+                               {"slowest", slowest_rank_line(ranks)}});
+    if (format_ != profiler::Format::table) return;
+    for (size_t r = 1; r < ranks.size(); ++r) {
+      out_ << open_ << label << " / rank " << r << close_ << "\n" << profiler::op_table(ranks[r], table_, format_) << "\n";
     }
-    out << document.dump(2) << "\n";
-  } else if (format == profiler::Format::csv) {
-    // One tidy table (--table): every variant's rows, a variant column first, one header.
-    const std::string which = options.table.empty() ? "ops" : options.table;
+    out_ << open_ << label << " / ranks (tensor parallel over " << ranks.size() << ", " << group_->engine() << ")"
+         << close_ << "\n";
+    out_ << profiler::render(rank_rows(ranks), format_, fitted_) << slowest_rank_line(ranks) << "\n\n";
+    out_ << open_ << label << " / merged across ranks" << close_ << "\n";
+    out_ << profiler::render(merged_op_rows(ranks), format_, fitted_) << "\n";
+    out_.flush();
+  }
+
+  // One pair of processes (host, device) per variant, and per rank of a variant.
+  void add_to_trace(const profiler::Profile& profile, const std::vector<profiler::Profile>& ranks) {
+    if (!trace_writer_) return;
+    if (ranks.empty()) trace_writer_->add(profile);
+    for (profiler::Profile rank : ranks) {
+      rank.label += " / rank " + std::to_string(rank.rank);
+      trace_writer_->add(rank);
+    }
+  }
+
+  // --format json: one document, the tables' own JSON per variant, then the diffs.
+  void print_json_document() {
+    json document;
+    document["workload"] = workload_title(config_, ctx_);
+    document["device"] = ctx_.device().str();
+    document["device_name"] = ctx_.backend().info(config_.dtype).description;
+    document["dtype"] = dtype_name(config_.dtype);
+    document["schedule"] = {{"wait", schedule_.wait}, {"warmup", schedule_.warmup}, {"active", schedule_.active},
+                            {"cold_step", schedule_.keep_cold_step}};
+    document["notes"] = inert_notes_;
+    for (size_t i = 0; i < profiles_.size(); ++i) document["variants"].push_back(variant_json(i));
+    if (!rank_summaries_.empty()) document["tensor_parallel"] = rank_summaries_;
+    for (size_t i = 1; i < profiles_.size(); ++i) {
+      document["diffs"].push_back({{"before", profiles_[0].label},
+                                   {"after", profiles_[i].label},
+                                   {"diff", parsed(profiler::diff_profiles(profiles_[0], profiles_[i], format_))}});
+    }
+    out_ << document.dump(2) << "\n";
+  }
+
+  json variant_json(size_t i) const {
+    const profiler::Profile& p = profiles_[i];
+    json variant = {{"label", p.label},
+                    {"ops", parsed(profiler::op_table(p, table_, format_))},
+                    {"kernels", parsed(profiler::kernel_table(p, format_))}};
+    if (i < counter_tables_.size()) variant["counters"] = parsed(profiler::render(counter_tables_[i], format_));
+    if (!p.prediction.is_null()) variant["prediction"] = p.prediction;
+    if (config_.kind == WorkloadKind::decode) {
+      for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
+        const profiler::Profile part = profiler::phase_profile(p, phase);
+        variant["phases"][phase] = {{"ops", parsed(profiler::op_table(part, table_, format_))},
+                                    {"kernels", parsed(profiler::kernel_table(part, format_))}};
+      }
+      variant["decode"] = decode_summary_json(config_, p);
+    }
+    return variant;
+  }
+
+  static json parsed(const std::string& text) {
+    json value = json::parse(text, nullptr, false);
+    return value.is_discarded() ? json(text) : value;
+  }
+
+  // --format csv: one tidy table (--table), every variant's rows, a variant column first.
+  void print_csv_table() {
+    const std::string which = options_.table.empty() ? "ops" : options_.table;
     profiler::Rows all;
     const auto append = [&](profiler::Rows part) {
       if (all.columns.empty()) all.columns = part.columns;
       all.rows.insert(all.rows.end(), part.rows.begin(), part.rows.end());
     };
-    for (size_t i = 0; i < profiles.size(); ++i) {
-      const profiler::Profile& p = profiles[i];
-      if (options.group_by_phase && (which == "ops" || which == "kernels")) {
+    for (size_t i = 0; i < profiles_.size(); ++i) {
+      const profiler::Profile& p = profiles_[i];
+      if (options_.group_by_phase && (which == "ops" || which == "kernels")) {
         // --group-by-phase: each phase's rows (a decode's prefill, then its decode), a phase column.
         for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
           const profiler::Profile part = profiler::phase_profile(p, phase);
           append(profiler::with_variant_column(
-              profiler::with_first_column(which == "ops" ? profiler::op_table_rows(part, table)
+              profiler::with_first_column(which == "ops" ? profiler::op_table_rows(part, table_)
                                                          : profiler::kernel_table_rows(part),
                                           "phase", "Phase", phase),
               p.label));
         }
-        continue;
+      } else if (which != "diffs" || i > 0) {  // diffs: each variant against the base
+        append(profiler::with_variant_column(csv_rows(which, i), p.label));
       }
-      profiler::Rows part;
-      if (which == "ops") part = profiler::op_table_rows(p, table);
-      else if (which == "kernels") part = profiler::kernel_table_rows(p);
-      else if (which == "steps") part = profiler::step_table_rows(p);
-      else if (which == "counters") part = counter_tables.at(i);
-      else if (which == "predicted") part = predicted_op_rows(predictions.at(i));
-      else if (i > 0) part = profiler::diff_table_rows(profiles[0], p);  // diffs: each variant against the base
-      else continue;
-      append(profiler::with_variant_column(part, p.label));
     }
     if (all.columns.empty()) {  // diffs of a run without compare: the header alone
-      all = profiler::with_variant_column(profiler::diff_table_rows(profiles[0], profiles[0]), "");
+      all = profiler::with_variant_column(profiler::diff_table_rows(profiles_[0], profiles_[0]), "");
       all.rows.clear();
     }
     // --columns picks the op table's columns (what check_columns validated them against).
-    out << profiler::render(all, format, which == "ops" ? table.layout : profiler::TextLayout{});
-  } else {
-    for (size_t i = 1; i < profiles.size(); ++i) {
-      out << "\n" << profiler::diff_profiles(profiles[0], profiles[i], format, fitted) << "\n";
+    out_ << profiler::render(all, format_, which == "ops" ? table_.layout : profiler::TextLayout{});
+  }
+
+  profiler::Rows csv_rows(const std::string& which, size_t i) const {
+    const profiler::Profile& p = profiles_[i];
+    if (which == "ops") return profiler::op_table_rows(p, table_);
+    if (which == "kernels") return profiler::kernel_table_rows(p);
+    if (which == "steps") return profiler::step_table_rows(p);
+    if (which == "counters") return counter_tables_.at(i);
+    if (which == "predicted") return predicted_op_rows(predictions_.at(i));
+    return profiler::diff_table_rows(profiles_[0], p);
+  }
+
+  void print_diffs() {
+    for (size_t i = 1; i < profiles_.size(); ++i) {
+      out_ << "\n" << profiler::diff_profiles(profiles_[0], profiles_[i], format_, fitted_) << "\n";
     }
   }
-  out.flush();
 
-  if (trace_writer) {
-    trace_writer->finish();
-    session.wrote(trace);
-    std::cerr << "wrote trace " << trace << " (" << profiles.size() << " variant" << (profiles.size() == 1 ? "" : "s")
-              << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
+  // The trace (written as each variant was measured), the report, the saved profiles.
+  void write_files(const std::string& trace) {
+    const std::string variants = std::to_string(profiles_.size()) + " variant" + (profiles_.size() == 1 ? "" : "s");
+    if (trace_writer_) {
+      trace_writer_->finish();
+      session_.wrote(trace);
+      std::cerr << "wrote trace " << trace << " (" << variants << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
+    }
+    if (!options_.report.empty() && rank_.reports) {
+      profiler::ReportOptions report;
+      report.title = workload_title(config_, ctx_);
+      report.table = table_;
+      profiler::write_html_report(profiles_, report, options_.report);
+      session_.wrote(options_.report);
+      std::cerr << "wrote report " << options_.report << " (" << variants
+                << "; open it in a browser, it needs nothing else)\n";
+    }
+    if (!options_.save.empty() && rank_.reports) save_profiles();
   }
-  if (!options.report.empty() && reports) {
-    profiler::ReportOptions report;
-    report.title = workload_title(config, ctx);
-    report.table = table;
-    profiler::write_html_report(profiles, report, options.report);
-    session.wrote(options.report);
-    std::cerr << "wrote report " << options.report << " (" << profiles.size() << " variant"
-              << (profiles.size() == 1 ? "" : "s") << "; open it in a browser, it needs nothing else)\n";
-  }
-  for (size_t i = 0; i < profiles.size(); ++i) {
-    if (!options.save.empty() && reports) {
-      const std::string path = i == 0 ? options.save : variant_path(options.save, variants[profiled[i]].first);
-      profiler::save_profile(profiles[i], path);
-      session.wrote(path);
+
+  void save_profiles() {
+    for (size_t i = 0; i < profiles_.size(); ++i) {
+      const std::string path = i == 0 ? options_.save : variant_path(options_.save, variants_[profiled_[i]].first);
+      profiler::save_profile(profiles_[i], path);
+      session_.wrote(path);
       std::cerr << "saved profile " << path << "\n";
       // Tensor parallelism: every other rank's beside it (PATH.rankN.json), each keeping its rank.
-      for (const profiler::Profile& rank : other_ranks[i]) {
+      for (const profiler::Profile& rank : other_ranks_[i]) {
         const std::string rank_path = variant_path(path, "rank" + std::to_string(rank.rank));
         profiler::save_profile(rank, rank_path);
-        session.wrote(rank_path);
+        session_.wrote(rank_path);
         std::cerr << "saved profile " << rank_path << " (rank " << rank.rank << " of " << rank.ranks << ")\n";
       }
     }
   }
-  if (!options.dump.empty()) session.write_dump(ctx, workload, options.dump, reports);
-}
+
+  Session& session_;
+  const Options& options_;
+  const WorkloadConfig& config_;
+  Context& ctx_;
+  Communicator* group_;
+  const profiler::Format format_;
+  RankOutput rank_;
+  std::ostream& out_;
+  const profiler::GpuSpec* predict_gpu_ = nullptr;  // --predict
+  bool count_ = false;                              // one counted forward per variant
+  profiler::Schedule schedule_;
+  profiler::TableOptions table_;
+  profiler::TextLayout fitted_;
+  const char* open_ = "";
+  const char* close_ = "";
+  std::vector<std::pair<std::string, PathConfig>> variants_;  // label, paths: the base first
+  std::vector<std::string> inert_notes_;
+  std::unique_ptr<profiler::TraceWriter> trace_writer_;
+  // Per profile (a skipped variant has none): the profile, its variant's index, its counter
+  // table and prediction, ranks 1.. (gathered by rank 0); per variant, the ranks' summary.
+  std::vector<profiler::Profile> profiles_;
+  std::vector<size_t> profiled_;
+  std::vector<profiler::Rows> counter_tables_;
+  std::vector<PredictedStep> predictions_;
+  std::vector<std::vector<profiler::Profile>> other_ranks_;
+  std::vector<json> rank_summaries_;
+};
 
 }  // namespace
 
@@ -405,7 +467,8 @@ int profile_command(Session& session) {
   const Device device = resolve_device(config.device);
   // On a GPU a step is queued whole: a signal is answered when it ends (the CPU stops between ops).
   if (device.is_cuda()) set_interrupt_point("after this step");
-  for_each_local_rank(config, device, [&](Context& ctx, Communicator* group) { profile_on(session, config, ctx, group); });
+  for_each_local_rank(config, device,
+                      [&](Context& ctx, Communicator* group) { ProfileRun(session, config, ctx, group).run(); });
   return 0;
 }
 

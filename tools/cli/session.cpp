@@ -122,6 +122,16 @@ void Session::write_dump(Context& ctx, Workload& workload, const std::string& pa
             << " weights under their Hugging Face names)\n";
 }
 
+RankOutput::RankOutput(const Communicator* group) : reports(group == nullptr || group->rank() == 0) {}
+
+profiler::Schedule config_schedule(const WorkloadConfig& config) {
+  profiler::Schedule schedule;
+  schedule.wait = config.profile.wait;
+  schedule.warmup = config.profile.warmup;
+  schedule.active = config.profile.active;
+  return schedule;
+}
+
 void announce_large_workload(const std::string& command, const WorkloadConfig& config) {
   constexpr size_t kLarge = size_t{256} << 20;
   const MemoryEstimate estimate = estimate_memory(config, all_variant_paths(config));

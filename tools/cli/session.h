@@ -5,12 +5,15 @@
 #pragma once
 
 #include <functional>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
 #include "model/workload.h"
 #include "profiler/render.h"
+#include "profiler/session.h"
 #include "runtime/context.h"
 
 namespace blockscope {
@@ -106,6 +109,22 @@ class Session {
   std::string activity_;
   std::vector<std::string> outputs_;
 };
+
+// What one rank of a command prints: the only rank without tensor parallelism, or rank 0 of
+// its group, reports (prints and writes the files); the others run the same work and
+// collectives and print nowhere.
+class RankOutput {
+ public:
+  explicit RankOutput(const Communicator* group);
+  const bool reports;
+  std::ostream& out() { return reports ? std::cout : discarded_; }
+
+ private:
+  std::ostringstream discarded_;
+};
+
+// The profiler's schedule from the config's profile: section.
+profiler::Schedule config_schedule(const WorkloadConfig& config);
 
 // Before a workload with weights of 256 MiB or more is built (seconds of initialising or
 // reading), a line on stderr saying so: "profile: building the workload: 14.96 GiB of weights".
