@@ -150,7 +150,7 @@ class CheckRun {
   // process as one group (run_on_gpus: cuda:0 .. cuda:N-1, a thread each).
   void choose_devices() {
     ranks_ = config_.parallel.tensor;
-    gpu_group_ = ranks_ > 1 && world_communicator() == nullptr;
+    gpu_group_ = ranks_are_local_gpus(config_);
     if (!options_.device.empty() && options_.device != "auto") {
       devices_.push_back(resolve_device(options_.device));
     } else if (gpu_group_) {

@@ -144,7 +144,7 @@ void announce_large_workload(const std::string& command, const WorkloadConfig& c
 void for_each_local_rank(const WorkloadConfig& config, const Device& device,
                          const std::function<void(Context&, Communicator*)>& rank) {
   const int ranks = static_cast<int>(config.parallel.tensor);
-  if (ranks > 1 && device.is_cuda() && world_communicator() == nullptr) {
+  if (device.is_cuda() && ranks_are_local_gpus(config)) {
     BS_CHECK_INPUT(device == Device::cuda(0), "parallel.tensor = ", ranks, " on ", device.str(),
                    ": a GPU group is cuda:0 .. cuda:", ranks - 1,
                    " (--device cuda), or run one process per rank: mpirun -np ", ranks, " blockscope ...");
@@ -155,6 +155,10 @@ void for_each_local_rank(const WorkloadConfig& config, const Device& device,
   Context ctx(group != nullptr ? rank_device(device, *group) : device);  // mpirun: each rank its GPU
   const std::unique_ptr<Communicator> gpus = group != nullptr ? gpu_group_over(*group, ctx.device()) : nullptr;
   rank(ctx, gpus != nullptr ? gpus.get() : group);
+}
+
+bool ranks_are_local_gpus(const WorkloadConfig& config) {
+  return config.parallel.tensor > 1 && world_communicator() == nullptr;
 }
 
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config) {

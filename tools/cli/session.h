@@ -139,6 +139,8 @@ void announce_large_workload(const std::string& command, const WorkloadConfig& c
 // and is rethrown). Only the call whose group is null or of rank 0 reports.
 void for_each_local_rank(const WorkloadConfig& config, const Device& device,
                          const std::function<void(Context&, Communicator*)>& rank);
+// parallel.tensor > 1 without mpirun: the ranks are GPUs of this process (cuda:0 .. N-1).
+bool ranks_are_local_gpus(const WorkloadConfig& config);
 
 // The paths of the base variant, then of every compare: entry.
 std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
