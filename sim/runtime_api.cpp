@@ -307,6 +307,8 @@ cudaError_t submit(CUstream_st* stream, std::string name, std::function<void()> 
     auto node = std::make_unique<CUgraphNode_st>();
     node->name = std::move(name);
     node->op = std::move(op);
+    node->graph = capture->graph;
+    if (!capture->graph->nodes.empty()) node->dependencies.push_back(capture->graph->nodes.back().get());
     capture->graph->nodes.push_back(std::move(node));
     stream->capture_nodes = capture->graph->nodes.size();
     return cudaSuccess;

@@ -55,7 +55,10 @@ struct CUevent_st {
 
 struct CUgraphNode_st {
   std::string name;
-  std::function<void()> op;
+  std::function<void()> op;  // empty: nothing to run (an empty node)
+  CUgraph_st* graph = nullptr;
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;  // captured nodes: empty (their op says what they do)
+  std::vector<CUgraphNode_st*> dependencies;        // in edge order; a captured node: the node before it
 };
 
 struct CUgraph_st {
@@ -64,7 +67,15 @@ struct CUgraph_st {
 };
 
 struct CUgraphExec_st {
-  std::vector<std::pair<std::string, std::function<void()>>> nodes;
+  struct Node {
+    const CUgraphNode_st* source;  // the graph's node it was instantiated from (the handle users pass)
+    size_t index;                  // the source's position in its graph (cudaGraphExecUpdate pairs by it)
+    cudaGraphNodeType type;
+    std::vector<size_t> dependencies;  // indices of the dependencies' sources, in edge order
+    std::string name;
+    std::function<void()> op;
+  };
+  std::vector<Node> nodes;  // in an order that respects every dependency
   std::shared_ptr<blockscope::sim::detail::GraphMemory> memory;
 };
 
