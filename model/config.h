@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/common/activations.h"
 #include "ops/common/paths.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "runtime/device.h"

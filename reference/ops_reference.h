@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "ops/common/activations.h"
 #include "ops/common/paths.h"
 #include "reference/reference_tensor.h"
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,43 @@ TEST(ActivationValue, KnownValues) {
   EXPECT_EQ(ops::activation_value(Activation::relu, 3.0f), 3.0f);
   EXPECT_TRUE(std::isnan(ops::activation_value(Activation::relu, NAN)));
   EXPECT_EQ(ops::activation_value(Activation::silu, -200.0f), -0.0f);  // exp overflow handled
+}
+
+// The activation table (ops/common/activations.h): every enumerator has its row, names and
+// kernel names are distinct, every name and alias parses back to its activation, the vectorised
+// CPU row (where there is one) computes what the host definition does.
+TEST(ActivationTable, EveryActivationHasItsOwnRowNamesAndKernels) {
+  ASSERT_EQ(ops::activations().size(), ops::kActivationCount);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < ops::kActivationCount; ++i) {
+    const Activation act = static_cast<Activation>(i);
+    const ops::ActivationInfo& row = ops::activation_info(act);
+    EXPECT_EQ(row.act, act);
+    EXPECT_EQ(ops::activations()[i], act);
+    for (const char* name : {row.name, row.kernel, row.gated_kernel}) EXPECT_TRUE(seen.insert(name).second) << name;
+    Activation parsed = act == Activation::relu ? Activation::silu : Activation::relu;
+    ASSERT_TRUE(ops::parse_activation(row.name, &parsed)) << row.name;
+    EXPECT_EQ(parsed, act) << row.name;
+    for (const char* alias : row.aliases) {
+      if (alias == nullptr) continue;
+      EXPECT_TRUE(seen.insert(alias).second) << alias;
+      parsed = act == Activation::relu ? Activation::silu : Activation::relu;
+      ASSERT_TRUE(ops::parse_activation(alias, &parsed)) << alias;
+      EXPECT_EQ(parsed, act) << alias;
+    }
+    EXPECT_GT(row.flops_per_element, 0.0) << row.name;
+    if (row.row != nullptr) {
+      std::vector<float> x;
+      for (int k = -40; k <= 40; ++k) x.push_back(0.25f * static_cast<float>(k) + 0.01f);
+      std::vector<float> y = x;
+      row.row(y.data(), static_cast<int64_t>(y.size()));
+      for (size_t k = 0; k < x.size(); ++k) EXPECT_NEAR(y[k], row.value(x[k]), 1e-6f * (1.0f + std::fabs(y[k]))) << row.name;
+    }
+  }
+  Activation untouched = Activation::silu;
+  EXPECT_FALSE(ops::parse_activation("gelu_tanhh", &untouched));
+  EXPECT_FALSE(ops::parse_activation("", &untouched));
+  EXPECT_EQ(untouched, Activation::silu);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ActivationTest, testing::device_dtype_values(), testing::device_dtype_name);

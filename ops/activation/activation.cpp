@@ -1,8 +1,6 @@
 // Activations and gated activations: scalar definitions; validation, then run_op (ops/common/dispatch.h).
 #include "ops/activation/activation.h"
 
-#include <cmath>
-
 #include "ops/activation/backends.h"
 #include "ops/common/cpu_math.h"
 #include "ops/common/flops.h"
@@ -13,26 +11,9 @@
 
 namespace blockscope::ops {
 
-float activation_value(Activation act, float x) {
-  switch (act) {
-    case Activation::gelu_erf: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));  // x / sqrt(2)
-    // The CPU row kernels' own definitions (ops/common/cpu_math.h), so that there is one.
-    case Activation::gelu_tanh: return cpu::gelu_tanh_f32(x);  // GPT-2's "gelu_new"
-    case Activation::silu: return cpu::silu_f32(x);
-    case Activation::relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN, as torch.relu
-  }
-  return x;
-}
+float activation_value(Activation act, float x) { return activation_info(act).value(x); }
 
-double activation_flops_per_element(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return 8;
-    case Activation::gelu_tanh: return 10;
-    case Activation::silu: return 4;
-    case Activation::relu: return 1;
-  }
-  return 1;
-}
+double activation_flops_per_element(Activation act) { return activation_info(act).flops_per_element; }
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
   check_on_context(ctx, "activation", "input x", x);

@@ -1,6 +1,7 @@
 // Pointwise activations and the gated (GeGLU / SwiGLU) act(gate) · up.
 #pragma once
 
+#include "ops/common/activations.h"
 #include "ops/common/paths.h"
 #include "runtime/context.h"
 

@@ -19,23 +19,7 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
 // kernel checks), one list for both backends: the CPU records its work under the CUDA kernel's
 // name, so the tables of the two devices line up.
 namespace blockscope::ops::kernel_names {
-inline const char* activation(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return "gelu_kernel";
-    case Activation::gelu_tanh: return "gelu_tanh_kernel";
-    case Activation::silu: return "silu_kernel";
-    case Activation::relu: return "relu_kernel";
-  }
-  return "activation_kernel";
-}
+inline const char* activation(Activation act) { return activation_info(act).kernel; }
 // act(gate) * up in one kernel.
-inline const char* gated_activation(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return "gated_gelu_mul_kernel";
-    case Activation::gelu_tanh: return "gated_gelu_tanh_mul_kernel";
-    case Activation::silu: return "gated_silu_mul_kernel";
-    case Activation::relu: return "gated_relu_mul_kernel";
-  }
-  return "gated_activation_mul_kernel";
-}
+inline const char* gated_activation(Activation act) { return activation_info(act).gated_kernel; }
 }  // namespace blockscope::ops::kernel_names

@@ -11,17 +11,15 @@
 namespace blockscope::ops::cpu {
 namespace {
 
-// x[0, n) = act(x[0, n)): GELU (tanh) and SiLU — GPT-2's and Llama's — through cpu_math's
-// vectorised rows (a scalar std::tanh or std::exp per element cost ~23 ns, a third of a naive
-// Llama MLP's time); erf-GELU and ReLU per element.
+// x[0, n) = act(x[0, n)): the activation's vectorised row where it has one (ops/common/activations.h),
+// else its host definition per element.
 void activation_row(Activation act, float* x, int64_t n) {
-  switch (act) {
-    case Activation::gelu_tanh: gelu_tanh_row(x, n); return;
-    case Activation::silu: silu_row(x, n); return;
-    case Activation::gelu_erf:
-    case Activation::relu: break;
+  const ActivationInfo& info = activation_info(act);
+  if (info.row != nullptr) {
+    info.row(x, n);
+    return;
   }
-  for (int64_t i = 0; i < n; ++i) x[i] = activation_value(act, x[i]);
+  for (int64_t i = 0; i < n; ++i) x[i] = info.value(x[i]);
 }
 
 // Elements per work item: big enough to amortise the dtype switch, small enough to balance.

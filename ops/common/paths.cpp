@@ -103,35 +103,4 @@ bool parse_path(const std::string& text, LinearPath* out) { return parse(PathOp:
 bool parse_path(const std::string& text, AttentionPath* out) { return parse(PathOp::attention, text, out); }
 bool parse_path(const std::string& text, MlpPath* out) { return parse(PathOp::mlp, text, out); }
 
-const char* activation_name(Activation act) {
-  switch (act) {
-    case Activation::gelu_erf: return "gelu";
-    case Activation::gelu_tanh: return "gelu_tanh";
-    case Activation::silu: return "silu";
-    case Activation::relu: return "relu";
-  }
-  return "?";
-}
-
-const std::vector<Activation>& activations() {
-  static const std::vector<Activation> all = {Activation::gelu_erf, Activation::gelu_tanh, Activation::silu,
-                                              Activation::relu};
-  return all;
-}
-
-std::vector<std::string> activation_names() {
-  std::vector<std::string> names;
-  for (Activation a : activations()) names.push_back(activation_name(a));
-  return names;
-}
-
-bool parse_activation(const std::string& text, Activation* out) {
-  for (Activation a : activations())
-    if (text == activation_name(a)) { *out = a; return true; }
-  if (text == "gelu_erf") { *out = Activation::gelu_erf; return true; }
-  if (text == "gelu_new" || text == "gelu_pytorch_tanh") { *out = Activation::gelu_tanh; return true; }  // HF names
-  if (text == "swish") { *out = Activation::silu; return true; }
-  return false;
-}
-
 }  // namespace blockscope::ops

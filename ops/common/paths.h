@@ -31,8 +31,6 @@ enum class AttentionPath { naive, inplace, fused_softmax, flash };
 //             down GEMM
 enum class MlpPath { naive, epilogue, fused };
 
-enum class Activation { gelu_erf, gelu_tanh, silu, relu };
-
 // The ops that have paths: the keys of a config's `paths:` section.
 enum class PathOp { attention, linear, mlp };
 
@@ -76,15 +74,10 @@ const PathInfo& path_info(MlpPath path);
 const char* path_name(LinearPath path);
 const char* path_name(AttentionPath path);
 const char* path_name(MlpPath path);
-const char* activation_name(Activation act);
-// Every activation, in enum order, and their config names ("gelu", "gelu_tanh", "silu", "relu").
-const std::vector<Activation>& activations();
-std::vector<std::string> activation_names();
 
 // Parse from config text; false when unknown.
 bool parse_path(const std::string& text, LinearPath* out);
 bool parse_path(const std::string& text, AttentionPath* out);
 bool parse_path(const std::string& text, MlpPath* out);
-bool parse_activation(const std::string& text, Activation* out);
 
 }  // namespace blockscope::ops

@@ -2,6 +2,7 @@
 // (down(act(gate(x)) · up(x)), no biases: GeGLU / SwiGLU as in Llama).
 #pragma once
 
+#include "ops/common/activations.h"
 #include "ops/common/paths.h"
 #include "ops/linear/linear.h"
 #include "runtime/context.h"
