@@ -180,7 +180,8 @@ void read_decode(const Reader& reader, const Section& top, WorkloadConfig& confi
 
   Section cache(reader, s.value("kv_cache"), "decode.kv_cache", {"layout", "page_size", "max_len"});
   KvCacheConfig& kv = decode.kv_cache;
-  ops::parse_kv_layout(cache.get_choice("layout", "contiguous", {"contiguous", "paged"}, "KV cache layout"), &kv.layout);
+  ops::parse_kv_layout(cache.get_choice("layout", ops::kv_layout_name(ops::KvLayout::contiguous), ops::kv_layout_names(),
+                                       "KV cache layout"), &kv.layout);
   kv.page_size = cache.get_int("page_size", 16, 1, 1 << 16);
   if ((kv.page_size & (kv.page_size - 1)) != 0) {
     cache.fail("page_size", "must be a power of two (positions per page), got " + std::to_string(kv.page_size));

@@ -184,7 +184,7 @@ TEST_P(CudaKernels, LaunchHelperRecordsConfigurationRegistersAndOccupancy) {
   EXPECT_GE(kernel.device_end_us, kernel.device_start_us);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::Values(DType::f32, DType::f16, DType::bf16),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::ValuesIn(kDTypes),
                          dtype_param_name);
 
 }  // namespace

@@ -234,7 +234,7 @@ TEST_P(CudaOps, SoftmaxNanLogitGivesANanRowAsOnTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::Values(DType::f32, DType::f16, DType::bf16), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kDTypes), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -16,8 +16,18 @@ const char* kv_layout_name(KvLayout layout) {
   return layout == KvLayout::paged ? "paged" : "contiguous";
 }
 
+namespace {
+constexpr KvLayout kKvLayouts[] = {KvLayout::contiguous, KvLayout::paged};
+}  // namespace
+
+std::vector<std::string> kv_layout_names() {
+  std::vector<std::string> names;
+  for (KvLayout layout : kKvLayouts) names.push_back(kv_layout_name(layout));
+  return names;
+}
+
 bool parse_kv_layout(const std::string& text, KvLayout* out) {
-  for (KvLayout layout : {KvLayout::contiguous, KvLayout::paged}) {
+  for (KvLayout layout : kKvLayouts) {
     if (text == kv_layout_name(layout)) {
       *out = layout;
       return true;

@@ -21,6 +21,7 @@ namespace blockscope::ops {
 
 enum class KvLayout { contiguous, paged };
 const char* kv_layout_name(KvLayout layout);       // "contiguous", "paged"
+std::vector<std::string> kv_layout_names();         // every layout's, in enum order
 bool parse_kv_layout(const std::string& text, KvLayout* out);  // false if unknown
 
 // What a cache must hold, before it is allocated (memory estimates use this too).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -153,6 +154,6 @@ bool device_runnable(Device device, std::string* reason) {
   return true;
 }
 
-std::vector<DType> all_dtypes() { return {DType::f32, DType::f16, DType::bf16}; }
+std::vector<DType> all_dtypes() { return {std::begin(kDTypes), std::end(kDTypes)}; }
 
 }  // namespace blockscope::testing
