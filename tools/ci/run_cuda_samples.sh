@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds NVIDIA's CUDA samples with nvcc-sim and runs them on the simulated GPU: CUDA written by
-# others, as a check that the simulator runs ordinary CUDA (docs/ARCHITECTURE.md lists what it
+# others, as a check that the simulator runs ordinary CUDA (sim/README.md lists what it
 # gave). The samples are not part of this repository: clone them first.
 #
 #   git clone https://github.com/NVIDIA/cuda-samples SAMPLES
