@@ -487,4 +487,12 @@ std::string recorded_path(const OpSpec& spec, const OpCall& call) {
   return spec.event_path != nullptr ? spec.event_path(call) : call.path;
 }
 
+std::vector<std::string> path_kernels(const PathInfo& row, bool causal, DeviceType device) {
+  OpCall call;
+  call.path = row.name;
+  call.activation = "gelu_tanh";
+  call.flags = {{"bias", true}, {"causal", causal}, {"gated", !row.plain_mlp}};
+  return op_spec(path_op_name(row.op)).kernels(call, device);
+}
+
 }  // namespace blockscope::ops

@@ -99,6 +99,12 @@ double output_elements(const OpSpec& spec, const OpCall& call);
 // elements (the op records a call with no work, ops/common/dispatch.h).
 std::vector<std::string> launched_kernels(const OpSpec& spec, const OpCall& call, DeviceType device);
 
+// The kernels one forward of a path-table row launches on `device`, from its op's entry: with a
+// bias (linear), tanh-GELU (MLP), and the causal mask when `causal` (attention); the MLP rows
+// as the plain MLP where they apply to one, else the gated one. What `info --format json` lists
+// per path (the path table itself states no kernels).
+std::vector<std::string> path_kernels(const PathInfo& row, bool causal, DeviceType device);
+
 // The op event one call of `spec` records: (name, path).
 std::string recorded_name(const OpSpec& spec, const OpCall& call);
 std::string recorded_path(const OpSpec& spec, const OpCall& call);

@@ -6,38 +6,34 @@ namespace blockscope::ops {
 
 namespace {
 
-constexpr int kAnyMask = -1;  // kernels_without_mask for ops without a mask: same as `kernels`
-
+// The rows, ops in PathOp order, each op's paths from naive to fused. The kernels each path
+// launches are the op catalogue's (ops/catalogue: path_kernels), not stated here.
 std::vector<PathInfo> make_table() {
-  auto attention = [](AttentionPath p, const char* name, int kernels, int unmasked, int buffers,
-                      const char* summary) {
-    return PathInfo{PathOp::attention, static_cast<int>(p), name, kernels, unmasked, buffers, true, true, summary};
+  auto attention = [](AttentionPath p, const char* name, int buffers, const char* summary) {
+    return PathInfo{PathOp::attention, static_cast<int>(p), name, buffers, true, true, summary};
   };
-  auto linear = [](LinearPath p, const char* name, int kernels, const char* summary) {
-    return PathInfo{PathOp::linear, static_cast<int>(p), name, kernels, kAnyMask, 0, true, true, summary};
+  auto linear = [](LinearPath p, const char* name, const char* summary) {
+    return PathInfo{PathOp::linear, static_cast<int>(p), name, 0, true, true, summary};
   };
-  auto mlp = [](MlpPath p, const char* name, int kernels, bool plain, bool gated, const char* summary) {
-    return PathInfo{PathOp::mlp, static_cast<int>(p), name, kernels, kAnyMask, 0, plain, gated, summary};
+  auto mlp = [](MlpPath p, const char* name, bool plain, bool gated, const char* summary) {
+    return PathInfo{PathOp::mlp, static_cast<int>(p), name, 0, plain, gated, summary};
   };
-  std::vector<PathInfo> table = {
-      attention(AttentionPath::naive, "naive", 6, 4, 2,
+  return std::vector<PathInfo>{
+      attention(AttentionPath::naive, "naive", 2,
                 "QK^T GEMM, scale, out-of-place masked_fill (copy + fill), softmax, PV GEMM"),
-      attention(AttentionPath::inplace, "inplace", 5, 4, 1, "as naive with in-place masking"),
-      attention(AttentionPath::fused_softmax, "fused_softmax", 3, 3, 1,
+      attention(AttentionPath::inplace, "inplace", 1, "as naive with in-place masking"),
+      attention(AttentionPath::fused_softmax, "fused_softmax", 1,
                 "QK^T GEMM with alpha = scale, one scale+mask+softmax kernel, PV GEMM"),
-      attention(AttentionPath::flash, "flash", 1, 1, 0, "one kernel: tiled, online softmax, no S x S scores"),
-      linear(LinearPath::naive, "naive", 2, "GEMM, then a bias-add kernel"),
-      linear(LinearPath::epilogue, "epilogue", 1, "one GEMM with the bias (and GELU) in its epilogue"),
-      linear(LinearPath::addmm, "addmm", 2, "bias broadcast-copied into the output, one GEMM with beta = 1"),
-      mlp(MlpPath::naive, "naive", 5, true, true, "every GEMM, bias, activation and gate multiply its own kernel"),
-      mlp(MlpPath::epilogue, "epilogue", 2, true, false,
+      attention(AttentionPath::flash, "flash", 0, "one kernel: tiled, online softmax, no S x S scores"),
+      linear(LinearPath::naive, "naive", "GEMM, then a bias-add kernel"),
+      linear(LinearPath::epilogue, "epilogue", "one GEMM with the bias (and GELU) in its epilogue"),
+      linear(LinearPath::addmm, "addmm", "bias broadcast-copied into the output, one GEMM with beta = 1"),
+      mlp(MlpPath::naive, "naive", true, true, "every GEMM, bias, activation and gate multiply its own kernel"),
+      mlp(MlpPath::epilogue, "epilogue", true, false,
           "plain MLP: GELU_BIAS and BIAS epilogues (3 kernels with an activation other than tanh-GELU)"),
-      mlp(MlpPath::fused, "fused", 3, false, true,
+      mlp(MlpPath::fused, "fused", false, true,
           "gated MLP: one GEMM on concatenated gate|up weights, one act*mul kernel, down GEMM"),
   };
-  for (PathInfo& row : table)
-    if (row.kernels_without_mask == kAnyMask) row.kernels_without_mask = row.kernels;
-  return table;
 }
 
 const PathInfo& find(PathOp op, int value) {

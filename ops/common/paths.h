@@ -38,10 +38,6 @@ struct PathInfo {
   PathOp op;
   int value;          // the op's enum value: static_cast<int>(AttentionPath::flash)
   const char* name;   // as configs spell it
-  // Kernels per forward (the same on CPU, where each is a work item, and CUDA). Attention:
-  // with the causal mask, and without it; MLP: the tanh-GELU or SiLU MLP the families use.
-  int kernels;
-  int kernels_without_mask;
   // Attention: the [B, H, Sq, Sk] buffers a forward allocates (0 for flash).
   int score_buffers;
   // MLP paths: whether they apply to a plain (fc, act, proj) and to a gated MLP.

@@ -64,8 +64,8 @@ nlohmann::json build_info() {
   for (const ops::PathInfo& row : ops::path_table()) {
     info["paths"].push_back({{"op", ops::path_op_name(row.op)},
                              {"name", row.name},
-                             {"kernels", row.kernels},
-                             {"kernels_without_mask", row.kernels_without_mask},
+                             {"kernels", ops::path_kernels(row, true, DeviceType::cpu).size()},
+                             {"kernels_without_mask", ops::path_kernels(row, false, DeviceType::cpu).size()},
                              {"score_buffers", row.score_buffers},
                              {"plain_mlp", row.plain_mlp},
                              {"gated_mlp", row.gated_mlp},
