@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "runtime/interrupt.h"
+
 namespace blockscope::profiler {
 
 double kernel_duration_us(const KernelEvent& kernel) {
@@ -26,6 +28,7 @@ EventTimes event_times(const Profile& profile) {
     }
   }
   for (const KernelEvent& kernel : profile.kernels) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     if (kernel.op >= 0 && static_cast<size_t>(kernel.op) < n) times.self_device_us[kernel.op] += kernel_duration_us(kernel);
   }
   // Children come after their parent in recording order, so one backwards pass sums subtrees.
@@ -72,6 +75,7 @@ std::vector<double> step_times_us(const Profile& profile) {
   const EventTimes times = event_times(profile);
   std::vector<double> out;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const OpEvent& event = profile.ops[i];
     if (!is_step_region(event)) continue;
     out.push_back(times.device_total_us[i] > 0 ? times.device_total_us[i] : event.cpu_end_us - event.cpu_start_us);
@@ -83,6 +87,7 @@ std::vector<double> region_times_us(const Profile& profile, const std::string& r
   const EventTimes times = event_times(profile);
   std::vector<double> out;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const OpEvent& event = profile.ops[i];
     if (!event.is_region || event.name != region) continue;
     out.push_back(times.device_total_us[i] > 0 ? times.device_total_us[i] : event.cpu_end_us - event.cpu_start_us);
@@ -100,6 +105,7 @@ Profile phase_profile(const Profile& profile, const std::string& region) {
   std::vector<bool> inside(profile.ops.size(), false);
   std::vector<bool> spanned;  // per kept event: a step whose span is already its phase's
   for (size_t i = 0; i < profile.ops.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const OpEvent& event = profile.ops[i];
     const bool is_phase = event.is_region && event.name == region;
     inside[i] = is_phase || (event.parent >= 0 && inside[static_cast<size_t>(event.parent)]);
@@ -125,6 +131,7 @@ Profile phase_profile(const Profile& profile, const std::string& region) {
     spanned.push_back(false);
   }
   for (const KernelEvent& kernel : profile.kernels) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     if (kernel.op < 0 || !inside[static_cast<size_t>(kernel.op)]) continue;
     KernelEvent copy = kernel;
     copy.op = kept[static_cast<size_t>(kernel.op)];
@@ -157,6 +164,7 @@ std::vector<OpStats> op_stats(const Profile& profile, bool group_by_shape) {
   std::map<std::tuple<std::string, std::string, std::string>, size_t> index;  // (name, path, shapes) -> row
   std::vector<bool> shapes_differ;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const OpEvent& event = profile.ops[i];
     const std::string name = row_name(event);
     const std::string shapes = event.input_shapes.empty() ? "" : shapes_str(event.input_shapes);
@@ -201,6 +209,7 @@ std::vector<KernelStats> kernel_stats(const Profile& profile) {
   std::vector<KernelStats> rows;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < profile.kernels.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const KernelEvent& kernel = profile.kernels[i];
     const bool known = kernel.registers > 0 || kernel.block.x * kernel.block.y * kernel.block.z > 1;
     auto found = index.find(kernel.name);

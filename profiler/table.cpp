@@ -10,6 +10,7 @@
 #include "profiler/summary.h"
 #include "profiler/verdicts.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 
 namespace blockscope::profiler {
 
@@ -359,6 +360,7 @@ Rows step_table_rows(const Profile& profile) {
   const std::vector<double> step_times = step_times_us(profile);
   size_t n = 0;
   for (size_t i = 0; i < profile.ops.size(); ++i) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     const OpEvent& event = profile.ops[i];
     if (!is_step_region(event)) continue;
     table.rows.push_back({event.step, step_times[n++], times.device_total_us[i], event.cpu_end_us - event.cpu_start_us,
@@ -396,6 +398,7 @@ std::string step_time_lines(const Profile& profile) {
   }
   int64_t above_start = 0, in_use = 0;
   for (const OpEvent& event : profile.ops) {
+    poll_interrupted("while building the tables");  // a profile may hold millions of events
     if (!is_step_region(event)) continue;
     above_start = std::max(above_start, event.peak_bytes - event.start_bytes);
     in_use = std::max(in_use, event.peak_bytes);

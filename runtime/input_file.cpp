@@ -28,6 +28,7 @@ std::string input_file_problem(const std::string& path) {
 
 std::string read_input_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
   const auto fail = [&](const std::string& problem) -> std::string {
+    check_interrupted(("while reading " + path).c_str());  // a read a signal cut short (EINTR)
     throw InputError(what + " '" + path + "': " + problem);
   };
   const auto too_large = [&] {
@@ -43,6 +44,9 @@ std::string read_input_file(const std::string& path, const std::string& what, ui
       if (text.size() > max_bytes) too_large();
       check_interrupted(("while reading " + what + " from standard input").c_str());
     }
+    // The loop also ends when a signal cuts a blocked read short (EINTR): never parse half a file.
+    check_interrupted(("while reading " + what + " from standard input").c_str());
+    if (std::cin.bad()) fail(std::string("standard input cannot be read: ") + std::strerror(errno));
     return text;
   }
   if (const std::string problem = input_file_problem(path); !problem.empty()) fail(problem);

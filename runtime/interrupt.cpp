@@ -1,5 +1,7 @@
 #include "runtime/interrupt.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,7 +20,17 @@ volatile std::sig_atomic_t g_signal = 0;
 // set by the command before its work (set_interrupt_point); read by the handler.
 std::atomic<const char*> g_point{"within a second"};
 
+// The thread that installed the handlers (main): the one whose blocked reads and writes a
+// signal must cut short.
+pthread_t g_main_thread;
+
 extern "C" void on_interrupt(int signal) {
+  // Delivered to a worker thread (OpenMP's, MPI's): passed on to the main thread, whose blocked
+  // read or write it must interrupt (EINTR) — a worker has none to cut short.
+  if (!pthread_equal(pthread_self(), g_main_thread)) {
+    pthread_kill(g_main_thread, signal);
+    return;
+  }
   if (signal == SIGPIPE) {
     // Every later write to the closed pipe would raise it again: from now on those writes just
     // fail, and the command stops at its next check like after a Ctrl-C.
@@ -47,7 +59,15 @@ extern "C" void on_interrupt(int signal) {
 void install_interrupt_handlers() {
   // SIGHUP (the terminal closed) and SIGPIPE (`blockscope profile ... | head -1`) stop the
   // command like SIGINT: temporaries and partial outputs removed, exit 128 + the signal.
-  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) std::signal(signal, on_interrupt);
+  // Without SA_RESTART: a read or write blocked on a pipe, a FIFO or a terminal returns EINTR
+  // at the signal instead of waiting on (`(sleep 30; cat cfg) | blockscope run -` stopped only
+  // when the data came); every reader and writer answers that with check_interrupted.
+  g_main_thread = pthread_self();
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaction(signal, &action, nullptr);
 }
 
 void set_interrupt_point(const char* point) { g_point = point; }

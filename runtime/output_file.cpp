@@ -110,14 +110,9 @@ std::string refusal(const std::string& path) {
   switch (kind_of(target)) {
     case Kind::directory: return "it is a directory";
     case Kind::other: {
+      // A FIFO is not probed here: opening and closing it would be its reader's end of file.
+      // OutputFile opens it once, without blocking, and refuses it then when no one reads it.
       if (::access(target.c_str(), W_OK) != 0) return std::string("it is not writable: ") + std::strerror(errno);
-      // A FIFO nobody reads would block the command at its end (and Ctrl-C with it).
-      struct stat info;
-      if (::stat(target.c_str(), &info) == 0 && S_ISFIFO(info.st_mode)) {
-        const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK);
-        if (fd < 0) return errno == ENXIO ? "it is a FIFO that no process is reading" : std::string("it cannot be opened: ") + std::strerror(errno);
-        ::close(fd);
-      }
       return "";
     }
     case Kind::regular:
@@ -146,7 +141,20 @@ OutputFile::OutputFile(std::string path, std::string what) : path_(std::move(pat
   if (!why.empty()) throw InputError("cannot write " + what_ + " '" + path_ + "': " + why);
   target_ = resolved_target(path_);
   if (kind_of(target_) == Kind::other) {
-    file_ = std::fopen(target_.c_str(), "wb");  // a device or FIFO: in place
+    // A device or FIFO: written in place. Opened without blocking, so a FIFO nobody reads is
+    // refused (ENXIO) instead of holding the command (and Ctrl-C) in open(); then blocking
+    // again, so the writes wait for a slow reader.
+    const int fd = ::open(target_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENXIO)
+      throw InputError("cannot write " + what_ + " '" + path_ + "': it is a FIFO that no process is reading");
+    if (fd >= 0) {
+      const int flags = ::fcntl(fd, F_GETFL);
+      if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+        const int error = errno;
+        ::close(fd);
+        errno = error;
+      }
+    }
   } else {
     temporary_ = temporary_for(target_);
     file_ = std::fopen(temporary_.c_str(), "wb");
@@ -171,6 +179,8 @@ void OutputFile::discard() {
 
 void OutputFile::write_failed(const std::string& during, int error) {
   discard();
+  // A write a signal cut short (EINTR: a FIFO whose reader stalls) is the signal's, not a failure.
+  check_interrupted(("while writing " + path_).c_str());
   throw Error(ErrorKind::runtime, "cannot write " + what_ + " '" + path_ + "': " + during + ": " + std::strerror(error));
 }
 
@@ -197,6 +207,11 @@ void OutputFile::commit() {
   if (std::fflush(file_) != 0) write_failed("flush", errno);
   // fsync only what becomes a file: a device or FIFO may not support it.
   if (!temporary_.empty() && ::fsync(::fileno(file_)) != 0) write_failed("fsync", errno);
+  // A file replaced keeps its permissions (a 0600 profile stays 0600), not the temporary's.
+  struct stat replaced;
+  if (!temporary_.empty() && ::stat(target_.c_str(), &replaced) == 0 && S_ISREG(replaced.st_mode) &&
+      ::fchmod(::fileno(file_), replaced.st_mode & 07777) != 0)
+    write_failed("chmod", errno);
   const int closed = std::fclose(file_);
   file_ = nullptr;
   if (closed != 0) write_failed("close", errno);
@@ -222,20 +237,24 @@ std::string foreign_file_problem(const std::string& path) {
     tail.resize(std::fread(tail.data(), 1, tail.size(), file));
   }
   std::fclose(file);
-  // safetensors: an 8-byte little-endian header length inside the file, then a JSON object.
+  // A --dump of ours: safetensors (an 8-byte little-endian header length inside the file, then
+  // the JSON header) whose header opens with blockscope's own metadata. Another safetensors file
+  // (a model's weights) is not ours to replace.
   if (head.size() >= 9) {
     uint64_t header = 0;
     for (int i = 7; i >= 0; --i) header = (header << 8) | static_cast<unsigned char>(head[static_cast<size_t>(i)]);
-    if (header + 8 <= static_cast<uint64_t>(info.st_size) && head[8] == '{') return "";
+    if (header + 8 <= static_cast<uint64_t>(info.st_size) && head.compare(8, 30, "{\"__metadata__\":{\"blockscope\":") == 0)
+      return "";
   }
   const size_t first = head.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && head[first] == '{') {
     const std::string json = head.substr(first, 256);
-    // A Chrome trace (ours or another tool's: the same format), a saved profile, a cache of ours.
+    // A Chrome trace (ours or another tool's: the same format).
     if (json.find("\"traceEvents\"") != std::string::npos) return "";
-    if (head.find("\"format\": \"blockscope-profile\"") != std::string::npos ||
-        head.find("\"format\":\"blockscope-profile\"") != std::string::npos)
-      return "";
+    // A saved profile: "format" a key of the top-level object, which save_profile indents by
+    // one space on a line of its own (not a quote of it somewhere inside another document).
+    const size_t format = head.find("\n \"format\": \"blockscope-profile\"");
+    if (format != std::string::npos && format < 4096) return "";
     if (tail.find("\"producer\":\"blockscope\"") != std::string::npos ||
         head.find("\"producer\":\"blockscope\"") != std::string::npos)
       return "";

@@ -198,6 +198,106 @@ TEST(Interrupt, CheckStopsWithinASecond) {
   }
 }
 
+// Runs a bash script (cwd `dir`; $BS is the CLI, $CFG a tiny block) and returns its exit status
+// and the seconds it took.
+struct ScriptResult {
+  int code = -1;
+  double seconds = 0;
+};
+ScriptResult run_script(const fs::path& dir, const std::string& script) {
+  const std::string command = "cd " + bs::testing::shell_quote(dir.string()) + " && BS=" +
+                              bs::testing::shell_quote(BLOCKSCOPE_CLI_PATH) + " CFG=" +
+                              bs::testing::shell_quote(source("configs/blocks/tiny-gpt2.yaml")) + "; " + script;
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(("bash -c " + bs::testing::shell_quote(command)).c_str());
+  ScriptResult r;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A signal cuts a blocked read or write short (round 4's hostile pass: the handlers restarted
+// them, so "stopping within a second" came 29-38 s later, once with exit 0): a config read
+// from a pipe whose writer sleeps, tables written to a pipe whose reader sleeps.
+TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
+  const fs::path dir = scratch() / "blocked";
+  fs::create_directories(dir);
+  ScriptResult r = run_script(dir,
+                              "timeout 4 sh -c 'sleep 30; cat \"$0\"' \"$CFG\" 2>/dev/null | \"$BS\" run - 2>err.txt & "
+                              "pid=$!; sleep 1; sent=$(date +%s.%N); kill -INT $pid; "
+                              // bash's wait would also wait for the writer of the pipeline
+                              "while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+                              "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
+  std::string err = read(dir / "err.txt");
+  EXPECT_EQ(r.code, 130) << err;
+  EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << err;
+  EXPECT_NE(err.find("interrupted by SIGINT while reading config from standard input"), std::string::npos) << err;
+  // The steps table of 3000 steps is far more than a pipe holds: the write blocks.
+  r = run_script(dir,
+                 "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --format csv --table steps --save s.json "
+                 "2>err.txt > >(sleep 8) & pid=$!; "
+                 "for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; "
+                 "kill -INT $pid; wait $pid");
+  err = read(dir / "err.txt");
+  EXPECT_EQ(r.code, 130) << err;
+  EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "s.json")) << "kept a profile of a run that was stopped";
+}
+
+// A FIFO output works with an ordinary reader (before: probing it for a reader was the reader's
+// end of file, and `cat` got nothing); a failed write of the tables to standard output fails
+// the command (before: exit 0 with every table lost and --save kept); one trace file holds
+// every variant, so a file at a would-be variant trace path is not the trace's business.
+TEST(Outputs, FifosStandardOutputAndTheOneTrace) {
+  const fs::path dir = scratch() / "fifo";
+  fs::create_directories(dir);
+  ScriptResult r = run_script(dir,
+                              "mkfifo t.fifo && (cat t.fifo > got.json &) && sleep 0.3 && "
+                              "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --trace t.fifo > /dev/null 2>err.txt; "
+                              "code=$?; sleep 0.5; exit $code");
+  EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
+  const std::string got = read(dir / "got.json");
+  EXPECT_EQ(got.rfind("{\"traceEvents\":[", 0), 0u) << got.substr(0, 200);
+  EXPECT_NE(got.find("\"producer\":\"blockscope\""), std::string::npos) << "the reader got a partial trace";
+  r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save full.json > /dev/full 2>err.txt");
+  std::string err = read(dir / "err.txt");
+  EXPECT_EQ(r.code, 3) << err;
+  EXPECT_NE(err.find("standard output"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "full.json")) << err;
+  r = run_script(dir, "mkdir -p t.attention-naive_linear-naive_mlp-naive.json && \"$BS\" profile \"$CFG\" "
+                      "--set profile.schedule.active=2 --trace t.json > /dev/null 2>err.txt");
+  EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
+  EXPECT_TRUE(fs::is_regular_file(dir / "t.json"));
+}
+
+// What counts as a file of ours is read strictly (round 4's hostile pass: a user's JSON that
+// quoted the profile marker, and any file whose first 8 bytes looked like a length, were
+// replaced without --force), and a file replaced keeps its permissions (0600 became 0644).
+TEST(Outputs, OnlyOurOwnFilesAreReplacedAndKeepTheirMode) {
+  const fs::path dir = scratch() / "ours";
+  fs::create_directories(dir);
+  const std::string quoted = "{\"notes\": [\"keep me\", {\"quote\": {\"format\": \"blockscope-profile\"}}]}\n";
+  write(dir / "s.json", quoted);
+  std::string lookalike("\x02\0\0\0\0\0\0\0{} my precious notes\n", 29);
+  write(dir / "d.safetensors", lookalike);
+  ScriptResult r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save s.json > /dev/null 2>err.txt");
+  EXPECT_EQ(r.code, 2) << read(dir / "err.txt");
+  EXPECT_EQ(read(dir / "s.json"), quoted);
+  r = run_script(dir, "\"$BS\" run \"$CFG\" --dump d.safetensors > /dev/null 2>err.txt");
+  EXPECT_EQ(r.code, 2) << read(dir / "err.txt");
+  EXPECT_EQ(read(dir / "d.safetensors"), lookalike);
+  // Our own profile and dump are replaced, each keeping the mode it was given.
+  r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save p.json > /dev/null 2>err.txt && "
+                      "\"$BS\" run \"$CFG\" --dump ours.safetensors > /dev/null 2>>err.txt && "
+                      "chmod 600 p.json ours.safetensors && "
+                      "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save p.json > /dev/null 2>>err.txt && "
+                      "\"$BS\" run \"$CFG\" --dump ours.safetensors > /dev/null 2>>err.txt");
+  EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
+  EXPECT_EQ(fs::status(dir / "p.json").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(dir / "ours.safetensors").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+}
+
 // ---- item 7: outputs never replace a file blockscope did not write ---------------------------
 
 TEST(Outputs, AFileBlockscopeDidNotWriteIsReplacedOnlyWithForce) {

@@ -319,6 +319,20 @@ void say(const std::string& line) {
 // The command with its errors said on stderr and mapped to exit codes; *failed: an error ended
 // it (not a result such as check's 1); *why: the error's message, for the other ranks under
 // mpirun. `who` names the process ("blockscope", or with its rank).
+// The tables go to standard output: a write that failed there (a full disk, a closed
+// descriptor) fails the command like a failed output file, and a signal that cut a blocked
+// write short (a reader that stalls) is answered as one (before: exit 0, every table lost).
+void finish_standard_output() {
+  std::cout.flush();
+  const bool failed = std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout);
+  const int error = errno;
+  check_interrupted("while writing to standard output");
+  if (failed) {
+    throw Error(ErrorKind::runtime, std::string("cannot write the tables to standard output: ") +
+                                        (error != 0 ? std::strerror(error) : "the stream failed"));
+  }
+}
+
 int run_guarded(Session& session, int argc, char** argv, const std::string& who, bool* failed, std::string* why) {
   *failed = true;
   const auto failure = [&](const std::string& what) {
@@ -338,6 +352,7 @@ int run_guarded(Session& session, int argc, char** argv, const std::string& who,
   };
   try {
     const int code = run_cli(session, argc, argv);
+    finish_standard_output();
     // Under mpirun, one last meeting: a rank that finished must not sit in MPI_Finalize while
     // another still waits in a collective, and a failure elsewhere reaches this rank here.
     if (session.world != nullptr && session.world->size() > 1) session.world->barrier();

@@ -65,10 +65,10 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
       {options.trace.empty() ? "profile.trace" : "--trace", trace},
       {"--save", options.save},
       {"--report", options.report}};
+  // One trace holds every variant; --save writes a profile per variant.
   if (per_variant) {
     std::vector<std::pair<std::string, std::string>> saved = {{"the profile", options.save}};
     for (const Variant& variant : config.compare) {
-      if (!trace.empty()) outputs.push_back({"the trace of variant " + variant.label, variant_path(trace, variant.label)});
       if (!options.save.empty()) {
         saved.push_back({"the profile of variant " + variant.label, variant_path(options.save, variant.label)});
         outputs.push_back(saved.back());
