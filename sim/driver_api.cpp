@@ -3,7 +3,7 @@
 // primary contexts as thin maps onto the runtime's state (a device's primary context is the one
 // the runtime uses; making it current is cudaSetDevice). Modules, explicit contexts, driver-side
 // memory and launches are not modelled: a program using them fails to link (undefined reference
-// to cuModuleLoad…), which docs/ARCHITECTURE.md says.
+// to cuModuleLoad…), which sim/README.md says.
 #include <cuda.h>
 
 #include <cstring>
