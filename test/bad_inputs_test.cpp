@@ -2,12 +2,15 @@
 // message naming the problem and the documented exit code, before any work, leaving nothing
 // behind — never a crash, a truncated value, a silently different run or a damaged file.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -83,6 +86,10 @@ CliResult run_cli(const std::vector<std::string>& args, const std::string& env =
   run.out = read(dir / "out.txt");
   run.err = read(dir / "err.txt");
   return run;
+}
+
+size_t entries_in(const fs::path& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
 }
 
 // ---- numbers beyond int, and sizes whose products overflow --------------------------------
@@ -448,6 +455,128 @@ TEST(BadInputs, CacheLocationsFromTheEnvironmentAreStrict) {
   EXPECT_FALSE(fs::exists(dir / "rel")) << "a relative XDG_CACHE_HOME was used";
   EXPECT_TRUE(fs::exists(dir / "home" / ".cache" / "blockscope" / "cpu-peaks.json"));
   fs::remove_all(dir);
+}
+
+// Hostile round F6 (K10): a cache file over the size limit (4 MiB) is no cache: said once, never
+// read and left as it is (before: a 1 GiB sparse plan cache was read whole per GEMM shape and
+// again per update, 47 s and 2 GB of memory, five notes).
+TEST(BadInputs, AnOverSizeCacheFileIsNeverRead) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const fs::path plans = dir / "plans.json", peaks = dir / "peaks.json";
+  for (const fs::path& big : {plans, peaks}) {
+    std::ofstream(big).close();
+    fs::resize_file(big, uintmax_t{1} << 30);  // sparse: no disk used
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run_cli({"profile", config, "--device", "cpu", "--set", "cpu.gemm=auto", "--set",
+                               "profile.schedule.active=1"},
+                              "BLOCKSCOPE_PLAN_CACHE='" + plans.string() + "' BLOCKSCOPE_PEAK_CACHE='" + peaks.string() +
+                                  "' timeout 30 ");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(seconds, 15.0) << "a cache over the limit was read";
+  for (const fs::path& big : {plans, peaks}) {
+    const std::string note = "not cached in '" + big.string() + "': it holds 1073741824 bytes (1.0 GiB), more than a "
+                             "cache ever does (at most 4 MiB)";
+    const size_t first = r.err.find(note);
+    EXPECT_NE(first, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(note, first + 1), std::string::npos) << "said once: " << r.err;
+    EXPECT_EQ(fs::file_size(big), uintmax_t{1} << 30) << "left as it is";
+  }
+  EXPECT_EQ(r.err.find("something else"), std::string::npos) << r.err;
+}
+
+// Hostile round F7 (K34): another process holding the cache directory's lock costs one wait of
+// ~10 s for the whole run, said once; no cache is written there and the run succeeds (before:
+// ~10 s per cache entry, 51 s for tiny-llama's GEMM shapes, nothing said).
+TEST(BadInputs, AHeldCacheLockCostsOneWait) {
+  const fs::path dir = scratch() / "locked";
+  fs::create_directories(dir);
+  const std::string config = write(scratch() / "block.yaml", kTinyBlock);
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t holder = ::fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {  // another process holding the directory's lock until it is killed
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) ::_exit(1);
+    (void)!::write(ready[1], "x", 1);
+    for (;;) ::pause();
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  const auto start = std::chrono::steady_clock::now();
+  const CliResult r = run_cli({"profile", config, "--device", "cpu", "--set", "cpu.gemm=auto", "--set",
+                               "profile.schedule.active=1"},
+                              "BLOCKSCOPE_PLAN_CACHE='" + (dir / "plans.json").string() + "' BLOCKSCOPE_PEAK_CACHE='" +
+                                  (dir / "peaks.json").string() + "' timeout 45 ");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(seconds, 25.0) << "more than one wait for the lock";
+  const std::string note = "held the lock on its directory '" + fs::weakly_canonical(dir).string() + "' for 10 s";
+  const size_t first = r.err.find(note);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(note, first + 1), std::string::npos) << "said once: " << r.err;
+  EXPECT_EQ(entries_in(dir), 0u) << "nothing written while another process held the lock";
+}
+
+// Hostile round F8 (K46, K18) and K23: the plan cache is written only over a plan cache as it
+// writes one (machine keys, objects of shapes): a user's tsconfig.json, made only of objects, is
+// left as it was with a note (before: rewritten with plans), and with the plan and peak caches
+// pointed at one file, one kind is kept and the other said (before: merged into one file, then
+// refused by the peak writer for good). Our own peak cache with a damaged entry is repaired:
+// the entry re-measured and replaced (before: refused as "something else" on every run).
+TEST(BadInputs, EachCacheIsWrittenOnlyOverACacheOfItsKind) {
+  const fs::path dir = scratch();
+  const std::string config = write(dir / "block.yaml", kTinyBlock);
+  const std::vector<std::string> profile = {"profile", config, "--device", "cpu", "--set", "cpu.gemm=auto", "--set",
+                                            "profile.schedule.active=1"};
+  const std::string tsconfig_text = "{\"compilerOptions\": {\"strict\": true}}\n";
+  const std::string tsconfig = write(dir / "tsconfig.json", tsconfig_text);
+  CliResult r = run_cli(profile, "BLOCKSCOPE_PLAN_CACHE='" + tsconfig + "' BLOCKSCOPE_PEAK_CACHE='" + tsconfig + "' ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read(dir / "tsconfig.json"), tsconfig_text) << "not a cache: left as it was";
+  EXPECT_NE(r.err.find("not cached in '" + tsconfig + "': it holds something else than a peak cache"), std::string::npos)
+      << r.err;
+
+  // Whether this build plans its GEMMs (oneDNN and another library: plans are timed and cached).
+  const fs::path plans_only = dir / "plans-only.json";
+  ASSERT_EQ(run_cli(profile, "BLOCKSCOPE_PLAN_CACHE='" + plans_only.string() + "' ").code, 0);
+  const bool planned = fs::exists(plans_only);
+  const std::string both = (dir / "both.json").string();
+  r = run_cli(profile, "BLOCKSCOPE_PLAN_CACHE='" + both + "' BLOCKSCOPE_PEAK_CACHE='" + both + "' ");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const nlohmann::json mixed = nlohmann::json::parse(read(both), nullptr, false);
+  ASSERT_TRUE(mixed.is_object() && !mixed.empty()) << read(both);
+  size_t peak_keys = 0;
+  for (const auto& [key, entry] : mixed.items()) peak_keys += entry.contains("tflops") ? 1 : 0;
+  EXPECT_TRUE(peak_keys == 0 || peak_keys == mixed.size()) << "one kind of cache in one file: " << mixed.dump(1);
+  if (planned) {  // else no plan is written, and nothing is refused
+    EXPECT_NE(r.err.find("not cached in '" + both + "': it holds something else than a"), std::string::npos) << r.err;
+  }
+
+  const fs::path peaks = dir / "peaks.json";
+  const std::string env = "BLOCKSCOPE_PEAK_CACHE='" + peaks.string() + "' ";
+  ASSERT_EQ(run_cli({"info"}, env).code, 0);
+  nlohmann::json cache = nlohmann::json::parse(read(peaks));
+  ASSERT_FALSE(cache.empty());
+  const std::string damaged_key = cache.begin().key();
+  cache[damaged_key]["tflops"] = "abc";
+  cache[damaged_key]["gbps"] = -5;
+  write(peaks, cache.dump(2));
+  r = run_cli({"info"}, env);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("not cached"), std::string::npos) << "our own cache, repaired: " << r.err;
+  const nlohmann::json repaired = nlohmann::json::parse(read(peaks));
+  EXPECT_EQ(repaired.size(), cache.size());
+  ASSERT_TRUE(repaired[damaged_key]["tflops"].is_number()) << repaired.dump(1);
+  EXPECT_GT(repaired[damaged_key]["tflops"].get<double>(), 0);
+  EXPECT_GT(repaired[damaged_key]["gbps"].get<double>(), 0);
 }
 
 // Issue 43: a workload too large for memory is refused with advice about its largest part

@@ -155,14 +155,22 @@ bool read_cached_peaks(const std::string& path, const std::string& key, double* 
   return plausible_tflops(*tflops) && plausible_gbps(*gbps);
 }
 
-// Whether `cache` is a peak cache: a JSON object whose entries are objects with numeric tflops
-// and gbps (what write_cached_peaks writes).
+// Whether `key` is a peak cache's: "<cpu::machine_key> | <dtype>".
+bool is_peak_key(const std::string& key) {
+  const size_t bar = key.rfind(" | ");
+  if (bar == std::string::npos) return false;
+  DType dtype;
+  return parse_dtype(key.substr(bar + 3), &dtype) && dtype_name(dtype) == key.substr(bar + 3) &&
+         cpu::is_machine_key(key.substr(0, bar));
+}
+
+// Whether `cache` is a peak cache, as write_cached_peaks writes one: every key a peak key and
+// every entry an object with tflops and gbps. A plan cache, a tsconfig.json or any other JSON
+// object is not. The figures are not checked here: a damaged entry ("tflops": "abc") is measured
+// anew and replaced, the cache repaired (before: the whole file refused for good).
 bool is_peak_cache(const nlohmann::json& cache) {
   for (const auto& [key, entry] : cache.items()) {
-    if (!entry.is_object() || !entry.value("tflops", nlohmann::json()).is_number() ||
-        !entry.value("gbps", nlohmann::json()).is_number()) {
-      return false;
-    }
+    if (!is_peak_key(key) || !entry.is_object() || !entry.contains("tflops") || !entry.contains("gbps")) return false;
   }
   return true;
 }

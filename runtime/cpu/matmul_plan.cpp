@@ -43,10 +43,13 @@ std::string cache_path() { return machine_cache_path("BLOCKSCOPE_PLAN_CACHE", "c
 
 std::string this_machine() { return machine_key(omp_get_max_threads()); }
 
-// Whether `cache` is a plan cache: every machine's entry an object.
+// Whether `cache` is a plan cache, as write_cached writes one: every key a machine key
+// (cpu::is_machine_key: a tsconfig.json's "compilerOptions" is not; neither is a peak cache's
+// "... | N threads | f32") and every machine's value an object of shapes. The entries are not
+// checked here: a damaged one is timed again and replaced (parse).
 bool is_plan_cache(const nlohmann::json& cache) {
   for (const auto& [machine, plans] : cache.items()) {
-    if (!plans.is_object()) return false;
+    if (!is_machine_key(machine) || !plans.is_object()) return false;
   }
   return true;
 }
