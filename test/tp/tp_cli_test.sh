@@ -7,8 +7,10 @@
 #     the merged table; only rank 0 writes --save;
 #   - refused before any work, naming the fix: ranks that do not divide the heads, a group size
 #     other than mpirun's, parallel.tensor without mpirun;
-#   - ranks given different work (config keys, command, outputs) refused on every rank before
-#     any work, naming each key and both values; mpirun without parallel.tensor refused;
+#   - ranks given different work (config keys, command -- info, diff and report included --,
+#     outputs, effective thread count) refused on every rank before any work, naming each key and
+#     both values; mpirun without parallel.tensor refused; '-' (standard input) refused;
+#   - report under mpirun written by rank 0 alone;
 #   - every rank-derived output (PATH.rankN.json) checked before any work;
 #   - --dump under mpirun (its forward's collectives need every rank);
 #   - one rank failing mid-run (SIGTERM to rank 1) ends every rank: rank 0 stops at its next
@@ -170,6 +172,37 @@ mpmd disagree_save 2 "profile $blocks/tiny-gpt2.yaml $tp --save $work/a.json" \
     "profile $blocks/tiny-gpt2.yaml $tp --save $work/b.json"
 expect disagree_save "--save: rank 0 has '$work/a.json', rank 1 has '$work/b.json'"
 [ ! -e "$work/a.json" ] || fail "disagree_save: rank 0 wrote a.json"
+
+# Hostile round F11: a rank given info, diff or report beside a workload command: refused at
+# once on every rank, naming each rank's command (before: 60 s in a collective, then "a rank is
+# gone, stuck"). F13: the effective thread count is compared, OMP_NUM_THREADS included (before:
+# only the --threads flag).
+mpmd_quick() {  # mpmd_quick NAME EXPECTED_TEXT "RANK 0 ARGS" "RANK 1 ARGS": exit 2 within 30 s
+  local started=$SECONDS
+  mpmd "$1" 2 "$3" "$4"
+  expect "$1" "$2"
+  [ $((SECONDS - started)) -lt 30 ] || fail "$1: took $((SECONDS - started)) s"
+}
+mpmd_quick mpmd_info "command: rank 0 has 'run', rank 1 has 'info'" "run $blocks/tiny-gpt2.yaml $tp" "info"
+mpmd_quick mpmd_diff "command: rank 0 has 'profile', rank 1 has 'diff'" \
+    "profile $blocks/tiny-gpt2.yaml $tp --save $work/never.json" "diff $work/tp1.json $work/tp1.json"
+mpmd_quick mpmd_report "command: rank 0 has 'report', rank 1 has 'check'" "report $work/tp1.json -o $work/never.html" \
+    "check $blocks/tiny-gpt2.yaml $tp"
+[ ! -e "$work/never.json" ] && [ ! -e "$work/never.html" ] || fail "mpmd: a rank wrote an output"
+# shellcheck disable=SC2086
+run disagree_threads_env 2 "$mpiexec" -np 1 env OMP_NUM_THREADS=1 "$cli" run "$blocks/tiny-gpt2.yaml" $tp \
+    : -np 1 env OMP_NUM_THREADS=2 "$cli" run "$blocks/tiny-gpt2.yaml" $tp
+expect disagree_threads_env "threads (--threads, else OMP_NUM_THREADS, else the cores less one): rank 0 has '1', rank 1 has '2'"
+# M43: report under mpirun: rank 0 alone writes it (before: every rank, "wrote report" twice).
+run report_tp 0 "$mpiexec" -np 2 "$cli" report "$work/tp1.json" -o "$work/tp1.html"
+[ "$(grep -c "^wrote report" report_tp.out)" -eq 1 ] || fail "report_tp: not said once"
+[ -s "$work/tp1.html" ] || fail "report_tp: no report written"
+# F12: '-' (standard input) under mpirun: Open MPI gives it to rank 0 only; refused on every rank
+# naming why (before: rank 1 read nothing and said "workload: missing required key").
+run stdin_config 2 sh -c 'cat "$1" | "$2" -np 2 "$3" run - --device cpu --set parallel.tensor=2' sh \
+    "$blocks/tiny-gpt2.yaml" "$mpiexec" "$cli"
+expect stdin_config "Open MPI passes standard input to rank 0 only"
+grep -q "missing required key" stdin_config.out && fail "stdin_config: a rank read an empty config"
 
 # A command line that does not parse on rank 1: rank 0, waiting for the agreement, is told.
 mpmd usage_error 2 "run $blocks/tiny-gpt2.yaml $tp" "run --bogus"

@@ -35,6 +35,7 @@
 #include "runtime/terminal_output.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/progress.h"
+#include "tools/cli/rank_agreement.h"
 
 namespace blockscope::cli {
 namespace {
@@ -290,6 +291,10 @@ int run_cli(Session& session, int argc, char** argv) {
   }
 
   prepare_rank(session);
+  // mpirun: every command (info, diff, report too) agrees across ranks first, and none reads '-'.
+  std::vector<std::string> inputs = line.report_inputs;
+  inputs.insert(inputs.end(), {options.config_path, line.diff_before, line.diff_after});
+  agree_on_command(session, app.get_subcommands().front()->get_name(), inputs);
   if (line.run->parsed()) return run_command(session.for_command("run"));
   if (line.profile->parsed()) return profile_command(session.for_command("profile"));
   if (line.check->parsed()) return check_command(session.for_command("check"));

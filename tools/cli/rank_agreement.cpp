@@ -1,8 +1,11 @@
 #include "tools/cli/rank_agreement.h"
 
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -51,25 +54,32 @@ std::string broadcast_from_rank0(Communicator& world, const std::string& text) {
 
 }  // namespace
 
-Fingerprint rank_fingerprint(const Session& session, const WorkloadConfig& config) {
+Fingerprint command_fingerprint(const Session& session, const std::string& command) {
   const Options& o = session.options_as_given;
-  Fingerprint out = {{"command", session.command},
-                     {"build", build_description()},
-                     {"--dump", o.dump},
-                     {"--trace", o.trace},
-                     {"--save", o.save},
-                     {"--report", o.report},
-                     {"--format", o.format},
-                     {"--table", o.table},
-                     {"--columns", o.columns},
-                     {"--counters", o.counters ? "on" : "off"},
-                     {"--predict", o.predict},
-                     {"--threads", std::to_string(o.threads)},
-                     {"--cold-step", o.cold_step ? "on" : "off"},
-                     {"--sync-each-op", o.sync_each_op ? "on" : "off"},
-                     {"--group-by-phase", o.group_by_phase ? "on" : "off"},
-                     {"device (config or --device)", config.device},
-                     {"dtype (config or --dtype)", dtype_name(config.dtype)}};
+  return {{"command", command},
+          {"build", build_description()},
+          {"--dump", o.dump},
+          {"--trace", o.trace},
+          {"--save", o.save},
+          {"--report", o.report},
+          {"--format", o.format},
+          {"--table", o.table},
+          {"--columns", o.columns},
+          {"--counters", o.counters ? "on" : "off"},
+          {"--predict", o.predict},
+          {"--threads", std::to_string(o.threads)},
+          // What the rank runs with (main.cpp's prepare_rank set it): OMP_NUM_THREADS differing
+          // between ranks gives different counts as --threads does (issue 43, hostile round F13).
+          {"threads (--threads, else OMP_NUM_THREADS, else the cores less one)", std::to_string(omp_get_max_threads())},
+          {"--cold-step", o.cold_step ? "on" : "off"},
+          {"--sync-each-op", o.sync_each_op ? "on" : "off"},
+          {"--group-by-phase", o.group_by_phase ? "on" : "off"}};
+}
+
+Fingerprint rank_fingerprint(const Session& session, const WorkloadConfig& config) {
+  Fingerprint out = command_fingerprint(session, session.command);
+  out.emplace_back("device (config or --device)", config.device);
+  out.emplace_back("dtype (config or --dtype)", dtype_name(config.dtype));
   for (const auto& [key, value] : config.keys) out.emplace_back(key, value);
   return out;
 }
@@ -107,24 +117,67 @@ std::string fingerprint_differences(const std::vector<Fingerprint>& ranks) {
   return message;
 }
 
+namespace {
+
+// Rank 0 gathers every rank's fingerprint, judges them with `verdict_of` (rank order, rank 0
+// first; "" when they agree) and tells every rank; a verdict is an InputError on every rank.
+void agree(Communicator& world, const Fingerprint& fingerprint,
+           const std::function<std::string(const std::vector<Fingerprint>&)>& verdict_of) {
+  nlohmann::json mine = nlohmann::json::array();
+  for (const auto& [key, value] : fingerprint) mine.push_back({key, value});
+  const std::vector<std::string> all = world.gather_to_root(mine.dump());
+  std::string verdict;
+  if (world.rank() == 0) {
+    std::vector<Fingerprint> ranks;
+    for (const std::string& text : all) {
+      Fingerprint theirs;
+      for (const auto& pair : nlohmann::json::parse(text)) theirs.emplace_back(pair[0], pair[1]);
+      ranks.push_back(std::move(theirs));
+    }
+    verdict = verdict_of(ranks);
+  }
+  verdict = broadcast_from_rank0(world, verdict);
+  if (!verdict.empty()) throw InputError(verdict);
+}
+
+// The key under which a rank says which of its inputs are standard input.
+constexpr const char* kStdinKey = "standard input";
+
+}  // namespace
+
+void agree_on_command(const Session& session, const std::string& command, const std::vector<std::string>& inputs) {
+  Communicator* world = session.world;
+  if (world == nullptr || world->size() < 2) return;
+  Fingerprint mine = command_fingerprint(session, command);
+  const bool reads_stdin = std::find(inputs.begin(), inputs.end(), "-") != inputs.end();
+  mine.emplace_back(kStdinKey, reads_stdin ? "'-'" : "");
+  const int ranks = world->size();
+  agree(*world, mine, [&](const std::vector<Fingerprint>& all) {
+    // Standard input first: a rank without it fails reading its config, which says nothing of why.
+    std::string readers;
+    for (size_t r = 0; r < all.size(); ++r) {
+      for (const auto& [key, value] : all[r])
+        if (key == kStdinKey && !value.empty()) readers += (readers.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (!readers.empty()) {
+      return "'-' (standard input) as an input under mpirun with " + std::to_string(ranks) + " ranks (given on rank" +
+             (readers.find(',') == std::string::npos ? " " : "s ") + readers +
+             "): Open MPI passes standard input to rank 0 only, so the other ranks would read nothing; save it to a "
+             "file and pass the file's path instead";
+    }
+    std::vector<Fingerprint> compared = all;
+    for (Fingerprint& fingerprint : compared)
+      fingerprint.erase(std::remove_if(fingerprint.begin(), fingerprint.end(),
+                                       [](const auto& entry) { return entry.first == kStdinKey; }),
+                        fingerprint.end());
+    return fingerprint_differences(compared);
+  });
+}
+
 void agree_across_ranks(const Session& session, const WorkloadConfig& config) {
   Communicator* world = session.world;
   if (world == nullptr || world->size() < 2) return;
-  nlohmann::json mine = nlohmann::json::array();
-  for (const auto& [key, value] : rank_fingerprint(session, config)) mine.push_back({key, value});
-  const std::vector<std::string> all = world->gather_to_root(mine.dump());
-  std::string verdict;
-  if (world->rank() == 0) {
-    std::vector<Fingerprint> ranks;
-    for (const std::string& text : all) {
-      Fingerprint fingerprint;
-      for (const auto& pair : nlohmann::json::parse(text)) fingerprint.emplace_back(pair[0], pair[1]);
-      ranks.push_back(std::move(fingerprint));
-    }
-    verdict = fingerprint_differences(ranks);
-  }
-  verdict = broadcast_from_rank0(*world, verdict);
-  if (!verdict.empty()) throw InputError(verdict);
+  agree(*world, rank_fingerprint(session, config), fingerprint_differences);
   BS_CHECK_INPUT(config.parallel.tensor > 1, "mpirun started ", world->size(),
                  " ranks but parallel.tensor is 1: every rank would run the whole workload alone on shared cores "
                  "(and only rank 0's contended timings would be printed); split it with --set parallel.tensor=",

@@ -14,6 +14,10 @@ namespace blockscope::cli {
 
 int report_command(Session& session, const std::vector<std::string>& inputs, const std::string& output,
                    const std::string& title) {
+  // Under mpirun every rank was given this report (main.cpp's agreement compared them): rank 0
+  // alone reads the profiles and writes it, as for profile's outputs (every rank used to write
+  // the same file and say "wrote report" once each). An error on rank 0 still ends every rank.
+  if (session.rank != 0) return 0;
   // The output is checked before anything is read: not one of the inputs, writable.
   if (std::count(inputs.begin(), inputs.end(), "-") > 1) {
     throw InputError("report: '-' given more than once: standard input can be read once");
