@@ -14,6 +14,7 @@
 
 #include "sim/device.h"
 #include "sim/sim.h"
+#include "test/sim/launch_result.h"
 #include "test/sim/managed.h"
 
 namespace sim = blockscope::sim;
@@ -21,21 +22,8 @@ using blockscope::sim::test::Managed;
 
 namespace {
 
-// Runs the kernel already launched; returns "" or the fault's message (checking its code).
-std::string finish(cudaError_t expected = cudaSuccess) {
-  const cudaError_t launch = cudaGetLastError();
-  if (launch != cudaSuccess) {
-    cudaDeviceSynchronize();
-    cudaGetLastError();
-    return std::string("launch failed: ") + cudaGetErrorName(launch);
-  }
-  const cudaError_t status = cudaDeviceSynchronize();
-  EXPECT_EQ(status, expected) << cudaGetErrorString(status);
-  cudaGetLastError();
-  return status == cudaSuccess ? std::string() : std::string(cudaGetErrorString(status));
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using blockscope::sim::test::finish;
+using blockscope::sim::test::has;
 
 size_t occurrences(const std::string& text, const std::string& part) {
   size_t count = 0;

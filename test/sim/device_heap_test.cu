@@ -11,26 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "test/sim/launch_result.h"
 #include "test/sim/managed.h"
 
 using blockscope::sim::test::Managed;
 
 namespace {
 
-std::string finish(cudaError_t expected = cudaSuccess) {
-  const cudaError_t launch = cudaGetLastError();
-  if (launch != cudaSuccess) {
-    cudaDeviceSynchronize();
-    cudaGetLastError();
-    return std::string("launch failed: ") + cudaGetErrorName(launch);
-  }
-  const cudaError_t status = cudaDeviceSynchronize();
-  EXPECT_EQ(status, expected) << cudaGetErrorString(status);
-  cudaGetLastError();
-  return status == cudaSuccess ? std::string() : std::string(cudaGetErrorString(status));
-}
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using blockscope::sim::test::finish;
+using blockscope::sim::test::has;
 
 std::vector<int> random_ints(size_t n) {
   std::mt19937 rng(std::random_device{}());
