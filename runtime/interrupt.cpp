@@ -1,6 +1,8 @@
 #include "runtime/interrupt.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,6 +25,20 @@ std::atomic<const char*> g_point{"within a second"};
 // The thread that installed the handlers (main): the one whose blocked reads and writes a
 // signal must cut short.
 pthread_t g_main_thread;
+// Standard output's file status flags before the signal made it non-blocking (-1: untouched).
+volatile std::sig_atomic_t g_stdout_flags = -1;
+
+// A pipe or FIFO on standard output whose reader stalls would hold a blocked write of the
+// tables past the signal: stdio carries on after the signal's short write and blocks again.
+// Non-blocking from now on, the next write fails (EAGAIN) and the command stops at its next
+// check. (fstat and fcntl are async-signal-safe; restore_standard_output undoes it.)
+void stop_blocking_standard_output() {
+  struct stat info;
+  if (::fstat(STDOUT_FILENO, &info) != 0 || !S_ISFIFO(info.st_mode)) return;
+  const int flags = ::fcntl(STDOUT_FILENO, F_GETFL);
+  if (flags < 0 || (flags & O_NONBLOCK) != 0) return;
+  if (::fcntl(STDOUT_FILENO, F_SETFL, flags | O_NONBLOCK) == 0) g_stdout_flags = flags;
+}
 
 extern "C" void on_interrupt(int signal) {
   // Delivered to a worker thread (OpenMP's, MPI's): passed on to the main thread, whose blocked
@@ -44,6 +60,7 @@ extern "C" void on_interrupt(int signal) {
     return;
   }
   g_signal = signal;
+  stop_blocking_standard_output();
   // Said at once (write(2) is async-signal-safe), so the first Ctrl-C is never met with
   // silence while a step finishes.
   static const char kHead[] = "\nblockscope: stopping ", kTail[] = " (send it again to stop at once)\n";
@@ -71,6 +88,10 @@ void install_interrupt_handlers() {
 }
 
 void set_interrupt_point(const char* point) { g_point = point; }
+
+void restore_standard_output() {
+  if (g_stdout_flags >= 0) ::fcntl(STDOUT_FILENO, F_SETFL, static_cast<int>(g_stdout_flags));
+}
 
 int interrupt_signal() { return g_signal; }
 

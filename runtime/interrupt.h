@@ -11,6 +11,9 @@
 namespace blockscope {
 
 void install_interrupt_handlers();
+// A signal makes a pipe on standard output non-blocking (so a stalled reader cannot hold the
+// command); this puts its flags back, before the process exits.
+void restore_standard_output();
 // What the acknowledgement of the first signal says will stop: "blockscope: stopping <point>
 // (send it again ...)". A string literal: "after this step" where a command waits for a GPU's
 // queued step; the default, "within a second", is what the polling below gives on the CPU.

@@ -196,10 +196,30 @@ void OutputFile::write(const void* data, size_t bytes) {
       check_interrupted(("while writing " + path_).c_str());
     }
     const size_t chunk = std::min(bytes, kChunk);
-    if (chunk != 0 && std::fwrite(bytes_left, 1, chunk, file_) != chunk) write_failed("write", errno);
+    if (temporary_.empty()) {
+      write_in_place(bytes_left, chunk);
+    } else if (chunk != 0 && std::fwrite(bytes_left, 1, chunk, file_) != chunk) {
+      write_failed("write", errno);
+    }
     bytes_left += chunk;
     bytes -= chunk;
   } while (bytes != 0);
+}
+
+// A device or FIFO: unbuffered write(2)s, so that a signal stops a write blocked on a reader
+// that stalls. stdio would carry on after the signal's short write and block again.
+void OutputFile::write_in_place(const char* data, size_t bytes) {
+  const int fd = ::fileno(file_);
+  while (bytes != 0) {
+    const ssize_t written = ::write(fd, data, bytes);
+    if (interrupt_signal() != 0) write_failed("write", EINTR);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      write_failed("write", errno);
+    }
+    data += written;
+    bytes -= static_cast<size_t>(written);
+  }
 }
 
 void OutputFile::commit() {

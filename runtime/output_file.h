@@ -36,6 +36,7 @@ class OutputFile {
 
  private:
   [[noreturn]] void write_failed(const std::string& during, int error);
+  void write_in_place(const char* data, size_t bytes);
   void discard();
 
   std::string path_, what_;
@@ -53,9 +54,10 @@ class OutputFile {
 void check_output_path(const std::string& path, const std::string& flag, bool force = false);
 
 // Why replacing what `path` names would lose a file blockscope did not write, or "" when it is
-// missing, empty, not a regular file (a device, a FIFO), or one of blockscope's formats: a
-// Chrome trace, a saved profile ("format": "blockscope-profile"), a file with blockscope as its
-// producer, an HTML report of blockscope, a safetensors file.
+// missing, empty, not a regular file (a device, a FIFO), or one of blockscope's outputs: a
+// Chrome trace, a saved profile ("format": "blockscope-profile" a key of its top-level object),
+// a file with blockscope as its producer, an HTML report of blockscope, a --dump (safetensors
+// whose header opens with blockscope's metadata; a model's weights are not ours).
 std::string foreign_file_problem(const std::string& path);
 
 // True when a and b name the same file: the same device and inode when both exist, else the

@@ -237,11 +237,24 @@ TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
                  "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --format csv --table steps --save s.json "
                  "2>err.txt > >(sleep 8) & pid=$!; "
                  "for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; "
-                 "kill -INT $pid; wait $pid");
+                 "sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+                 "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
   err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
+  EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "stdio wrote on after the signal: " << err;
   EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(dir / "s.json")) << "kept a profile of a run that was stopped";
+  // A trace to a FIFO whose reader holds it open but stopped reading: the 3000 steps' trace is
+  // far more than the FIFO holds.
+  r = run_script(dir,
+                 "rm -f t.fifo; mkfifo t.fifo; (exec 3<t.fifo; sleep 10) > /dev/null 2>&1 & sleep 0.2; "
+                 "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --trace t.fifo > /dev/null 2>err.txt & "
+                 "pid=$!; for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; "
+                 "sleep 1; sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+                 "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
+  err = read(dir / "err.txt");
+  EXPECT_EQ(r.code, 130) << err;
+  EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "the write to the FIFO went on: " << err;
 }
 
 // A FIFO output works with an ordinary reader (before: probing it for a reader was the reader's

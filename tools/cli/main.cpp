@@ -420,6 +420,7 @@ int main(int argc, char** argv) {
   const int code = bs::cli::run_guarded(session, argc, argv, who, &failed, &why);
   // An error on one rank while the others may wait in a collective: tell them why and end every
   // rank with this code, rather than hang. A finished command (check's 1 included) ends normally.
+  bs::restore_standard_output();
   if (world != nullptr && world->size() > 1 && failed) world->abort_all(code, why);
   bs::finalize_mpi();
   return code;
