@@ -121,7 +121,11 @@ std::string refusal(const std::string& path) {
     case Kind::missing: {
       // The temporary is made next to the target, so its directory must take new files.
       const std::string directory = directory_of(target);
-      if (kind_of(directory) != Kind::directory) return "its directory '" + directory + "' does not exist";
+      switch (kind_of(directory)) {
+        case Kind::directory: break;
+        case Kind::missing: return "its directory '" + directory + "' does not exist";
+        default: return "'" + directory + "', where it would go, is not a directory";
+      }
       if (::access(directory.c_str(), W_OK | X_OK) != 0) {
         return "its directory '" + directory + "' is not writable: " + std::strerror(errno);
       }

@@ -329,8 +329,9 @@ void say(const std::string& line) {
 // write short (a reader that stalls) is answered as one (before: exit 0, every table lost).
 void finish_standard_output() {
   std::cout.flush();
+  errno = 0;
   const bool failed = std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout);
-  const int error = errno;
+  const int error = errno;  // set by the flush above, when it is what failed
   check_interrupted("while writing to standard output");
   if (failed) {
     throw Error(ErrorKind::runtime, std::string("cannot write the tables to standard output: ") +
