@@ -222,12 +222,16 @@ ScriptResult run_script(const fs::path& dir, const std::string& script) {
 TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
   const fs::path dir = scratch() / "blocked";
   fs::create_directories(dir);
+  // SIGINT to $pid, the seconds until it is gone in stopped.txt, its exit status the script's
+  // (bash's wait alone would also wait for the other processes of a pipeline).
+  const std::string interrupt_and_time =
+      "sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
+      "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid";
+  const std::string after_the_first_variant =
+      "for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; ";
   ScriptResult r = run_script(dir,
                               "timeout 4 sh -c 'sleep 30; cat \"$0\"' \"$CFG\" 2>/dev/null | \"$BS\" run - 2>err.txt & "
-                              "pid=$!; sleep 1; sent=$(date +%s.%N); kill -INT $pid; "
-                              // bash's wait would also wait for the writer of the pipeline
-                              "while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
-                              "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
+                              "pid=$!; sleep 1; " + interrupt_and_time);
   std::string err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << err;
@@ -235,10 +239,7 @@ TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
   // The steps table of 3000 steps is far more than a pipe holds: the write blocks.
   r = run_script(dir,
                  "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --format csv --table steps --save s.json "
-                 "2>err.txt > >(sleep 8) & pid=$!; "
-                 "for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; "
-                 "sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
-                 "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
+                 "2>err.txt > >(sleep 8) & pid=$!; " + after_the_first_variant + interrupt_and_time);
   err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "stdio wrote on after the signal: " << err;
@@ -249,9 +250,7 @@ TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
   r = run_script(dir,
                  "rm -f t.fifo; mkfifo t.fifo; (exec 3<t.fifo; sleep 10) > /dev/null 2>&1 & sleep 0.2; "
                  "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --trace t.fifo > /dev/null 2>err.txt & "
-                 "pid=$!; for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; "
-                 "sleep 1; sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
-                 "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid");
+                 "pid=$!; " + after_the_first_variant + interrupt_and_time);
   err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "the write to the FIFO went on: " << err;
