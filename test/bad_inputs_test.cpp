@@ -78,7 +78,7 @@ struct CliResult {
 // `env`: assignments put before the command ("BLOCKSCOPE_PEAK_CACHE=/x ").
 CliResult run_cli(const std::vector<std::string>& args, const std::string& env = "") {
   const fs::path dir = scratch();
-  std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 " + env + "'" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
+  std::string command = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 " + env + "'" + std::string(blockscope::testing::cli_path()) + "'";
   for (const std::string& arg : args) command += " '" + arg + "'";
   command += " >'" + (dir / "out.txt").string() + "' 2>'" + (dir / "err.txt").string() + "'";
   const int status = std::system(command.c_str());
@@ -309,7 +309,7 @@ TEST(BadInputs, TraceToDevNullKeepsTheDevice) {
 TEST(BadInputs, StandardInputIsAConfigAndAProfile) {
   const fs::path dir = scratch();
   const std::string config = write(dir / "block.yaml", std::string(kTinyBlock) + "profile: {schedule: {active: 1}}\n");
-  const std::string cli = "'" + std::string(BLOCKSCOPE_CLI_PATH) + "'";
+  const std::string cli = "'" + std::string(blockscope::testing::cli_path()) + "'";
   const std::string profile = (dir / "p.json").string();
   ASSERT_EQ(std::system((cli + " profile - --save '" + profile + "' < '" + config + "' > /dev/null 2>&1").c_str()), 0);
   EXPECT_TRUE(fs::exists(profile));
@@ -340,7 +340,7 @@ TEST(BadInputs, InterruptStopsBetweenStepsAndLeavesNothing) {
   fs::create_directories(out);
   for (const char* signal : {"INT", "TERM", "HUP"}) {
     const std::string command = "timeout --foreground --preserve-status -s " + std::string(signal) + " 1.5 '" +
-                                std::string(BLOCKSCOPE_CLI_PATH) + "' profile '" + config + "' --trace '" +
+                                std::string(blockscope::testing::cli_path()) + "' profile '" + config + "' --trace '" +
                                 (out / "t.json").string() + "' --save '" + (out / "p.json").string() + "' >/dev/null 2>'" +
                                 (dir / "err.txt").string() + "'";
     const int status = std::system(command.c_str());
@@ -639,7 +639,7 @@ TEST(BadInputs, OutputsThatCannotBeWrittenAreRefusedBeforeAnyWork) {
   EXPECT_NE(r.err.find("its directory '/proc'"), std::string::npos) << r.err;  // not writable, or (root) no file made
   EXPECT_EQ(r.out.find("Step verdict"), std::string::npos) << "refused before the run";
   // Standard output as an output file, with the tables going there too.
-  const std::string command = std::string("'") + BLOCKSCOPE_CLI_PATH + "' profile '" + config + "' --trace /dev/stdout > '" +
+  const std::string command = std::string("'") + blockscope::testing::cli_path() + "' profile '" + config + "' --trace /dev/stdout > '" +
                               (dir / "tables.txt").string() + "' 2> '" + (dir / "err.txt").string() + "'";
   const int status = std::system(command.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2) << read(dir / "err.txt");
@@ -651,8 +651,8 @@ TEST(BadInputs, OutputsThatCannotBeWrittenAreRefusedBeforeAnyWork) {
 // GPT-2 small block, the reference's GEMMs finishing first).
 TEST(BadInputs, CheckStopsPromptlyOnASignal) {
   const fs::path dir = scratch();
-  const std::string command = "timeout --preserve-status -s TERM 2 '" + std::string(BLOCKSCOPE_CLI_PATH) + "' check '" +
-                              std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/gpt2-small.yaml' --device cpu >/dev/null 2>'" +
+  const std::string command = "timeout --preserve-status -s TERM 2 '" + std::string(blockscope::testing::cli_path()) + "' check '" +
+                              std::string(blockscope::testing::source_dir()) + "/configs/blocks/gpt2-small.yaml' --device cpu >/dev/null 2>'" +
                               (dir / "err.txt").string() + "'";
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system(command.c_str());
@@ -670,7 +670,7 @@ TEST(BadInputs, ABrokenPipeStopsTheCommandAndLeavesNothing) {
                                                       "compare: [{attention: naive}, {attention: inplace}]\n");
   const fs::path out = dir / "out";
   fs::create_directories(out);
-  const std::string command = "bash -c \"'" + std::string(BLOCKSCOPE_CLI_PATH) + "' profile '" + config + "' --trace '" +
+  const std::string command = "bash -c \"'" + std::string(blockscope::testing::cli_path()) + "' profile '" + config + "' --trace '" +
                               (out / "t.json").string() + "' 2>'" + (dir / "err.txt").string() +
                               "' | head -c 1 >/dev/null; exit \\${PIPESTATUS[0]}\"";
   const int status = std::system(command.c_str());

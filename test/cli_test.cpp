@@ -38,10 +38,10 @@ std::string quote(const std::string& arg) { return blockscope::testing::shell_qu
 
 // The CLI with `args`; `env` ("COLUMNS=80 ") goes before the command.
 Result run_cli(const std::vector<std::string>& args, const std::string& env = "") {
-  return blockscope::testing::run_program(BLOCKSCOPE_CLI_PATH, args, env);
+  return blockscope::testing::run_program(blockscope::testing::cli_path(), args, env);
 }
 
-std::string source(const std::string& relative) { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) { return std::string(blockscope::testing::source_dir()) + "/" + relative; }
 
 // Small sizes for the shipped configs that are too big for a quick CPU run.
 std::vector<std::string> small_overrides(const std::string& name) {
@@ -726,7 +726,8 @@ TEST(Cli, KernelTableNamesTheGemmThatRanAndInfoListsThePlans) {
     EXPECT_TRUE(plan["timings_us"].contains(plan["choice"].get<std::string>())) << plan;
     EXPECT_FALSE(plan["kernel"].get<std::string>().empty()) << plan;
   }
-  r = run_cli({"info"}, env + "COLUMNS=200 ");
+  // Wide enough for the line with the scratch path in it, however deep the build directory is.
+  r = run_cli({"info"}, env + "COLUMNS=1000 ");
   EXPECT_NE(r.out.find("CPU GEMM plans (how loaded weights' GEMMs run, timed once per machine and shape): " +
                        std::to_string(plans["plans"].size()) + " for this machine in " + cache.string()),
             std::string::npos)

@@ -73,7 +73,7 @@ TEST(Config, DefaultConfigIsASmallGpt2Block) {
 }
 
 TEST(Config, DefaultConfigMatchesTheFileInTheSourceTree) {
-  std::ifstream in(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/default.yaml");
+  std::ifstream in(std::string(blockscope::testing::source_dir()) + "/configs/default.yaml");
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str(), bs::default_config_yaml());
@@ -81,7 +81,7 @@ TEST(Config, DefaultConfigMatchesTheFileInTheSourceTree) {
 
 TEST(Config, EveryShippedConfigLoads) {
   int count = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs")) {
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(blockscope::testing::source_dir()) + "/configs")) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
     SCOPED_TRACE(path);
@@ -98,7 +98,7 @@ TEST(Config, EveryShippedConfigLoads) {
 // 1e-4 in f32 (a misplaced eps or a dropped bias costs 1e-3 and more) and 0.1 in bf16; and it
 // grows with the depth of the sums and the layers, as the model says.
 TEST(Config, EveryShippedConfigsErrorBoundIsFarBelowAWrongElement) {
-  for (const auto& entry : fs::recursive_directory_iterator(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs")) {
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(blockscope::testing::source_dir()) + "/configs")) {
     const std::string path = entry.path().string();
     if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
     SCOPED_TRACE(path);
@@ -150,7 +150,7 @@ TEST(Config, FamiliesAreHuggingFaces) {
 }
 
 TEST(Config, ShippedLlamaConfigHasTheLlama3Shape) {
-  const bs::WorkloadConfig c = bs::load_config_file(std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/llama-3-8b.yaml");
+  const bs::WorkloadConfig c = bs::load_config_file(std::string(blockscope::testing::source_dir()) + "/configs/blocks/llama-3-8b.yaml");
   EXPECT_EQ(c.model.d_model, 4096);
   EXPECT_EQ(c.model.n_heads, 32);
   EXPECT_EQ(c.model.n_kv_heads, 8);

@@ -36,7 +36,7 @@ Result run(const std::string& command) {
   return result;
 }
 
-std::string tool(const char* name) { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/tools/" + name; }
+std::string tool(const char* name) { return std::string(blockscope::testing::source_dir()) + "/tools/" + name; }
 
 class ScratchDir : public ::testing::Test {
  protected:

@@ -15,6 +15,7 @@
 #include "profiler/gpu_specs.h"
 #include "profiler/gpu_validation.h"
 #include "runtime/error.h"
+#include "test/support/test_support.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ using namespace blockscope::profiler::predict;
 const GpuSpec& h100() { return gpu_spec("h100-sxm"); }
 const GpuSpec& a100() { return gpu_spec("a100-sxm"); }
 
-std::string published_csv() { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/bench/validation/published_gpu.csv"; }
+std::string published_csv() { return std::string(blockscope::testing::source_dir()) + "/bench/validation/published_gpu.csv"; }
 
 // ---- the table -------------------------------------------------------------------------------
 

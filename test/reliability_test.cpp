@@ -39,10 +39,10 @@ std::string write(const fs::path& path, const std::string& text) {
 std::string read(const fs::path& path) { return bs::testing::read_text_file(path); }
 
 bs::testing::ProgramResult cli(const std::vector<std::string>& args, const std::string& env = "") {
-  return bs::testing::run_program(BLOCKSCOPE_CLI_PATH, args, env);
+  return bs::testing::run_program(blockscope::testing::cli_path(), args, env);
 }
 
-std::string source(const std::string& relative) { return std::string(BLOCKSCOPE_SOURCE_DIR) + "/" + relative; }
+std::string source(const std::string& relative) { return std::string(blockscope::testing::source_dir()) + "/" + relative; }
 
 size_t entries(const fs::path& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
@@ -113,7 +113,7 @@ TEST(Check, MemoryEstimateMeetsTheAddressSpaceLimit) {
   GTEST_SKIP() << "RLIMIT_AS cannot be tested under AddressSanitizer";
 #endif
   const fs::path dir = scratch();
-  const std::string command = "ulimit -v 2500000; '" + std::string(BLOCKSCOPE_CLI_PATH) + "' check '" +
+  const std::string command = "ulimit -v 2500000; '" + std::string(blockscope::testing::cli_path()) + "' check '" +
                               source("configs/blocks/gpt2-small.yaml") + "' --device cpu >'" + (dir / "out.txt").string() +
                               "' 2>'" + (dir / "err.txt").string() + "'";
   const auto start = std::chrono::steady_clock::now();
@@ -148,10 +148,10 @@ Stopped interrupt_after(const std::vector<std::string>& args, double after, int 
     if (::chdir(cwd.c_str()) != 0) ::_exit(99);
     std::freopen("/dev/null", "w", stdout);
     std::freopen(err.c_str(), "w", stderr);
-    std::vector<char*> argv{const_cast<char*>(BLOCKSCOPE_CLI_PATH)};
+    std::vector<char*> argv{const_cast<char*>(blockscope::testing::cli_path())};
     for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
-    ::execv(BLOCKSCOPE_CLI_PATH, argv.data());
+    ::execv(blockscope::testing::cli_path(), argv.data());
     ::_exit(98);
   }
   std::this_thread::sleep_for(std::chrono::duration<double>(after));
@@ -198,15 +198,16 @@ TEST(Interrupt, CheckStopsWithinASecond) {
   }
 }
 
-// Runs a bash script (cwd `dir`; $BS is the CLI, $CFG a tiny block) and returns its exit status
-// and the seconds it took.
+// Runs a bash script (cwd `dir`; $BS is the CLI, $CFG a tiny block, run with --device cpu: these
+// tests are about files and signals, which no device changes) and returns its exit status and
+// the seconds it took.
 struct ScriptResult {
   int code = -1;
   double seconds = 0;
 };
 ScriptResult run_script(const fs::path& dir, const std::string& script) {
   const std::string command = "cd " + bs::testing::shell_quote(dir.string()) + " && BS=" +
-                              bs::testing::shell_quote(BLOCKSCOPE_CLI_PATH) + " CFG=" +
+                              bs::testing::shell_quote(blockscope::testing::cli_path()) + " CFG=" +
                               bs::testing::shell_quote(source("configs/blocks/tiny-gpt2.yaml")) + "; " + script;
   const auto start = std::chrono::steady_clock::now();
   const int status = std::system(("bash -c " + bs::testing::shell_quote(command)).c_str());
@@ -228,18 +229,23 @@ TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
       "sent=$(date +%s.%N); kill -INT $pid; while kill -0 $pid 2>/dev/null; do sleep 0.02; done; "
       "echo \"$(date +%s.%N) - $sent\" | bc > stopped.txt; wait $pid";
   const std::string after_the_first_variant =
-      "for i in $(seq 200); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; ";
+      "for i in $(seq 600); do grep -q 'done in' err.txt 2>/dev/null && break; sleep 0.1; done; sleep 1; ";
+  // A reader that opens the FIFO o.fifo and never reads, for longer than any run here takes
+  // (ended by the script: a shorter one ended before a slow machine's first variant did, and the
+  // write failed with SIGPIPE instead of blocking).
+  const std::string stalled_reader = "rm -f o.fifo; mkfifo o.fifo; (exec 3<o.fifo; exec sleep 300) > /dev/null 2>&1 & reader=$!; ";
+  const std::string end_reader = "; status=$?; kill $reader 2>/dev/null; exit $status";
   ScriptResult r = run_script(dir,
-                              "timeout 4 sh -c 'sleep 30; cat \"$0\"' \"$CFG\" 2>/dev/null | \"$BS\" run - 2>err.txt & "
+                              "timeout 4 sh -c 'sleep 30; cat \"$0\"' \"$CFG\" 2>/dev/null | \"$BS\" run - --device cpu 2>err.txt & "
                               "pid=$!; sleep 1; " + interrupt_and_time);
   std::string err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << err;
   EXPECT_NE(err.find("interrupted by SIGINT while reading config from standard input"), std::string::npos) << err;
   // The steps table of 3000 steps is far more than a pipe holds: the write blocks.
-  r = run_script(dir,
-                 "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --format csv --table steps --save s.json "
-                 "2>err.txt > >(sleep 8) & pid=$!; " + after_the_first_variant + interrupt_and_time);
+  r = run_script(dir, stalled_reader +
+                          "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=3000 --format csv --table steps "
+                          "--save s.json 2>err.txt > o.fifo & pid=$!; " + after_the_first_variant + interrupt_and_time + end_reader);
   err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "stdio wrote on after the signal: " << err;
@@ -247,10 +253,9 @@ TEST(Interrupt, ABlockedReadOrWriteStopsAtTheSignal) {
   EXPECT_FALSE(fs::exists(dir / "s.json")) << "kept a profile of a run that was stopped";
   // A trace to a FIFO whose reader holds it open but stopped reading: the 3000 steps' trace is
   // far more than the FIFO holds.
-  r = run_script(dir,
-                 "rm -f t.fifo; mkfifo t.fifo; (exec 3<t.fifo; sleep 10) > /dev/null 2>&1 & sleep 0.2; "
-                 "\"$BS\" profile \"$CFG\" --set profile.schedule.active=3000 --trace t.fifo > /dev/null 2>err.txt & "
-                 "pid=$!; " + after_the_first_variant + interrupt_and_time);
+  r = run_script(dir, stalled_reader + "sleep 0.2; \"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=3000 "
+                                       "--trace o.fifo > /dev/null 2>err.txt & pid=$!; " +
+                          after_the_first_variant + interrupt_and_time + end_reader);
   err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 130) << err;
   EXPECT_LT(std::stod(read(dir / "stopped.txt")), kStopSeconds) << "the write to the FIFO went on: " << err;
@@ -265,18 +270,18 @@ TEST(Outputs, FifosStandardOutputAndTheOneTrace) {
   fs::create_directories(dir);
   ScriptResult r = run_script(dir,
                               "mkfifo t.fifo && (cat t.fifo > got.json &) && sleep 0.3 && "
-                              "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --trace t.fifo > /dev/null 2>err.txt; "
+                              "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --trace t.fifo > /dev/null 2>err.txt; "
                               "code=$?; sleep 0.5; exit $code");
   EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
   const std::string got = read(dir / "got.json");
   EXPECT_EQ(got.rfind("{\"traceEvents\":[", 0), 0u) << got.substr(0, 200);
   EXPECT_NE(got.find("\"producer\":\"blockscope\""), std::string::npos) << "the reader got a partial trace";
-  r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save full.json > /dev/full 2>err.txt");
+  r = run_script(dir, "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --save full.json > /dev/full 2>err.txt");
   std::string err = read(dir / "err.txt");
   EXPECT_EQ(r.code, 3) << err;
   EXPECT_NE(err.find("standard output"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(dir / "full.json")) << err;
-  r = run_script(dir, "mkdir -p t.attention-naive_linear-naive_mlp-naive.json && \"$BS\" profile \"$CFG\" "
+  r = run_script(dir, "mkdir -p t.attention-naive_linear-naive_mlp-naive.json && \"$BS\" profile \"$CFG\" --device cpu "
                       "--set profile.schedule.active=2 --trace t.json > /dev/null 2>err.txt");
   EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
   EXPECT_TRUE(fs::is_regular_file(dir / "t.json"));
@@ -292,18 +297,18 @@ TEST(Outputs, OnlyOurOwnFilesAreReplacedAndKeepTheirMode) {
   write(dir / "s.json", quoted);
   std::string lookalike("\x02\0\0\0\0\0\0\0{} my precious notes\n", 29);
   write(dir / "d.safetensors", lookalike);
-  ScriptResult r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save s.json > /dev/null 2>err.txt");
+  ScriptResult r = run_script(dir, "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --save s.json > /dev/null 2>err.txt");
   EXPECT_EQ(r.code, 2) << read(dir / "err.txt");
   EXPECT_EQ(read(dir / "s.json"), quoted);
-  r = run_script(dir, "\"$BS\" run \"$CFG\" --dump d.safetensors > /dev/null 2>err.txt");
+  r = run_script(dir, "\"$BS\" run \"$CFG\" --device cpu --dump d.safetensors > /dev/null 2>err.txt");
   EXPECT_EQ(r.code, 2) << read(dir / "err.txt");
   EXPECT_EQ(read(dir / "d.safetensors"), lookalike);
   // Our own profile and dump are replaced, each keeping the mode it was given.
-  r = run_script(dir, "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save p.json > /dev/null 2>err.txt && "
-                      "\"$BS\" run \"$CFG\" --dump ours.safetensors > /dev/null 2>>err.txt && "
+  r = run_script(dir, "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --save p.json > /dev/null 2>err.txt && "
+                      "\"$BS\" run \"$CFG\" --device cpu --dump ours.safetensors > /dev/null 2>>err.txt && "
                       "chmod 600 p.json ours.safetensors && "
-                      "\"$BS\" profile \"$CFG\" --set profile.schedule.active=2 --save p.json > /dev/null 2>>err.txt && "
-                      "\"$BS\" run \"$CFG\" --dump ours.safetensors > /dev/null 2>>err.txt");
+                      "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --save p.json > /dev/null 2>>err.txt && "
+                      "\"$BS\" run \"$CFG\" --device cpu --dump ours.safetensors > /dev/null 2>>err.txt");
   EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
   EXPECT_EQ(fs::status(dir / "p.json").permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(fs::status(dir / "ours.safetensors").permissions() & fs::perms::all,

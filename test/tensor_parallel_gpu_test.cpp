@@ -3,11 +3,12 @@
 // `blockscope check` (the float64 reference of the whole block), the same bits on every rank;
 // the all-reduces are recorded as ops; a rank that fails ends the group with its own error; a
 // count that differs between ranks is an error on every rank; the CLI's check, profile and run
-// split over GPUs. On the simulated GPU (with 4 devices: BLOCKSCOPE_SIM_DEVICES=4, set by
-// test/CMakeLists.txt) its NCCL subset moves the data.
+// split over GPUs. On the simulated GPU (4 devices: kFourDevices below) its NCCL subset moves
+// the data.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -23,6 +24,12 @@
 #include "reference/error_model.h"
 #include "runtime/error.h"
 #include "test/support/test_support.h"
+
+#ifdef BLOCKSCOPE_CUDA_SIM
+// Blocks split over 2 and 4 simulated GPUs (the simulator has 2 unless told): set before main, so
+// before it first counts its devices.
+[[maybe_unused]] static const bool kFourDevices = ::setenv("BLOCKSCOPE_SIM_DEVICES", "4", /*overwrite=*/0) == 0;
+#endif
 
 namespace bs = blockscope;
 namespace ref = blockscope::reference;
@@ -219,8 +226,8 @@ TEST(TensorParallelGpuErrors, CountsThatDifferAreAnErrorOnEveryRank) {
 // The CLI with --device cuda and no mpirun: the same commands as under mpirun, on a GPU group.
 TEST(TensorParallelGpuCli, CheckProfileAndRunSplitOverTwoGpus) {
   BS_SKIP_IF_UNAVAILABLE(bs::Device::cuda(1));
-  const std::string blocks = std::string(BLOCKSCOPE_SOURCE_DIR) + "/configs/blocks/";
-  const auto cli = [](const std::vector<std::string>& args) { return bs::testing::run_program(BLOCKSCOPE_CLI_PATH, args); };
+  const std::string blocks = std::string(blockscope::testing::source_dir()) + "/configs/blocks/";
+  const auto cli = [](const std::vector<std::string>& args) { return bs::testing::run_program(blockscope::testing::cli_path(), args); };
   const bs::testing::ProgramResult check = cli({"check", blocks + "tiny-llama.yaml", "--device", "cuda", "--set",
                                                 "parallel.tensor=2", "--set", "parallel.sequence_parallel=true"});
   EXPECT_EQ(check.code, 0) << check.out << check.err;

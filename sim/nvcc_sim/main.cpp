@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "nvcc_sim_config.h"
+#include "sim/nvcc_sim/compiler_cache.h"
 #include "sim/nvcc_sim/resources.h"
 #include "sim/nvcc_sim/rewrite.h"
 
@@ -219,7 +220,13 @@ Args nvcc_flags(const Paths& paths, const Args& flags) {
   return out;
 }
 
+const blockscope::sim::nvcc::CompilerCache& compiler_cache() {
+  static const auto cache = blockscope::sim::nvcc::CompilerCache::from_environment();
+  return cache;
+}
+
 int compile_cu(const Paths& paths, const CuCompile& c) {
+  const auto& cache = compiler_cache();
   const std::string preprocessed = c.object + ".sim.ii";
   const std::string rewritten = c.object + ".sim.rewritten.ii";
   const std::string ptxas_log = c.object + ".sim.ptxas.txt";
@@ -228,17 +235,18 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
   // nvcc's ptxas figures, in parallel with the host compile (it takes a while).
   pid_t nvcc_pid = -1;
   if (c.resources && !paths.nvcc.empty() && exists(paths.nvcc)) {
-    Args args{paths.nvcc, "-arch=sm_90", "-cubin", "--resource-usage", "-w", "--expt-relaxed-constexpr",
+    // -c with -cubin: the cubin all the same, and a compile ccache agrees to cache.
+    Args args{paths.nvcc, "-arch=sm_90", "-cubin", "-c", "--resource-usage", "-w", "--expt-relaxed-constexpr",
               "--expt-extended-lambda"};
     bool has_std = false;
-    for (const std::string& f : nvcc_flags(paths, c.flags)) {
+    for (const std::string& f : cache.relative_flags(nvcc_flags(paths, c.flags))) {
       has_std = has_std || starts_with(f, "-std=");
       args.push_back(f);
     }
     if (!has_std) args.push_back("-std=c++17");
-    for (const std::string& f : Args{"-x", "cu", c.source, "-o", cubin}) args.push_back(f);
+    for (const std::string& f : Args{"-x", "cu", cache.relative(c.source), "-o", cubin}) args.push_back(f);
     nvcc_pid = fork();
-    if (nvcc_pid == 0) _exit(run(args, ptxas_log));
+    if (nvcc_pid == 0) _exit(run(cache.wrap(args), ptxas_log));
   }
 
   Args pre{paths.cxx, "-I" + paths.shadow_include, "-I" + paths.root};
@@ -246,8 +254,9 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
   for (const std::string& f : Args{"-isystem", paths.cuda_include, "-include", paths.root + "/sim/kernel_prelude.h",
                                    "-x", "c++", "-E"})
     pre.push_back(f);
+  pre = cache.relative_flags(pre);
   for (const std::string& f : c.dep_flags) pre.push_back(f);
-  for (const std::string& f : Args{c.source, "-o", preprocessed}) pre.push_back(f);
+  for (const std::string& f : Args{cache.relative(c.source), "-o", preprocessed}) pre.push_back(f);
   int status = run(pre);
 
   std::string text;
@@ -293,7 +302,7 @@ int compile_cu(const Paths& paths, const CuCompile& c) {
     }
     for (const std::string& f : instrumentation(paths.cxx, c.flags)) compile.push_back(f);
     for (const std::string& f : Args{"-c", rewritten, "-o", c.object}) compile.push_back(f);
-    status = run(compile);
+    status = run(cache.wrap(compile));
   }
   if (status == 0 && !nvcc_failure.empty()) {
     std::cerr << "nvcc-sim: warning: nvcc could not compile " << c.source
@@ -342,10 +351,11 @@ int launcher(const Paths& base, const Args& args) {
   }
   if (!ends_with(c.source, ".cu") || c.object.empty()) {
     std::vector<char*> argv;
-    for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    const Args wrapped = compiler_cache().wrap(command);
+    for (const std::string& a : wrapped) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     execvp(argv[0], argv.data());
-    std::cerr << "nvcc-sim: error: cannot run " << command[0] << ": " << std::strerror(errno) << "\n";
+    std::cerr << "nvcc-sim: error: cannot run " << wrapped[0] << ": " << std::strerror(errno) << "\n";
     return 127;
   }
   Paths paths = base;
@@ -366,7 +376,8 @@ const char* kUsage =
     "  -arch/-gencode/-code, --expt-relaxed-constexpr, --expt-extended-lambda, --use_fast_math: accepted\n"
     "  --resources=off    do not ask nvcc for ptxas's figures (registers, static shared memory)\n"
     "  --keep             keep the intermediate files     -v  print the commands\n"
-    "Environment: BLOCKSCOPE_SIM_SCHEDULE, BLOCKSCOPE_SIM_CHECKS (at run time), NVCC_SIM_CXX, NVCC_SIM_NVCC.\n";
+    "Environment: BLOCKSCOPE_SIM_SCHEDULE, BLOCKSCOPE_SIM_CHECKS (at run time), NVCC_SIM_CXX, NVCC_SIM_NVCC,\n"
+    "  NVCC_SIM_CCACHE (compile through this ccache; paths under CCACHE_BASEDIR are given relative).\n";
 
 int driver(const Paths& paths, const Args& args) {
   Args sources, objects, compile_flags, link_flags;
@@ -524,7 +535,7 @@ int driver(const Paths& paths, const Args& args) {
       Args compile{paths.cxx, "-I" + paths.root};
       for (const std::string& f : compile_flags) compile.push_back(f);
       for (const std::string& f : Args{"-isystem", paths.cuda_include, "-c", source, "-o", object}) compile.push_back(f);
-      status = run(compile);
+      status = run(compiler_cache().wrap(compile));
     }
     if (status != 0) {
       for (const std::string& t : temporaries) std::remove(t.c_str());

@@ -3,9 +3,11 @@
 
 usage: report_browser_test.py BLOCKSCOPE SOURCE_DIR WORK_DIR [--simulated]
 
-Makes four reports — the default profile, the series attention config with its four variants,
-a diff of two saved profiles (`blockscope report`), and with --simulated (a SIM build) a
-simulated-GPU profile — and for each, in Chromium:
+Makes three reports — the default profile, the series attention config with its four variants,
+a diff of two saved profiles (`blockscope report`) — or with --simulated (a SIM build) one
+simulated-GPU profile instead (the three CPU reports are the CPU builds' run of this test: the
+same report code, only the GEMM library differs, and their second run cost CI a minute), and
+for each, in Chromium:
   - the page loads and its script runs (data-ready) with nothing on the console;
   - the roofline has one point per op of each variant (the ops of the `--format json` tables);
   - each icicle's top-level cells sum to the step time within 1%;
@@ -272,65 +274,10 @@ def main():
     browser = Browser(work)
     env = dict(os.environ, OMP_NUM_THREADS="1")
     try:
-        # 1. The default profile (the built-in config), on the CPU.
-        html_path, variants = profile_json_and_report(blockscope, work, "default", ["--device", "cpu"], env)
-        if html_path:
-            dom = check_report(browser, work, "default", html_path, variants)
-            check(all(v.get("data-kind") for v in dom.verdicts), "default: a CPU variant without a verdict")
-
-        # 2. The series' attention lesson: four variants on one roofline, flash above naive.
-        config = os.path.join(source, "configs/series/04_attention.yaml")
-        html_path, variants = profile_json_and_report(
-            blockscope, work, "attention", [config, "--device", "cpu", "--set", "input.seq_len=256"], env)
-        if html_path:
-            dom = check_report(browser, work, "attention", html_path, variants)
-            check(len({p["data-variant"] for p in dom.points}) == 4, "attention: not four variants on the roofline")
-            # The attention points stand in the order of the variants' own FLOP rates (the table's
-            # TFLOP/s): which path is fastest depends on the GEMM library (oneDNN: fused_softmax;
-            # the built-in GEMM: flash), so the order is read from the JSON, not assumed.
-            rate = {p["data-op"]: float(p["data-flops-per-s"]) for p in dom.points}
-            table = {f"attention ({r['path']})": r["tflops"] for v in variants for r in v["ops"]
-                     if r["name"] == "attention" and r.get("tflops")}
-            fastest = max(table, key=table.get)
-            check(len(table) == 4 and max(rate.get(op, 0) for op in table) == rate.get(fastest),
-                  f"attention: the highest point is not {fastest}'s, the fastest in the table ({rate}; {table})")
-
-        # 3. A diff from saved profiles: `blockscope report A.json B.json -o R.html`.
-        saved = os.path.join(work, "mlp.json")
-        config = os.path.join(source, "configs/series/03_mlp_geglu.yaml")
-        done = subprocess.run([blockscope, "profile", config, "--device", "cpu", "--set", "input.seq_len=64",
-                               "--save", saved], capture_output=True, text=True, env=env, timeout=900)
-        check(done.returncode == 0, f"diff: profile --save exit {done.returncode}: {done.stderr[-2000:]}")
-        inputs = sorted(os.path.join(work, f) for f in os.listdir(work) if f.startswith("mlp.") and f.endswith(".json"))
-        inputs.remove(saved)
-        inputs.insert(0, saved)
-        html_path = os.path.join(work, "diff.html")
-        done = subprocess.run([blockscope, "report", *inputs, "-o", html_path], capture_output=True, text=True, timeout=300)
-        if check(done.returncode == 0, f"diff: blockscope report exit {done.returncode}: {done.stderr}"):
-            # The rows to find in the page: the report's own data block (what `--format json`
-            # prints is checked on the reports above).
-            dom_variants = []
-            text = open(html_path, encoding="utf-8").read()
-            block = text.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0]
-            report = json.loads(block)
-            check(len(report["variants"]) == len(inputs), "diff: not one variant per saved profile")
-            for v in report["variants"]:
-                steps = v["step_times_us"]
-                dom_variants.append({"label": v["label"], "ops": v["ops"], "kernels": v["kernels"],
-                                     "step_mean_us": sum(steps) / len(steps)})
-            dom = check_report(browser, work, "diff", html_path, dom_variants)
-            check('id="diffs"' in text and text.count('<svg class="diff"') == len(inputs) - 1,
-                  "diff: no diff chart per variant after the first")
-
-        # 4. A simulated-GPU profile: no roofs, no verdict, said on the page.
         if simulated:
-            config = os.path.join(source, "configs/series/01_matmul_add_64.yaml")
-            html_path, variants = profile_json_and_report(blockscope, work, "simulated", [config, "--device", "cuda"], env)
-            if html_path:
-                dom = check_report(browser, work, "simulated", html_path, variants)
-                check(dom.no_roofs, "simulated: the roofline does not say it has no roofs")
-                check(all(not v.get("data-kind") for v in dom.verdicts), "simulated: a verdict drawn from simulator times")
-                check("SIMULATED GPU" in open(html_path, encoding="utf-8").read(), "simulated: the page does not say so")
+            simulated_report(browser, blockscope, source, work, env)
+        else:
+            cpu_reports(browser, blockscope, source, work, env)
     finally:
         browser.close()
     if FAILURES:
@@ -338,6 +285,70 @@ def main():
         return 1
     print("report_browser_test: every report passed in " + browser.path)
     return 0
+
+
+def cpu_reports(browser, blockscope, source, work, env):
+    # 1. The default profile (the built-in config), on the CPU.
+    html_path, variants = profile_json_and_report(blockscope, work, "default", ["--device", "cpu"], env)
+    if html_path:
+        dom = check_report(browser, work, "default", html_path, variants)
+        check(all(v.get("data-kind") for v in dom.verdicts), "default: a CPU variant without a verdict")
+
+    # 2. The series' attention lesson: four variants on one roofline, flash above naive.
+    config = os.path.join(source, "configs/series/04_attention.yaml")
+    html_path, variants = profile_json_and_report(
+        blockscope, work, "attention", [config, "--device", "cpu", "--set", "input.seq_len=256"], env)
+    if html_path:
+        dom = check_report(browser, work, "attention", html_path, variants)
+        check(len({p["data-variant"] for p in dom.points}) == 4, "attention: not four variants on the roofline")
+        # The attention points stand in the order of the variants' own FLOP rates (the table's
+        # TFLOP/s): which path is fastest depends on the GEMM library (oneDNN: fused_softmax;
+        # the built-in GEMM: flash), so the order is read from the JSON, not assumed.
+        rate = {p["data-op"]: float(p["data-flops-per-s"]) for p in dom.points}
+        table = {f"attention ({r['path']})": r["tflops"] for v in variants for r in v["ops"]
+                 if r["name"] == "attention" and r.get("tflops")}
+        fastest = max(table, key=table.get)
+        check(len(table) == 4 and max(rate.get(op, 0) for op in table) == rate.get(fastest),
+              f"attention: the highest point is not {fastest}'s, the fastest in the table ({rate}; {table})")
+
+    # 3. A diff from saved profiles: `blockscope report A.json B.json -o R.html`.
+    saved = os.path.join(work, "mlp.json")
+    config = os.path.join(source, "configs/series/03_mlp_geglu.yaml")
+    done = subprocess.run([blockscope, "profile", config, "--device", "cpu", "--set", "input.seq_len=64",
+                           "--save", saved], capture_output=True, text=True, env=env, timeout=900)
+    check(done.returncode == 0, f"diff: profile --save exit {done.returncode}: {done.stderr[-2000:]}")
+    inputs = sorted(os.path.join(work, f) for f in os.listdir(work) if f.startswith("mlp.") and f.endswith(".json"))
+    inputs.remove(saved)
+    inputs.insert(0, saved)
+    html_path = os.path.join(work, "diff.html")
+    done = subprocess.run([blockscope, "report", *inputs, "-o", html_path], capture_output=True, text=True, timeout=300)
+    if check(done.returncode == 0, f"diff: blockscope report exit {done.returncode}: {done.stderr}"):
+        # The rows to find in the page: the report's own data block (what `--format json`
+        # prints is checked on the reports above).
+        dom_variants = []
+        text = open(html_path, encoding="utf-8").read()
+        block = text.split('<script type="application/json" id="report-data">', 1)[1].split("</script>", 1)[0]
+        report = json.loads(block)
+        check(len(report["variants"]) == len(inputs), "diff: not one variant per saved profile")
+        for v in report["variants"]:
+            steps = v["step_times_us"]
+            dom_variants.append({"label": v["label"], "ops": v["ops"], "kernels": v["kernels"],
+                                 "step_mean_us": sum(steps) / len(steps)})
+        dom = check_report(browser, work, "diff", html_path, dom_variants)
+        check('id="diffs"' in text and text.count('<svg class="diff"') == len(inputs) - 1,
+              "diff: no diff chart per variant after the first")
+
+
+
+def simulated_report(browser, blockscope, source, work, env):
+    # A simulated-GPU profile: no roofs, no verdict, said on the page.
+    config = os.path.join(source, "configs/series/01_matmul_add_64.yaml")
+    html_path, variants = profile_json_and_report(blockscope, work, "simulated", [config, "--device", "cuda"], env)
+    if html_path:
+        dom = check_report(browser, work, "simulated", html_path, variants)
+        check(dom.no_roofs, "simulated: the roofline does not say it has no roofs")
+        check(all(not v.get("data-kind") for v in dom.verdicts), "simulated: a verdict drawn from simulator times")
+        check("SIMULATED GPU" in open(html_path, encoding="utf-8").read(), "simulated: the page does not say so")
 
 
 if __name__ == "__main__":

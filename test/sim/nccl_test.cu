@@ -1,7 +1,7 @@
 // Tests of the sim's NCCL subset (sim/nccl.cpp) through the real <nccl.h>, with the semantics of
 // NCCL's API documentation: the collectives' results against float64 oracles written here, the
 // stream semantics (work behind a collective waits for every rank), the ranks' agreement, hangs
-// and bad arguments. Registered with BLOCKSCOPE_SIM_DEVICES=4 (test/sim/CMakeLists.txt).
+// and bad arguments. On four simulated GPUs (kFourDevices below).
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <sys/wait.h>
@@ -22,6 +22,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+
+// Cliques of 2, 3 and 4 devices: four simulated GPUs unless the environment says otherwise, set
+// before main and so before the simulator first counts its devices.
+[[maybe_unused]] static const bool kFourDevices = ::setenv("BLOCKSCOPE_SIM_DEVICES", "4", /*overwrite=*/0) == 0;
 
 namespace {
 

@@ -28,7 +28,7 @@ std::string program_name() {
 // which gtest_main reaches after failed tests as after passed ones.
 struct ScratchRoot {
   std::filesystem::path path;
-  ScratchRoot() : path(std::filesystem::path(::testing::TempDir()) / ("blockscope_" + program_name() + "_" + std::to_string(::getpid()))) {
+  ScratchRoot() : path(std::filesystem::temp_directory_path() / ("blockscope_" + program_name() + "_" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(path);
   }
   ~ScratchRoot() {
@@ -38,6 +38,9 @@ struct ScratchRoot {
 };
 
 }  // namespace
+
+const char* source_dir() { return BLOCKSCOPE_SOURCE_DIR; }
+const char* cli_path() { return BLOCKSCOPE_CLI_PATH; }
 
 const std::filesystem::path& scratch_root() {
   static ScratchRoot root;

@@ -16,12 +16,17 @@
 
 namespace blockscope::testing {
 
+// Where the tests find this checkout and its CLI. Compiled into test_support.cpp alone, so no
+// other test object holds a path of the checkout and ccache shares them between clones.
+const char* source_dir();
+const char* cli_path();
+
 // A fresh seed per call (from std::random_device), recorded with SCOPED_TRACE by callers so a
 // failing case can be replayed with BLOCKSCOPE_TEST_SEED=<seed>.
 uint64_t fresh_seed();
 
 // Files the tests write live under one directory per test process,
-// <TempDir>/blockscope_<binary>_<pid>, removed with its contents when the process ends —
+// $TMPDIR/blockscope_<binary>_<pid>, removed with its contents when the process ends —
 // after failed tests too — so a test run leaves the temporary directory as it found it
 // (`tests_leave_tmp_clean` checks that).
 const std::filesystem::path& scratch_root();

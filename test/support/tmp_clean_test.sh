@@ -1,34 +1,27 @@
 #!/usr/bin/env bash
-# Tests remove what they create: runs test binaries (BINARY or BINARY:GTEST_FILTER) with the
-# temporary directory (TMPDIR, and TEST_TMPDIR, which GoogleTest's TempDir() reads) pointed at
-# a fresh empty one, and fails when anything is left in it afterwards — whether the tests
-# passed or not. The binaries named are those that write files: the CLI's, the readers', the
-# profiler outputs', the device tools'.
-#   usage: tmp_clean_test.sh WORK_DIR BINARY[:FILTER]...
+# Tests remove what they create. Every test of the suite runs with TMPDIR pointed at one
+# directory (test/CMakeLists.txt; GoogleTest's scratch directories and every program a test
+# starts live there). Two CTest fixture steps around the whole suite:
+#   tmp_clean_test.sh ready DIR   before any test: DIR made, empty
+#   tmp_clean_test.sh check DIR   after every test: fails, listing them, if anything is left in
+#                                 DIR (whether the tests passed or not), then removes DIR
+# Left out of the check: Open MPI's session directories (ompi.*, prte.*, openmpi-sessions-*),
+# which mpirun keeps after a job it killed, as the tests of stuck and aborted ranks make it do.
 set -uo pipefail
-work=$1
-shift
-rm -rf "$work"
-mkdir -p "$work"
-status=0
-for spec in "$@"; do
-  binary=${spec%%:*}
-  filter='*'
-  [[ "$spec" == *:* ]] && filter=${spec#*:}
-  if ! TMPDIR="$work" TEST_TMPDIR="$work" OMP_NUM_THREADS=1 "$binary" --gtest_filter="$filter" > "$work.log" 2>&1; then
-    echo "tmp_clean_test: $(basename "$binary") failed (its own failures; the check below still runs):"
-    tail -20 "$work.log"
-    status=1
-  fi
-  left=$(find "$work" -mindepth 1 | head -20)
-  if [[ -n "$left" ]]; then
-    echo "tmp_clean_test: $(basename "$binary") --gtest_filter='$filter' left in the temporary directory:"
-    echo "$left"
-    status=1
-    rm -rf "${work:?}"/*
-  fi
-done
-rm -f "$work.log"
-rmdir "$work" 2>/dev/null
-[[ $status -eq 0 ]] && echo "tmp_clean_test: every binary left the temporary directory as it found it"
-exit $status
+if [[ $# -ne 2 || ( "$1" != ready && "$1" != check ) ]]; then
+  echo "usage: $0 ready|check DIR" >&2
+  exit 2
+fi
+dir=$2
+if [[ "$1" == ready ]]; then
+  rm -rf "$dir" && mkdir -p "$dir"
+  exit $?
+fi
+left=$(find "$dir" -mindepth 1 -maxdepth 1 ! -name 'ompi.*' ! -name 'prte.*' ! -name 'openmpi-sessions-*' 2>/dev/null | sort)
+rm -rf "$dir"
+if [[ -n "$left" ]]; then
+  echo "tmp_clean_test: the tests left these in the temporary directory (the names say which test made them):"
+  echo "$left" | head -50
+  exit 1
+fi
+echo "tmp_clean_test: every test left the temporary directory as it found it"
