@@ -179,7 +179,7 @@ TEST_P(DecodeAttention, LongCachesSplitTheKeys) {
       EXPECT_LE(error, bt::attention_bound(dtype, D, S));
       if (device.is_cuda() && path == AttentionPath::flash) {
         EXPECT_EQ(bt::kernel_names(recorder),
-                  (std::vector<std::string>{"flash_decode_kernel", "flash_decode_combine_kernel"}));
+                  (std::vector<std::string>{"flash_decode_kernel", "split_combine_kernel"}));
       }
     }
   }
@@ -209,7 +209,7 @@ TEST_P(DecodeAttention, RecordsItsKernels) {
   EXPECT_EQ(flash.front(), "flash_decode_kernel");
   EXPECT_LE(flash.size(), 2u);
   if (flash.size() == 2) {
-    EXPECT_EQ(flash.back(), "flash_decode_combine_kernel");
+    EXPECT_EQ(flash.back(), "split_combine_kernel");
   }
   ctx.set_recorder(nullptr);
 }

@@ -23,5 +23,4 @@ namespace blockscope::ops::kernel_names {
 inline constexpr char kGemmQk[] = "gemm_qk";
 inline constexpr char kGemmPv[] = "gemm_pv";
 inline constexpr char kFlashAttention[] = "flash_attention_kernel";
-inline constexpr char kFlashAttentionCombine[] = "flash_attention_combine_kernel";
 }  // namespace blockscope::ops::kernel_names

@@ -7,6 +7,7 @@
 #include "ops/all_reduce/backends.h"
 #include "ops/attention/backends.h"
 #include "ops/common/flops.h"
+#include "ops/common/kernel_names.h"
 #include "ops/decode_attention/backends.h"
 #include "ops/kv_cache/backends.h"
 #include "ops/elementwise/backends.h"
@@ -256,10 +257,10 @@ Names attention_kernels(const OpCall& c, DeviceType device) {
       return {kernel_names::kGemmQk, kernel_names::kSoftmaxCausalScale, kernel_names::kGemmPv};
     case AttentionPath::flash:
       // On CUDA a short query (Sq <= 64) over many keys may be split over the keys
-      // (flash-decoding, ops/attention/flash.cu): then the combine kernel follows. The call says
-      // so with the flag split_keys.
+      // (flash-decoding, ops/attention/flash.cu): then the split-key combine kernel follows (the
+      // one flash decode's splits use). The call says so with the flag split_keys.
       if (device == DeviceType::cuda && c.flag("split_keys"))
-        return {kernel_names::kFlashAttention, kernel_names::kFlashAttentionCombine};
+        return {kernel_names::kFlashAttention, kernel_names::kSplitCombine};
       return {kernel_names::kFlashAttention};
   }
   return {kernel_names::kGemmQk, kernel_names::kScale, kernel_names::kSoftmax, kernel_names::kGemmPv};
@@ -270,7 +271,7 @@ Names decode_attention_kernels(const OpCall& c, DeviceType device) {
     return {kernel_names::kDecodeQk, kernel_names::kDecodeSoftmax, kernel_names::kDecodePv};
   // CUDA splits a sequence's keys over blocks when B · Hkv cannot fill the GPU
   // (ops/decode_attention/cuda.cu); the call says so with split_keys.
-  if (device == DeviceType::cuda && c.flag("split_keys")) return {kernel_names::kFlashDecode, kernel_names::kFlashDecodeCombine};
+  if (device == DeviceType::cuda && c.flag("split_keys")) return {kernel_names::kFlashDecode, kernel_names::kSplitCombine};
   return {kernel_names::kFlashDecode};
 }
 

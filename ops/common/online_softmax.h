@@ -36,6 +36,9 @@ BS_HOST_DEVICE inline float exp2_of(float x) { return exp2f(x); }
 BS_HOST_DEVICE inline double exp2_of(double x) { return exp2(x); }
 BS_HOST_DEVICE inline float log2_of(float x) { return log2f(x); }
 BS_HOST_DEVICE inline double log2_of(double x) { return log2(x); }
+// fmax: a NaN operand is ignored, as the kernels' tile maxima (fmaxf) ignore it.
+BS_HOST_DEVICE inline float max_of(float a, float b) { return fmaxf(a, b); }
+BS_HOST_DEVICE inline double max_of(double a, double b) { return fmax(a, b); }
 }  // namespace online_softmax_detail
 
 // Real: float in the kernels; double in the tests (the same algebra as an oracle).
@@ -62,7 +65,7 @@ struct BasicOnlineSoftmax {
   // (0 while nothing was seen), by which the caller multiplies its running outputs; it then
   // adds the tile's weight(t) to l (and weight(t)·v to its outputs).
   BS_HOST_DEVICE Real rescale(Real tile_max) {
-    const Real new_m = m > tile_max ? m : tile_max;
+    const Real new_m = online_softmax_detail::max_of(m, tile_max);
     const Real new_base = new_m == -static_cast<Real>(INFINITY) ? Real(0) : new_m;
     const Real factor = online_softmax_detail::exp2_of(m - new_base);
     m = new_m;
@@ -96,7 +99,7 @@ template <typename Real>
 BS_HOST_DEVICE inline BasicOnlineSoftmax<Real> merge(const BasicOnlineSoftmax<Real>& a,
                                                     const BasicOnlineSoftmax<Real>& b) {
   BasicOnlineSoftmax<Real> r;
-  r.m = a.m > b.m ? a.m : b.m;
+  r.m = online_softmax_detail::max_of(a.m, b.m);
   const Real base = r.base();
   r.l = (a.l > 0 ? a.l * online_softmax_detail::exp2_of(a.m - base) : Real(0)) +
         (b.l > 0 ? b.l * online_softmax_detail::exp2_of(b.m - base) : Real(0));

@@ -20,7 +20,7 @@ namespace blockscope::ops::kernel_names {
 inline constexpr char kDecodeQk[] = "decode_qk_kernel";
 inline constexpr char kDecodeSoftmax[] = "decode_softmax_kernel";
 inline constexpr char kDecodePv[] = "decode_pv_kernel";
-// flash: online softmax over the cache (split over key ranges on CUDA), then the combine.
+// flash: online softmax over the cache (split over key ranges on CUDA), then the split-key
+// combine shared with flash attention (kernel_names::kSplitCombine, ops/common/kernel_names.h).
 inline constexpr char kFlashDecode[] = "flash_decode_kernel";
-inline constexpr char kFlashDecodeCombine[] = "flash_decode_combine_kernel";
 }  // namespace blockscope::ops::kernel_names

@@ -22,11 +22,13 @@
 //                          warp, warp + 4, …, lane j scoring key j (f32, times the scale), and
 //                          runs the online softmax of its heads with warp shuffles; then every
 //                          thread updates its outputs (head, dim) = tid + k·128 in registers.
-//                          With one split it divides by the sum and stores the output rounded
-//                          once; with several it writes its unnormalised f32 output and its
-//                          (max, sum) to the scratch buffer.
-//   flash_decode_combine_kernel  grid B·H, one thread per head dim: out = Σ_i e^(m_i − M)·o_i /
-//                          Σ_i e^(m_i − M)·l_i over the splits, rounded once.
+//                          The softmax state per head is ops/common/online_softmax.h's (base 2:
+//                          scores times scale·log2(e), exp2). With one split it divides by the
+//                          sum and stores the output rounded once; with several it writes its
+//                          normalised f32 output and its log2-sum-exp to the scratch buffers.
+//   split_combine_kernel   (ops/common/cuda/split_combine.cuh, shared with flash attention) grid
+//                          B·H, one thread per head dim: out = Σ_i 2^(lse_i − M)·o_i /
+//                          Σ_i 2^(lse_i − M) over the splits, rounded once.
 // Head dims 1 to 256 (any, odd included; 16-byte loads where D is a whole number of packs),
 // refused above as flash attention does. The split rule: flash_decode_grid (decode_attention.h).
 #include <cuda_runtime.h>
@@ -38,7 +40,10 @@
 #include "ops/common/cuda/fast_divmod.h"
 #include "ops/common/cuda/launch.cuh"
 #include "ops/common/cuda/row_kernels.cuh"
+#include "ops/common/cuda/split_combine.cuh"
 #include "ops/common/cuda/vector_io.cuh"
+#include "ops/common/kernel_names.h"
+#include "ops/common/online_softmax.h"
 #include "ops/decode_attention/backends.h"
 #include "ops/kv_cache/kv_cache_row.cuh"
 #include "runtime/cuda/cuda_backend.h"
@@ -57,7 +62,8 @@ struct DecodeParams {
   const int32_t* block_table;  // [B, table_width], device
   int64_t table_width, page_size;
   int batch, heads, kv_heads, group, dim;
-  float scale;
+  float scale;       // naive: the scores are q·k · scale, rounded as the CPU rounds them
+  float scale_log2;  // flash: scale · log2(e), the base-2 unit of ops/common/online_softmax.h
 };
 
 // Offset (elements) of the cached row of position `position` of sequence b, kv head g.
@@ -182,8 +188,9 @@ struct FlashDecodeParams {
   int heads_per_block;  // query heads of one kv head a block owns (the last chunk may own fewer)
   int head_chunks;      // ⌈G / heads_per_block⌉
   int splits;           // key ranges per (b, kv head); 1: the kernel writes `out` itself
-  float* partial_out;   // [splits, B, H, D]: unnormalised Σ e^(s − m)·v (splits > 1)
-  float* partial_stats; // [splits, B, H, 2]: (m, l) = (running max, Σ e^(s − m))
+  // splits > 1: split_combine_kernel's layout (ops/common/cuda/split_combine.cuh), rows = B·H.
+  float* partial_out;   // [splits, B, H, D]: the split's output, normalised by its own sum
+  float* partial_lse;   // [splits, B, H]: the split's log2-sum-exp (−inf: no key)
   FastDivmod dim_div;   // output index → (head, dim)
 };
 
@@ -198,9 +205,11 @@ __host__ __device__ constexpr int64_t flash_decode_smem_floats(int64_t d, int64_
          + 2 * n;                       // per head: rescale of the tile, final sum
 }
 
-// VEC: D is a whole number of packs and the pages are 16-byte aligned.
+// VEC: D is a whole number of packs and the pages are 16-byte aligned. At least 8 blocks per
+// SM (64 registers a thread): without the minimum ptxas capped sm_80 at 64 anyway and spilled
+// 4 bytes once the split epilogue normalised its partial; asked for, it fits without a spill.
 template <typename T, bool VEC>
-__global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecodeParams fp) {
+__global__ void __launch_bounds__(kDecodeThreads, 8) flash_decode_kernel(FlashDecodeParams fp) {
   const DecodeParams& p = fp.base;
   const int per_block = fp.heads_per_block, dim = p.dim;
   float* smem = static_cast<float*>(dynamic_shared_memory());
@@ -230,9 +239,7 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
   const T* k_pages = static_cast<const T*>(p.k_pages);
   const T* v_pages = static_cast<const T*>(p.v_pages);
   float acc[kDecodeOwned] = {};
-  float m[kDecodeHeadsPerWarp], l[kDecodeHeadsPerWarp];
-#pragma unroll
-  for (int r = 0; r < kDecodeHeadsPerWarp; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+  OnlineSoftmax state[kDecodeHeadsPerWarp];  // per head of the warp, the same in every lane
 
   for (int k0 = key_begin; k0 < key_end; k0 += kDecodeKeys) {
     const int n = imin(kDecodeKeys, key_end - k0);
@@ -270,14 +277,12 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
           const float* kj = k_tile + lane * (dim + 1);
           float dot[8] = {};
           for (int d = 0; d < dim; ++d) dot[d & 7] += qi[d] * kj[d];
-          s = (((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]))) * p.scale;
+          s = (((dot[0] + dot[1]) + (dot[2] + dot[3])) + ((dot[4] + dot[5]) + (dot[6] + dot[7]))) * p.scale_log2;
         }
-        const float m_new = fmaxf(m[r], warp_max(s));
-        const float shift = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: exp(-inf) = 0, not NaN
-        const float e = lane < n ? expf(s - shift) : 0.0f;
-        const float alpha = expf(m[r] - shift);
-        l[r] = l[r] * alpha + warp_sum(e);
-        m[r] = m_new;
+        // No key seen yet: base 0, so exp2 is of -inf (0), not NaN.
+        const float alpha = state[r].rescale(warp_max(s));
+        const float e = lane < n ? state[r].weight(s) : 0.0f;
+        state[r].l += warp_sum(e);
         if (lane < n) p_tile[i * kDecodeKeys + lane] = e;
         if (lane == 0) rescale[i] = alpha;
       }
@@ -299,31 +304,29 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
   }
 
   const int64_t stat_row = (static_cast<int64_t>(split) * p.batch + b) * p.heads + head0;  // + i
-  if (fp.splits > 1) {
-    // Unnormalised partial output and (max, sum) of this split, for the combine kernel; an
-    // empty split (past a short sequence's keys) writes (−inf, 0) and zeros.
-#pragma unroll
-    for (int r = 0; r < kDecodeHeadsPerWarp; ++r) {
-      const int i = warp + r * kDecodeWarps;
-      if (i < heads && lane == 0) {
-        fp.partial_stats[(stat_row + i) * 2] = m[r];
-        fp.partial_stats[(stat_row + i) * 2 + 1] = l[r];
-      }
-    }
-    float* partial = fp.partial_out + stat_row * dim;
-#pragma unroll
-    for (int k = 0; k < kDecodeOwned; ++k) {
-      const int o = threadIdx.x + k * kDecodeThreads;
-      if (o < heads * dim) partial[o] = acc[k];
-    }
-    return;
-  }
 #pragma unroll
   for (int r = 0; r < kDecodeHeadsPerWarp; ++r) {
     const int i = warp + r * kDecodeWarps;
-    if (i < heads && lane == 0) sums[i] = l[r];
+    if (i < heads && lane == 0) {
+      sums[i] = state[r].l;
+      // The split's log2-sum-exp for the combine; an empty split (past a short sequence's
+      // keys) writes −inf and zeros.
+      if (fp.splits > 1) fp.partial_lse[stat_row + i] = state[r].lse();
+    }
   }
   __syncthreads();
+  if (fp.splits > 1) {
+    float* partial = fp.partial_out + stat_row * dim;
+#pragma unroll
+    for (int k = 0; k < kDecodeOwned; ++k) {
+      const uint32_t o = threadIdx.x + k * kDecodeThreads;
+      if (o < static_cast<uint32_t>(heads * dim)) {
+        const float sum = sums[fp.dim_div.div(o)];
+        partial[o] = sum > 0.0f ? acc[k] / sum : 0.0f;
+      }
+    }
+    return;
+  }
   T* out = static_cast<T*>(p.out) + (static_cast<int64_t>(b) * p.heads + head0) * dim;
 #pragma unroll
   for (int k = 0; k < kDecodeOwned; ++k) {
@@ -332,28 +335,6 @@ __global__ void __launch_bounds__(kDecodeThreads) flash_decode_kernel(FlashDecod
       const float sum = sums[fp.dim_div.div(o)];
       out[o] = from_float<T>(sum > 0.0f ? acc[k] / sum : 0.0f);
     }
-  }
-}
-
-// Merges the splits of row (b, h) = blockIdx.x: with M = max_i m_i and w_i = e^(m_i − M),
-// out = Σ w_i·o_i / Σ w_i·l_i (empty splits have m_i = −inf: weight 0), rounded once.
-template <typename T>
-__global__ void flash_decode_combine_kernel(FlashDecodeParams fp) {
-  const DecodeParams& p = fp.base;
-  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads, row = blockIdx.x;
-  float top = -INFINITY;
-  for (int s = 0; s < fp.splits; ++s) top = fmaxf(top, fp.partial_stats[(s * rows + row) * 2]);
-  T* out = static_cast<T*>(p.out) + row * p.dim;
-  for (int d = threadIdx.x; d < p.dim; d += blockDim.x) {
-    float sum = 0.0f, total = 0.0f;
-    if (top != -INFINITY) {
-      for (int s = 0; s < fp.splits; ++s) {
-        const float w = expf(fp.partial_stats[(s * rows + row) * 2] - top);
-        total += w * fp.partial_stats[(s * rows + row) * 2 + 1];
-        sum += w * fp.partial_out[(s * rows + row) * p.dim + d];
-      }
-    }
-    out[d] = from_float<T>(total > 0.0f ? sum / total : 0.0f);
   }
 }
 
@@ -382,6 +363,7 @@ DecodeParams decode_params(const Tensor& q, const KvCache& cache, IndexView leng
   p.group = static_cast<int>(q.size(1) / cache.shape.kv_heads);
   p.dim = static_cast<int>(q.size(2));
   p.scale = scale;
+  p.scale_log2 = scale * 1.4426950408889634f;  // log2(e)
   return p;
 }
 
@@ -426,9 +408,9 @@ void flash(Context& ctx, DecodeParams p, int64_t max_length, bool vec) {
   Tensor scratch;  // freed (stream-ordered) after the combine kernel is queued
   if (fp.splits > 1) {
     const int64_t rows = static_cast<int64_t>(fp.splits) * p.batch * p.heads;
-    scratch = ctx.empty({rows * (p.dim + 2)}, DType::f32);
+    scratch = ctx.empty({rows * (p.dim + 1)}, DType::f32);
     fp.partial_out = scratch.data_as<float>();
-    fp.partial_stats = fp.partial_out + rows * p.dim;
+    fp.partial_lse = fp.partial_out + rows * p.dim;
   }
   auto* kernel = vec ? kernels::flash_decode_kernel<T, true> : kernels::flash_decode_kernel<T, false>;
   const size_t smem =
@@ -442,9 +424,15 @@ void flash(Context& ctx, DecodeParams p, int64_t max_length, bool vec) {
          dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(fp.splits)), dim3(kernels::kDecodeThreads), smem,
          fp);
   if (fp.splits > 1) {
-    const unsigned threads = static_cast<unsigned>(std::min<int64_t>(256, (p.dim + 31) / 32 * 32));
-    launch(ctx, kernel_names::kFlashDecodeCombine, kernels::flash_decode_combine_kernel<T>,
-           dim3(static_cast<unsigned>(static_cast<int64_t>(p.batch) * p.heads)), dim3(threads), 0, fp);
+    kernels::SplitCombineParams combine{};
+    combine.partial_out = fp.partial_out;
+    combine.partial_lse = fp.partial_lse;
+    combine.out = p.out;  // [B, H, D] contiguous: rows of one query
+    combine.batch_stride = static_cast<int64_t>(p.heads) * p.dim, combine.head_stride = p.dim, combine.row_stride = p.dim;
+    combine.rows = static_cast<int64_t>(p.batch) * p.heads;
+    combine.heads = p.heads, combine.queries = 1, combine.d = p.dim, combine.splits = fp.splits;
+    launch(ctx, kernel_names::kSplitCombine, kernels::split_combine_kernel<T>,
+           dim3(kernels::split_combine_blocks(combine.rows)), dim3(kernels::split_combine_threads(p.dim)), 0, combine);
   }
 }
 

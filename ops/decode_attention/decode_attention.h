@@ -59,7 +59,7 @@ struct FlashDecodeGrid {
   int64_t heads_per_block = 1;  // query heads of one kv head per block (the last chunk may own fewer)
   int64_t head_chunks = 1;      // ⌈G / heads_per_block⌉
   int64_t blocks = 1;           // B · Hkv · head_chunks
-  int64_t splits = 1;           // key ranges per block; > 1: flash_decode_combine_kernel follows
+  int64_t splits = 1;           // key ranges per block; > 1: split_combine_kernel follows
 };
 
 // All sizes >= 1, heads a multiple of kv_heads, head_dim <= kFlashDecodeMaxOutputs,
