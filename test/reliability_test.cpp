@@ -404,21 +404,27 @@ TEST(Diff, IdenticalWorkNeverReadsFaster) {
             "within noise");
   // A change beyond the spread is still called.
   EXPECT_EQ(gemm_status(steps_profile("a", {100, 101, 99, 100, 100}), steps_profile("b", {70, 71, 69, 70, 70})), "faster");
-  // Identical work measured twice with a jitter of ±20% per step, five steps a side: never a
-  // verdict in 200 trials.
+  // Identical work measured twice with a jitter of ±20% per step, five steps a side: a verdict
+  // is rare, not impossible — both sides must land tightly clustered and far apart, which a
+  // simulation of the rule puts at 4.9e-4 per row (2e7 trials). So 2000 trials expect about one,
+  // and more than 7 (Poisson tail at that rate: 1.6e-5) says the rule got looser. (Asserting
+  // "none in 200" failed one run in ten.)
   const uint64_t seed = bs::testing::fresh_seed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  for (int trial = 0; trial < 200; ++trial) {
+  int verdicts = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
     std::vector<double> a, b;
     for (int i = 0; i < 5; ++i) {
       a.push_back(1000 * jitter(rng));
       b.push_back(1000 * jitter(rng));
     }
     const std::string status = gemm_status(steps_profile("a", a), steps_profile("b", b));
-    EXPECT_TRUE(status == "same" || status == "within noise") << status << " in trial " << trial;
+    EXPECT_TRUE(status == "same" || status == "within noise" || status == "faster" || status == "slower") << status;
+    verdicts += status == "faster" || status == "slower";
   }
+  EXPECT_LE(verdicts, 7) << "identical work read faster or slower in " << verdicts << " of 2000 trials";
 }
 
 // Every shipped decode config keeps at least 5 active steps (the diff's verdicts need them).
