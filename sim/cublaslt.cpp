@@ -125,6 +125,39 @@ void store(Opaque* opaque, const State& s) {
   std::memcpy(opaque, &s, sizeof(State));
 }
 
+// ---- The opaque objects' lifecycle ------------------------------------------------------------
+// One pattern for matrix layouts, matmul descriptors and preferences: the state lives in the
+// opaque struct itself (which callers may allocate: the *_Init_internal calls), stamped with its
+// kind's magic number, so a handle of another kind, or one Destroy wiped, is refused.
+template <typename Opaque, typename State>
+cublasStatus_t init_opaque(Opaque* opaque, size_t size, const State& state) {
+  if (opaque == nullptr || size < sizeof(Opaque)) return CUBLAS_STATUS_ALLOC_FAILED;
+  store(opaque, state);
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <typename Opaque, typename State>
+cublasStatus_t create_opaque(Opaque** out, const State& state) {
+  if (out == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  auto* opaque = new Opaque{};
+  store(opaque, state);
+  *out = opaque;
+  return CUBLAS_STATUS_SUCCESS;
+}
+template <typename Opaque>
+cublasStatus_t destroy_opaque(Opaque* opaque) {
+  if (opaque == nullptr) return CUBLAS_STATUS_SUCCESS;
+  std::memset(opaque, 0, sizeof(*opaque));
+  delete opaque;
+  return CUBLAS_STATUS_SUCCESS;
+}
+// The state of a live object of the kind `magic` names; false for null or anything else.
+template <typename State, typename Opaque>
+bool load_live(const Opaque* opaque, uint32_t magic, State* out) {
+  if (opaque == nullptr) return false;
+  *out = load<State>(opaque);
+  return out->magic == magic;
+}
+
 LayoutState default_layout(cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
   LayoutState s{};
   s.magic = kLayoutMagic;
@@ -277,16 +310,9 @@ bool aligned(const void* ptr, uint64_t alignment) {
 
 bool is_handle(cublasLtHandle_t h) { return h != nullptr && h->magic == kHandleMagic; }
 
-bool load_layout(cublasLtMatrixLayout_t l, LayoutState* out) {
-  if (l == nullptr) return false;
-  *out = load<LayoutState>(l);
-  return out->magic == kLayoutMagic;
-}
-bool load_desc(cublasLtMatmulDesc_t d, DescState* out) {
-  if (d == nullptr) return false;
-  *out = load<DescState>(d);
-  return out->magic == kDescMagic;
-}
+bool load_layout(cublasLtMatrixLayout_t l, LayoutState* out) { return load_live(l, kLayoutMagic, out); }
+bool load_desc(cublasLtMatmulDesc_t d, DescState* out) { return load_live(d, kDescMagic, out); }
+bool load_pref(cublasLtMatmulPreference_t p, PrefState* out) { return load_live(p, kPrefMagic, out); }
 
 const char* status_name(cublasStatus_t s) {
   switch (s) {
@@ -345,25 +371,16 @@ const char* CUBLASWINAPI cublasLtGetStatusString(cublasStatus_t status) { return
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size,
                                                               cudaDataType type, uint64_t rows, uint64_t cols,
                                                               int64_t ld) {
-  if (matLayout == nullptr || size < sizeof(cublasLtMatrixLayoutOpaque_t)) return CUBLAS_STATUS_ALLOC_FAILED;
-  store(matLayout, default_layout(type, rows, cols, ld));
-  return CUBLAS_STATUS_SUCCESS;
+  return init_opaque(matLayout, size, default_layout(type, rows, cols, ld));
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type,
                                                        uint64_t rows, uint64_t cols, int64_t ld) {
-  if (matLayout == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  auto* layout = new cublasLtMatrixLayoutOpaque_t{};
-  store(layout, default_layout(type, rows, cols, ld));
-  *matLayout = layout;
-  return CUBLAS_STATUS_SUCCESS;
+  return create_opaque(matLayout, default_layout(type, rows, cols, ld));
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
-  if (matLayout == nullptr) return CUBLAS_STATUS_SUCCESS;
-  std::memset(matLayout, 0, sizeof(*matLayout));
-  delete matLayout;
-  return CUBLAS_STATUS_SUCCESS;
+  return destroy_opaque(matLayout);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout,
@@ -426,25 +443,16 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayou
 // ---- Matmul descriptors ----------------------------------------------------------------------
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size,
                                                             cublasComputeType_t computeType, cudaDataType_t scaleType) {
-  if (matmulDesc == nullptr || size < sizeof(cublasLtMatmulDescOpaque_t)) return CUBLAS_STATUS_ALLOC_FAILED;
-  store(matmulDesc, default_desc(computeType, scaleType));
-  return CUBLAS_STATUS_SUCCESS;
+  return init_opaque(matmulDesc, size, default_desc(computeType, scaleType));
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc, cublasComputeType_t computeType,
                                                      cudaDataType_t scaleType) {
-  if (matmulDesc == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  auto* desc = new cublasLtMatmulDescOpaque_t{};
-  store(desc, default_desc(computeType, scaleType));
-  *matmulDesc = desc;
-  return CUBLAS_STATUS_SUCCESS;
+  return create_opaque(matmulDesc, default_desc(computeType, scaleType));
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
-  if (matmulDesc == nullptr) return CUBLAS_STATUS_SUCCESS;
-  std::memset(matmulDesc, 0, sizeof(*matmulDesc));
-  delete matmulDesc;
-  return CUBLAS_STATUS_SUCCESS;
+  return destroy_opaque(matmulDesc);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
@@ -507,32 +515,22 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t 
 
 // ---- Heuristic preferences -------------------------------------------------------------------
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size) {
-  if (pref == nullptr || size < sizeof(cublasLtMatmulPreferenceOpaque_t)) return CUBLAS_STATUS_ALLOC_FAILED;
-  store(pref, default_pref());
-  return CUBLAS_STATUS_SUCCESS;
+  return init_opaque(pref, size, default_pref());
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-  if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  auto* p = new cublasLtMatmulPreferenceOpaque_t{};
-  store(p, default_pref());
-  *pref = p;
-  return CUBLAS_STATUS_SUCCESS;
+  return create_opaque(pref, default_pref());
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  if (pref == nullptr) return CUBLAS_STATUS_SUCCESS;
-  std::memset(pref, 0, sizeof(*pref));
-  delete pref;
-  return CUBLAS_STATUS_SUCCESS;
+  return destroy_opaque(pref);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                                  cublasLtMatmulPreferenceAttributes_t attr,
                                                                  const void* buf, size_t sizeInBytes) {
-  if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  PrefState s = load<PrefState>(pref);
-  if (s.magic != kPrefMagic) return CUBLAS_STATUS_INVALID_VALUE;
+  PrefState s;
+  if (!load_pref(pref, &s)) return CUBLAS_STATUS_INVALID_VALUE;
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   switch (attr) {
     case CUBLASLT_MATMUL_PREF_SEARCH_MODE: {
@@ -559,9 +557,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulP
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref,
                                                                  cublasLtMatmulPreferenceAttributes_t attr, void* buf,
                                                                  size_t sizeInBytes, size_t* sizeWritten) {
-  if (pref == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  const PrefState s = load<PrefState>(pref);
-  if (s.magic != kPrefMagic) return CUBLAS_STATUS_INVALID_VALUE;
+  PrefState s;
+  if (!load_pref(pref, &s)) return CUBLAS_STATUS_INVALID_VALUE;
   switch (attr) {
     case CUBLASLT_MATMUL_PREF_SEARCH_MODE: return get_value(s.search_mode, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return get_value(s.max_workspace, buf, sizeInBytes, sizeWritten);
@@ -603,10 +600,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t ligh
       !load_layout(Cdesc, &lc) || !load_layout(Ddesc, &ld))
     return CUBLAS_STATUS_INVALID_VALUE;
   PrefState pref = default_pref();
-  if (preference != nullptr) {
-    pref = load<PrefState>(preference);
-    if (pref.magic != kPrefMagic) return CUBLAS_STATUS_INVALID_VALUE;
-  }
+  if (preference != nullptr && !load_pref(preference, &pref)) return CUBLAS_STATUS_INVALID_VALUE;
   Problem p;
   if (check_problem(desc, la, lb, lc, ld, &p) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_NOT_SUPPORTED;
   const Elem elems[4] = {p.a.elem, p.b.elem, p.c.elem, p.d.elem};
@@ -676,8 +670,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
   const Elem elems[4] = {p.a.elem, p.b.elem, p.c.elem, p.d.elem};
   uint32_t promised[4] = {0, 0, 0, 0};
   if (algo != nullptr) {
-    const AlgoState a = load<AlgoState>(algo);
-    if (a.magic != kAlgoMagic) return CUBLAS_STATUS_INVALID_VALUE;
+    AlgoState a;
+    if (!load_live(algo, kAlgoMagic, &a)) return CUBLAS_STATUS_INVALID_VALUE;
     for (int i = 0; i < 4; ++i) promised[i] = a.promised_alignment[i];
   }
   for (int i = 0; i < 4; ++i) {

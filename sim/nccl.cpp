@@ -70,6 +70,8 @@
 #include <vector>
 
 #include "sim/cublaslt_model.h"
+#include "sim/nccl_calls.h"
+#include "sim/nccl_processes.h"
 #include "sim/runtime_state.h"
 #include "sim/sim.h"
 
@@ -89,7 +91,7 @@ struct ncclComm {
 namespace blockscope::sim::detail {
 namespace {
 
-using cublaslt::Elem;
+using namespace nccl;  // the calls' vocabulary (nccl_calls.h) and the process transport
 
 // ---- Errors ------------------------------------------------------------------------------------
 // NCCL keeps the last error's message per thread; a communicator's asynchronous error (a
@@ -106,75 +108,7 @@ ncclResult_t fail(ncclResult_t code, const std::string& message) {
   return code;
 }
 
-const char* type_name(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8: return "ncclInt8";
-    case ncclUint8: return "ncclUint8";
-    case ncclInt32: return "ncclInt32";
-    case ncclUint32: return "ncclUint32";
-    case ncclInt64: return "ncclInt64";
-    case ncclUint64: return "ncclUint64";
-    case ncclFloat16: return "ncclFloat16";
-    case ncclFloat32: return "ncclFloat32";
-    case ncclFloat64: return "ncclFloat64";
-    case ncclBfloat16: return "ncclBfloat16";
-    case ncclFloat8e4m3: return "ncclFloat8e4m3";
-    case ncclFloat8e5m2: return "ncclFloat8e5m2";
-    default: return nullptr;
-  }
-}
-
-const char* op_name(ncclRedOp_t op) {
-  switch (op) {
-    case ncclSum: return "ncclSum";
-    case ncclProd: return "ncclProd";
-    case ncclMax: return "ncclMax";
-    case ncclMin: return "ncclMin";
-    case ncclAvg: return "ncclAvg";
-    default: return nullptr;
-  }
-}
-
-bool elem_of(ncclDataType_t type, Elem* elem) {
-  switch (type) {
-    case ncclFloat32: *elem = Elem::F32; return true;
-    case ncclFloat16: *elem = Elem::F16; return true;
-    case ncclBfloat16: *elem = Elem::BF16; return true;
-    default: return false;
-  }
-}
-
-// ---- Collectives -------------------------------------------------------------------------------
-enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast };
-
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::all_reduce: return "ncclAllReduce";
-    case Kind::reduce_scatter: return "ncclReduceScatter";
-    case Kind::all_gather: return "ncclAllGather";
-    case Kind::broadcast: return "ncclBroadcast";
-  }
-  return "?";
-}
-
-bool reduces(Kind kind) { return kind == Kind::all_reduce || kind == Kind::reduce_scatter; }
-
-// One rank's call, as it was made. `count` is NCCL's: AllReduce/Broadcast the whole buffer,
-// ReduceScatter the recvcount, AllGather the sendcount.
-struct Call {
-  Kind kind = Kind::all_reduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;
-  ncclDataType_t type = ncclFloat32;
-  ncclRedOp_t op = ncclSum;
-  int root = 0;
-};
-
-// Elements a rank's send and receive buffers hold for a call over `nranks` ranks.
-size_t send_elements(const Call& c, int nranks) { return c.kind == Kind::reduce_scatter ? c.count * nranks : c.count; }
-size_t recv_elements(const Call& c, int nranks) { return c.kind == Kind::all_gather ? c.count * nranks : c.count; }
-
+// ---- Collectives and cliques -------------------------------------------------------------------
 // The k-th collective call of every rank of a clique.
 struct Collective {
   uint64_t index = 0;  // k, from 1
@@ -187,8 +121,6 @@ struct Collective {
   bool moved = false;    // the data has moved for every rank
   std::string failure;   // non-empty: failed (mismatch, hang, abort); its parts fault with it
 };
-
-class ProcessLink;
 
 struct Clique {
   int nranks = 0;
@@ -204,12 +136,6 @@ struct Clique {
 std::unordered_set<ncclComm*>& live_comms() {
   static std::unordered_set<ncclComm*> comms;
   return comms;
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
 }
 
 std::string describe(const Clique& clique, const Collective& c) {
@@ -238,8 +164,6 @@ std::vector<int> fail_collective(Clique& clique, Collective& c, ncclResult_t cod
 }
 
 // ---- Moving the data ---------------------------------------------------------------------------
-float combine(ncclRedOp_t op, float a, float b) { return op == ncclMax ? std::max(a, b) : a + b; }
-
 // Every input is read before any output is written: in-place calls alias them.
 void move_data(const Clique& clique, const Collective& c) {
   const int n = clique.nranks;
@@ -431,374 +355,6 @@ ncclResult_t check_call(const char* api, const Call& call, const ncclComm& comm,
   }
   return check_buffer(api, "recvbuff", call.recv, recv_elements(call, n), size, comm);
 }
-
-// The first difference between two ranks' calls of one collective, or "".
-std::string disagreement(const Call& a, int rank_a, const Call& b, int rank_b) {
-  const std::string ra = "rank " + std::to_string(rank_a), rb = "rank " + std::to_string(rank_b);
-  if (a.kind != b.kind) {
-    return "ranks disagree on the collective: " + ra + " called " + kind_name(a.kind) + ", " + rb + " called " +
-           kind_name(b.kind);
-  }
-  const std::string api = kind_name(a.kind);
-  if (a.count != b.count) {
-    return api + ": " + ra + " has count " + std::to_string(a.count) + ", " + rb + " has " + std::to_string(b.count);
-  }
-  if (a.type != b.type) {
-    return api + ": " + ra + " has datatype " + type_name(a.type) + ", " + rb + " has " + type_name(b.type);
-  }
-  if (reduces(a.kind) && a.op != b.op) {
-    return api + ": " + ra + " has op " + op_name(a.op) + ", " + rb + " has " + op_name(b.op);
-  }
-  if (a.kind == Kind::broadcast && a.root != b.root) {
-    return api + ": " + ra + " has root " + std::to_string(a.root) + ", " + rb + " has " + std::to_string(b.root);
-  }
-  return "";
-}
-
-// ---- Communicators across processes ------------------------------------------------------------
-// One rank per process (mpirun, one simulated GPU each): ranks meet in a POSIX shared-memory
-// segment named by the unique id (/dev/shm/blockscope-sim-nccl-<id>), which every rank of
-// ncclCommInitRank opens — also ranks of one process, so that the clique's kind is known once all
-// have joined: all in this process (the in-process cliques above) or each in its own.
-//
-// A collective across processes runs when its part comes up on the rank's stream (the queue is
-// lazy: at the host's next synchronising call), and the host thread blocks there until every
-// rank has done its part; each step posts a rank's bytes in its slot of the segment:
-//   step 1: the call (kind, count, type, op, root), compared by every rank with rank 0's, so all
-//           ranks fail with one message when they disagree;
-//   then:   the data in chunks of at most kProcessSlotBytes / nranks per rank; every rank reads
-//           every slot and writes its own output (reductions in f32 in rank order, rounded once:
-//           the bits of the in-process cliques).
-// A rank writes step s into its slot only after every rank has read step s-1. A rank that never
-// posts (no call, or a process that hangs) fails the step after BLOCKSCOPE_SIM_NCCL_TIMEOUT_S
-// without progress, naming the ranks missing; a process that exits is named at once; a failure on
-// one rank (ncclCommAbort, a mismatch) is written into the segment and ends every rank's wait.
-// Not modelled: several ranks per process in one clique, collectives overlapping host-side MPI
-// calls that wait for another rank's device work (the host blocks where a GPU would not).
-constexpr int kMostProcessRanks = 64;
-constexpr size_t kProcessSlotBytes = size_t{16} << 20;  // the data area, shared by the ranks' slots
-
-struct ProcessCallNote {
-  int32_t kind = 0, type = 0, op = 0, root = 0;
-  uint64_t count = 0;
-};
-
-struct ProcessRankSlot {
-  std::atomic<int32_t> pid;         // 0 until the rank joins
-  std::atomic<uint64_t> posted;     // the last step whose note or data this rank has posted
-  std::atomic<uint64_t> consumed;   // the last step this rank has finished reading
-  ProcessCallNote note;
-};
-
-// The segment's head; the data area follows it. ftruncate fills it with zeros: atomics at 0.
-struct ProcessSegment {
-  std::atomic<int32_t> nranks;  // set by the first rank to join
-  std::atomic<int32_t> joined;
-  std::atomic<int32_t> failed;  // 1: `failure` says why; set once
-  char failure[1024];
-  ProcessRankSlot ranks[kMostProcessRanks];
-};
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int32_t>::is_always_lock_free,
-              "atomics in shared memory must be lock-free to work across processes");
-
-std::string segment_name(const ncclUniqueId& id) {
-  uint64_t words[2];
-  std::memcpy(words, id.internal, sizeof words);
-  char name[64];
-  std::snprintf(name, sizeof name, "/blockscope-sim-nccl-%016llx%016llx", static_cast<unsigned long long>(words[0]),
-                static_cast<unsigned long long>(words[1]));
-  return name;
-}
-
-// False once the process has exited (gone, or a zombie its parent has not reaped yet).
-bool process_alive(int32_t pid) {
-  if (pid <= 0) return true;
-  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  std::FILE* stat_file = std::fopen(path, "r");
-  if (stat_file == nullptr) return true;  // no /proc: only kill's answer
-  char text[512] = {};
-  const size_t got = std::fread(text, 1, sizeof text - 1, stat_file);
-  std::fclose(stat_file);
-  const char* after_name = std::strrchr(text, ')');  // "pid (name) state ..."
-  return got == 0 || after_name == nullptr || (after_name[2] != 'Z' && after_name[2] != 'X');
-}
-
-// One rank's view of a segment (mapped until the last user lets go).
-class ProcessLink {
- public:
-  // Opens (or creates) the id's segment and takes slot `rank`. nullptr and `*problem` on failure.
-  static std::shared_ptr<ProcessLink> join(const ncclUniqueId& id, int nranks, int rank, std::string* problem) {
-    const std::string name = segment_name(id);
-    const int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
-    if (fd < 0) {
-      *problem = "ncclCommInitRank: shm_open(" + name + "): " + std::strerror(errno);
-      return nullptr;
-    }
-    const size_t bytes = sizeof(ProcessSegment) + kProcessSlotBytes;
-    struct stat info {};
-    const bool sized = fstat(fd, &info) == 0 && static_cast<size_t>(info.st_size) >= bytes;
-    if (!sized && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      *problem = "ncclCommInitRank: ftruncate(" + name + "): " + std::strerror(errno);
-      close(fd);
-      return nullptr;
-    }
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) {
-      *problem = "ncclCommInitRank: mmap(" + name + "): " + std::strerror(errno);
-      return nullptr;
-    }
-    auto link = std::shared_ptr<ProcessLink>(new ProcessLink(name, base, bytes, rank));
-    ProcessSegment& seg = link->segment();
-    int32_t expected = 0;
-    if (!seg.nranks.compare_exchange_strong(expected, nranks) && expected != nranks) {
-      *problem = "ncclCommInitRank: rank " + std::to_string(rank) + " has nranks " + std::to_string(nranks) +
-                 ", an earlier rank of this unique id has " + std::to_string(expected);
-      return nullptr;
-    }
-    int32_t free_slot = 0;
-    if (!seg.ranks[rank].pid.compare_exchange_strong(free_slot, static_cast<int32_t>(getpid()))) {
-      *problem = "ncclCommInitRank: rank " + std::to_string(rank) + " joined this unique id twice";
-      return nullptr;
-    }
-    if (seg.joined.fetch_add(1) + 1 == nranks) shm_unlink(name.c_str());  // all mapped it: no file left
-    return link;
-  }
-
-  ~ProcessLink() { munmap(base_, bytes_); }
-
-  // Waits until every rank has joined (true), or the timeout (false, `*problem` names the missing).
-  bool await_all(std::string* problem) {
-    ProcessSegment& seg = segment();
-    const int n = seg.nranks.load();
-    const bool complete = wait_until([&] { return seg.joined.load() == n; }, nullptr);
-    if (complete) return true;
-    std::vector<int> joined, missing;
-    for (int r = 0; r < n; ++r) (seg.ranks[r].pid.load() != 0 ? joined : missing).push_back(r);
-    *problem = "ncclCommInitRank: only ranks " + rank_list(joined) + " of " + std::to_string(n) + " joined within " +
-               std::to_string(static_cast<int>(nccl_timeout_seconds())) +
-               " s (BLOCKSCOPE_SIM_NCCL_TIMEOUT_S); missing ranks " + rank_list(missing) +
-               " (in this process, or one process per rank)";
-    shm_unlink(name_.c_str());
-    return false;
-  }
-
-  // The ranks' processes: true when every rank is in this one, false when each is in its own;
-  // "" or why neither.
-  std::string layout(bool* in_this_process) {
-    ProcessSegment& seg = segment();
-    const int n = seg.nranks.load();
-    std::vector<int32_t> pids;
-    for (int r = 0; r < n; ++r) pids.push_back(seg.ranks[r].pid.load());
-    const auto mine = static_cast<int32_t>(getpid());
-    *in_this_process = std::all_of(pids.begin(), pids.end(), [&](int32_t pid) { return pid == mine; });
-    if (*in_this_process) return "";
-    for (int a = 0; a < n; ++a)
-      for (int b = a + 1; b < n; ++b)
-        if (pids[a] == pids[b]) {
-          return "ncclCommInitRank: ranks " + std::to_string(a) + " and " + std::to_string(b) + " are in one process (" +
-                 std::to_string(pids[a]) + "), other ranks in others: the simulated NCCL joins the ranks of a "
-                 "communicator all in one process, or one per process";
-        }
-    return "";
-  }
-
-  // Ends every rank's wait with `why` (the first failure wins).
-  void fail_all(const std::string& why) {
-    ProcessSegment& seg = segment();
-    int32_t expected = 0;
-    if (seg.failed.compare_exchange_strong(expected, 2)) {  // 2: writing the message
-      std::snprintf(seg.failure, sizeof seg.failure, "%s", why.c_str());
-      seg.failed.store(1, std::memory_order_release);
-    }
-  }
-
-  // This rank's part of a collective: blocks until every rank has done its part. Throws a Fault
-  // (every rank's the same) when the ranks disagree, one fails, hangs or exits.
-  void run(const Call& call, uint64_t index, void* my_recv) {
-    ProcessSegment& seg = segment();
-    const int n = seg.nranks.load();
-    const std::string what = std::string(kind_name(call.kind)) + " #" + std::to_string(index) +
-                             " of a communicator of " + std::to_string(n) + " processes";
-    // Step 1: the calls.
-    begin_step(what);
-    seg.ranks[rank_].note = ProcessCallNote{static_cast<int32_t>(call.kind), static_cast<int32_t>(call.type),
-                                            static_cast<int32_t>(call.op), call.root, call.count};
-    end_post(what);
-    Call reference = call;
-    note_to_call(seg.ranks[0].note, &reference);
-    for (int r = 1; r < n; ++r) {
-      Call theirs = call;
-      note_to_call(seg.ranks[r].note, &theirs);
-      if (const std::string problem = disagreement(theirs, r, reference, 0); !problem.empty()) {
-        fail_all(what + ": " + problem);
-        break;
-      }
-    }
-    throw_if_failed();
-    finish_step();
-    // Then the data, chunk by chunk: each rank posts part of its send buffer.
-    Elem elem = Elem::F32;
-    elem_of(call.type, &elem);
-    const size_t size = cublaslt::elem_size(elem);
-    const size_t total = send_elements(call, n);  // what each rank posts
-    const size_t chunk = std::max<size_t>(1, kProcessSlotBytes / static_cast<size_t>(n) / size);
-    const auto* send = static_cast<const char*>(call.send);
-    auto* recv = static_cast<char*>(my_recv);
-    for (size_t first = 0; first < total; first += chunk) {
-      const size_t elements = std::min(chunk, total - first);
-      begin_step(what);
-      if (call.kind != Kind::broadcast || call.root == rank_) {
-        std::memcpy(slot(rank_, n), send + first * size, elements * size);
-      }
-      end_post(what);
-      throw_if_failed();
-      consume(call, n, elem, first, elements, recv);
-      finish_step();
-    }
-    note_written(recv, recv_elements(call, n) * size);  // initcheck: the whole receive buffer
-  }
-
-  void abort(const std::string& why) { fail_all(why); }
-  int nranks() { return segment().nranks.load(); }
-
- private:
-  ProcessLink(std::string name, void* base, size_t bytes, int rank)
-      : name_(std::move(name)), base_(base), bytes_(bytes), rank_(rank) {}
-
-  ProcessSegment& segment() { return *static_cast<ProcessSegment*>(base_); }
-  char* slot(int rank, int n) {
-    return static_cast<char*>(base_) + sizeof(ProcessSegment) + static_cast<size_t>(rank) * (kProcessSlotBytes / n);
-  }
-
-  static void note_to_call(const ProcessCallNote& note, Call* call) {
-    call->kind = static_cast<Kind>(note.kind);
-    call->type = static_cast<ncclDataType_t>(note.type);
-    call->op = static_cast<ncclRedOp_t>(note.op);
-    call->root = note.root;
-    call->count = note.count;
-  }
-
-  // Elements [first, first + elements) of every rank's posted input → this rank's output.
-  void consume(const Call& call, int n, Elem elem, size_t first, size_t elements, char* recv) {
-    const size_t size = cublaslt::elem_size(elem);
-    switch (call.kind) {
-      case Kind::all_reduce:
-      case Kind::reduce_scatter: {
-        // reduce_scatter: this rank's block is [rank·count, (rank+1)·count) of the inputs.
-        const size_t begin = call.kind == Kind::reduce_scatter ? static_cast<size_t>(rank_) * call.count : 0;
-        const size_t end = call.kind == Kind::reduce_scatter ? begin + call.count : elements + first;
-        for (size_t i = std::max(first, begin); i < std::min(first + elements, end); ++i) {
-          float sum = 0;
-          for (int r = 0; r < n; ++r) {
-            const auto value = static_cast<float>(cublaslt::load_elem(slot(r, n), static_cast<int64_t>(i - first), elem));
-            sum = r == 0 ? value : combine(call.op, sum, value);
-          }
-          cublaslt::store_elem(recv, static_cast<int64_t>(i - begin), elem, sum);  // rounded once
-        }
-        return;
-      }
-      case Kind::all_gather:
-        for (int r = 0; r < n; ++r) {
-          std::memcpy(recv + (static_cast<size_t>(r) * call.count + first) * size, slot(r, n), elements * size);
-        }
-        return;
-      case Kind::broadcast: std::memcpy(recv + first * size, slot(call.root, n), elements * size); return;
-    }
-  }
-
-  // Step s may be written once every rank has read step s-1.
-  void begin_step(const std::string& what) {
-    ++step_;
-    ProcessSegment& seg = segment();
-    wait_or_throw(what, "still reading the previous step", [&](int r) {
-      return seg.ranks[r].consumed.load(std::memory_order_acquire) + 1 >= step_;
-    });
-  }
-  void end_post(const std::string& what) {
-    ProcessSegment& seg = segment();
-    seg.ranks[rank_].posted.store(step_, std::memory_order_release);
-    wait_or_throw(what, "not arrived", [&](int r) { return seg.ranks[r].posted.load(std::memory_order_acquire) >= step_; });
-  }
-  void finish_step() { segment().ranks[rank_].consumed.store(step_, std::memory_order_release); }
-
-  void throw_if_failed() {
-    ProcessSegment& seg = segment();
-    if (seg.failed.load(std::memory_order_acquire) == 1) throw Fault(seg.failure);
-  }
-
-  // Until ready(r) for every rank; a failure, an exited process or the timeout throw (the
-  // timeout also fails the other ranks, naming the ranks not ready).
-  void wait_or_throw(const std::string& what, const char* not_ready, const std::function<bool(int)>& ready) {
-    ProcessSegment& seg = segment();
-    const int n = seg.nranks.load();
-    std::string gone;
-    const auto all_ready = [&] {
-      for (int r = 0; r < n; ++r)
-        if (!ready(r)) return false;
-      return true;
-    };
-    // Once the wait is long enough to sleep: has a rank not ready exited? (/proc, not every spin)
-    const auto look_for_exits = [&] {
-      for (int r = 0; r < n; ++r) {
-        if (!ready(r) && !process_alive(seg.ranks[r].pid.load())) {
-          gone = what + ": rank " + std::to_string(r) + "'s process (" + std::to_string(seg.ranks[r].pid.load()) +
-                 ") exited";
-        }
-      }
-    };
-    const bool all = wait_until(all_ready, &gone, look_for_exits);
-    if (all) return;
-    if (gone.empty() && seg.failed.load() != 1) {
-      std::vector<int> late;
-      for (int r = 0; r < n; ++r)
-        if (!ready(r)) late.push_back(r);
-      gone = what + " hung: ranks " + rank_list(late) + " " + not_ready + " after " +
-             std::to_string(static_cast<int>(nccl_timeout_seconds())) + " s (BLOCKSCOPE_SIM_NCCL_TIMEOUT_S)";
-    }
-    if (!gone.empty()) fail_all(gone);
-    throw_if_failed();
-    throw Fault(gone);
-  }
-
-  // Polls `done` until true; false on a failure in the segment, `*stop` set non-empty, or the
-  // timeout without any rank's progress. Spins first, then sleeps, calling `while_sleeping`
-  // (if any) before each sleep.
-  bool wait_until(const std::function<bool()>& done, const std::string* stop,
-                  const std::function<void()>& while_sleeping = nullptr) {
-    using Clock = std::chrono::steady_clock;
-    ProcessSegment& seg = segment();
-    const auto timeout = std::chrono::duration<double>(nccl_timeout_seconds());
-    auto since = Clock::now();
-    uint64_t progress = 0;
-    for (int spins = 0;; ++spins) {
-      if (done()) return true;
-      if (seg.failed.load(std::memory_order_acquire) == 1 || (stop != nullptr && !stop->empty())) return false;
-      uint64_t now_progress = static_cast<uint64_t>(seg.joined.load());
-      for (int r = 0; r < seg.nranks.load(); ++r) now_progress += seg.ranks[r].posted.load() + seg.ranks[r].consumed.load();
-      if (now_progress != progress) {
-        progress = now_progress;
-        since = Clock::now();
-      } else if (Clock::now() - since > timeout) {
-        return false;
-      }
-      if (spins < 1000) {
-        std::this_thread::yield();
-      } else {
-        if (while_sleeping) while_sleeping();
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
-    }
-  }
-
-  std::string name_;
-  void* base_;
-  size_t bytes_;
-  int rank_;
-  uint64_t step_ = 0;
-};
 
 // ---- Groups ------------------------------------------------------------------------------------
 // Per host thread, as NCCL's: calls inside a group wait here until the outermost ncclGroupEnd.
