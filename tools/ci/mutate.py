@@ -3,6 +3,7 @@
 
     tools/ci/mutate.py [--list test/mutations/mutations.json] [--work DIR] [--only TEXT]
                     [--report FILE] [--full]
+    tools/ci/mutate.py --check-list    the list against this tree only (a ctest)
 
 Mirrors the working tree (git's tracked and untracked, not ignored, files) into DIR/src, builds
 each preset the mutations name once in DIR/build-PRESET and runs its tests unmutated (they must
@@ -121,7 +122,18 @@ def main(argv=None):
     parser.add_argument("--report", help="also write the Markdown report here")
     parser.add_argument("--full", action="store_true", help="run every test for each mutation, not only 'tests'")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--check-list", action="store_true",
+                        help="only check the list against this tree (each find text exactly once in its file)")
     args = parser.parse_args(argv)
+
+    if args.check_list:  # ctest mutation_list_matches_the_tree: code that moves takes its mutations along
+        try:
+            count = len(load_list(args.list, SOURCE))
+        except (ListProblem, json.JSONDecodeError) as problem:
+            print(f"mutate: {problem}", file=sys.stderr)
+            return 2
+        print(f"mutate: the {count} mutations of {args.list} each find their text once in this tree")
+        return 0
 
     os.makedirs(args.work, exist_ok=True)
     log = os.path.join(args.work, "mutate.log")
