@@ -12,10 +12,6 @@
 namespace blockscope::reference {
 namespace {
 
-void require(bool condition, const char* what) {
-  if (!condition) throw std::invalid_argument(std::string("reference: ") + what);
-}
-
 int64_t last(const RefTensor& t, int64_t from_end) {
   return t.shape[t.shape.size() - static_cast<size_t>(from_end)];
 }

@@ -9,10 +9,6 @@
 namespace blockscope::reference {
 namespace {
 
-void require(bool ok, const char* what) {
-  if (!ok) throw std::invalid_argument(std::string("ops_reference: ") + what);
-}
-
 // Shared by linear() and linear_magnitude(): a float64 GEMM (gemm64.h), with |x|·|w| + |b|
 // for the magnitude.
 RefTensor linear_gemm(const RefTensor& x, const RefTensor& w, const RefTensor* bias, bool w_out_in, bool absolute) {

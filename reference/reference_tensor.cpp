@@ -1,5 +1,8 @@
 #include "reference/reference_tensor.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace blockscope::reference {
 
 RefTensor from_tensor(const Tensor& t) {
@@ -10,5 +13,9 @@ RefTensor from_tensor(const Tensor& t) {
 }
 
 std::vector<float> to_float_vector(const RefTensor& t) { return std::vector<float>(t.data.begin(), t.data.end()); }
+
+void require(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("reference: ") + what);
+}
 
 }  // namespace blockscope::reference

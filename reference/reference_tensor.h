@@ -23,4 +23,7 @@ RefTensor from_tensor(const Tensor& t);
 // As floats (to compare with to_floats() of an op's output).
 std::vector<float> to_float_vector(const RefTensor& t);
 
+// A reference given operands its op refuses: std::invalid_argument("reference: " + what).
+void require(bool ok, const char* what);
+
 }  // namespace blockscope::reference

@@ -70,7 +70,7 @@ bool transposes(cublasOperation_t op, bool* out) {
 }
 
 // One GEMM call as the v2 API states it; the batched forms add a count and strides or arrays.
-struct Call {
+struct GemmCall {
   cublasOperation_t transa, transb;
   int m, n, k;
   const void* alpha;
@@ -84,7 +84,7 @@ struct Call {
 };
 
 // The documented argument checks, and the Problem they describe.
-cublasStatus_t check(const Call& call, Problem* p) {
+cublasStatus_t check(const GemmCall& call, Problem* p) {
   bool ta = false, tb = false;
   if (!transposes(call.transa, &ta) || !transposes(call.transb, &tb)) return CUBLAS_STATUS_INVALID_VALUE;
   if (call.m < 0 || call.n < 0 || call.k < 0 || call.batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
@@ -111,7 +111,7 @@ double scalar(const void* value, Elem type) { return blockscope::sim::cublaslt::
 // Queues the GEMMs of one call on the handle's stream: `operands(i, &gemm)` fills batch entry
 // i's A, B and C (all of them at once, i = -1, for a strided call) when the GEMM runs.
 template <typename Operands>
-cublasStatus_t queue(cublasHandle_t handle, const Call& call, const Problem& p, bool per_batch, Operands operands) {
+cublasStatus_t queue(cublasHandle_t handle, const GemmCall& call, const Problem& p, bool per_batch, Operands operands) {
   if (p.m == 0 || p.n == 0 || p.batch == 0) return CUBLAS_STATUS_SUCCESS;  // nothing to launch
   Problem one = p;
   if (per_batch) one.batch = 1;
@@ -140,7 +140,7 @@ cublasStatus_t queue(cublasHandle_t handle, const Call& call, const Problem& p, 
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t strided(cublasHandle_t handle, const Call& call, const void* A, const void* B, void* C) {
+cublasStatus_t strided(cublasHandle_t handle, const GemmCall& call, const void* A, const void* B, void* C) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   Problem p;
   if (const cublasStatus_t status = check(call, &p); status != CUBLAS_STATUS_SUCCESS) return status;
@@ -153,7 +153,7 @@ cublasStatus_t strided(cublasHandle_t handle, const Call& call, const void* A, c
 }
 
 // Pointer arrays in device memory: read when the GEMM runs (a kernel before it may write them).
-cublasStatus_t arrays(cublasHandle_t handle, const Call& call, const void* const* A, const void* const* B,
+cublasStatus_t arrays(cublasHandle_t handle, const GemmCall& call, const void* const* A, const void* const* B,
                       void* const* C) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   Problem p;
@@ -179,7 +179,7 @@ cublasStatus_t f32_math(cublasHandle_t handle, bool* tf32) {
 
 // GemmEx's types: A and B alike, C f32 or A's type, compute 32F in one of its forms.
 cublasStatus_t ex_types(cublasHandle_t handle, cudaDataType a, cudaDataType b, cudaDataType c,
-                        cublasComputeType_t compute, Call* call) {
+                        cublasComputeType_t compute, GemmCall* call) {
   Elem ea, ec;
   if (a != b || !blockscope::sim::cublaslt::elem_of(a, &ea) || !blockscope::sim::cublaslt::elem_of(c, &ec))
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -212,9 +212,9 @@ bool known_algo(cublasGemmAlgo_t algo) {
          (algo >= CUBLAS_GEMM_DEFAULT_TENSOR_OP && algo <= CUBLAS_GEMM_ALGO15_TENSOR_OP);
 }
 
-Call call_of(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha, int lda,
+GemmCall call_of(cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha, int lda,
              int ldb, const void* beta, int ldc, Elem ab, Elem c) {
-  Call call{transa, transb, m, n, k, alpha, beta, ab, c, lda, ldb, ldc};
+  GemmCall call{transa, transb, m, n, k, alpha, beta, ab, c, lda, ldb, ldc};
   call.scale = ab == Elem::F16 && c == Elem::F16 ? Elem::F16 : Elem::F32;
   return call;
 }
@@ -309,7 +309,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemm_v2(cublasHandle_t handle, cublasOperatio
                                            int m, int n, int k, const float* alpha, const float* A, int lda,
                                            const float* B, int ldb, const float* beta, float* C, int ldc) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   if (const cublasStatus_t status = f32_math(handle, &call.tf32); status != CUBLAS_STATUS_SUCCESS) return status;
   return strided(handle, call, A, B, C);
 }
@@ -321,7 +321,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmStridedBatched(cublasHandle_t handle, cub
                                                       long long int strideB, const float* beta, float* C, int ldc,
                                                       long long int strideC, int batchCount) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   call.stride_a = strideA, call.stride_b = strideB, call.stride_c = strideC, call.batch = batchCount;
   if (const cublasStatus_t status = f32_math(handle, &call.tf32); status != CUBLAS_STATUS_SUCCESS) return status;
   return strided(handle, call, A, B, C);
@@ -333,7 +333,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmBatched(cublasHandle_t handle, cublasOper
                                                int ldb, const float* beta, float* const Carray[], int ldc,
                                                int batchCount) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   call.batch = batchCount;
   if (const cublasStatus_t status = f32_math(handle, &call.tf32); status != CUBLAS_STATUS_SUCCESS) return status;
   return arrays(handle, call, reinterpret_cast<const void* const*>(Aarray),
@@ -344,7 +344,7 @@ cublasStatus_t CUBLASWINAPI cublasSgemmBatched(cublasHandle_t handle, cublasOper
 cublasStatus_t CUBLASWINAPI cublasHgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
                                         int m, int n, int k, const __half* alpha, const __half* A, int lda,
                                         const __half* B, int ldb, const __half* beta, __half* C, int ldc) {
-  const Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
+  const GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
   return strided(handle, call, A, B, C);
 }
 
@@ -354,7 +354,7 @@ cublasStatus_t CUBLASWINAPI cublasHgemmStridedBatched(cublasHandle_t handle, cub
                                                       long long int strideA, const __half* B, int ldb,
                                                       long long int strideB, const __half* beta, __half* C, int ldc,
                                                       long long int strideC, int batchCount) {
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
   call.stride_a = strideA, call.stride_b = strideB, call.stride_c = strideC, call.batch = batchCount;
   return strided(handle, call, A, B, C);
 }
@@ -364,7 +364,7 @@ cublasStatus_t CUBLASWINAPI cublasHgemmBatched(cublasHandle_t handle, cublasOper
                                                const __half* const Aarray[], int lda, const __half* const Barray[],
                                                int ldb, const __half* beta, __half* const Carray[], int ldc,
                                                int batchCount) {
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F16, Elem::F16);
   call.batch = batchCount;
   return arrays(handle, call, reinterpret_cast<const void* const*>(Aarray),
                 reinterpret_cast<const void* const*>(Barray), reinterpret_cast<void* const*>(Carray));
@@ -378,7 +378,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_
                                          cublasGemmAlgo_t algo) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!known_algo(algo)) return CUBLAS_STATUS_INVALID_VALUE;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   if (const cublasStatus_t status = ex_types(handle, Atype, Btype, Ctype, computeType, &call);
       status != CUBLAS_STATUS_SUCCESS)
     return status;
@@ -395,7 +395,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t handle, cu
                                                        cublasGemmAlgo_t algo) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!known_algo(algo)) return CUBLAS_STATUS_INVALID_VALUE;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   call.stride_a = strideA, call.stride_b = strideB, call.stride_c = strideC, call.batch = batchCount;
   if (const cublasStatus_t status = ex_types(handle, Atype, Btype, Ctype, computeType, &call);
       status != CUBLAS_STATUS_SUCCESS)
@@ -412,7 +412,7 @@ cublasStatus_t CUBLASWINAPI cublasGemmBatchedEx(cublasHandle_t handle, cublasOpe
                                                 cublasGemmAlgo_t algo) {
   if (!is_handle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!known_algo(algo)) return CUBLAS_STATUS_INVALID_VALUE;
-  Call call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
+  GemmCall call = call_of(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc, Elem::F32, Elem::F32);
   call.batch = batchCount;
   if (const cublasStatus_t status = ex_types(handle, Atype, Btype, Ctype, computeType, &call);
       status != CUBLAS_STATUS_SUCCESS)

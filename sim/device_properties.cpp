@@ -38,6 +38,7 @@ size_t max_dynamic_smem(const void* function) {
 
 }  // namespace blockscope::sim::detail
 
+using namespace blockscope::sim;
 using namespace blockscope::sim::detail;
 
 extern "C" {

@@ -23,14 +23,14 @@ namespace {
 bool g_initialized = false;  // cuInit(0) was called
 CUctx_st g_primary[8];       // each device's primary context
 
-struct ErrorText {
+struct DriverErrorText {
   CUresult code;
   const char* name;
   const char* text;
 };
 
 // The driver's names and descriptions of the codes this subset (or a kernel fault) can return.
-constexpr ErrorText kErrors[] = {
+constexpr DriverErrorText kDriverErrors[] = {
     {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
@@ -52,8 +52,8 @@ constexpr ErrorText kErrors[] = {
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-const ErrorText* find_error(CUresult code) {
-  for (const ErrorText& e : kErrors)
+const DriverErrorText* find_error(CUresult code) {
+  for (const DriverErrorText& e : kDriverErrors)
     if (e.code == code) return &e;
   return nullptr;
 }
@@ -77,14 +77,14 @@ extern "C" {
 
 CUresult cuGetErrorString(CUresult error, const char** text) {
   if (text == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const ErrorText* e = find_error(error);
+  const DriverErrorText* e = find_error(error);
   *text = e != nullptr ? e->text : nullptr;  // "unrecognized": NULL and CUDA_ERROR_INVALID_VALUE
   return e != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGetErrorName(CUresult error, const char** name) {
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const ErrorText* e = find_error(error);
+  const DriverErrorText* e = find_error(error);
   *name = e != nullptr ? e->name : nullptr;
   return e != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -34,7 +34,6 @@ namespace {
 // ---- Configuration ------------------------------------------------------------------------------
 constexpr size_t kRedzone = 32;                 // bytes around every shared-memory region
 constexpr size_t kStaticSharedLimit = 48 << 10;  // what ptxas accepts of static __shared__
-constexpr size_t kSharedPerBlockOptin = static_cast<size_t>(kSm90Limits.max_smem_per_block);
 constexpr unsigned kRandomResidentBlocks = 2;
 constexpr unsigned kPreemptOneIn = 128;          // random schedule: switch at about 1 access in 128
 

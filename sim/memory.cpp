@@ -203,9 +203,9 @@ using namespace blockscope::sim::detail;
 
 namespace {
 
-using Kind = AllocationInfo::Kind;
+using AllocationKind = AllocationInfo::Kind;
 
-cudaError_t device_allocate(void** ptr, size_t size, Kind kind, int device, CUmemPoolHandle_st* pool,
+cudaError_t device_allocate(void** ptr, size_t size, AllocationKind kind, int device, CUmemPoolHandle_st* pool,
                             const void* caller = nullptr) {
   if (size > free_device_bytes(device)) return cudaErrorMemoryAllocation;
   void* p = allocate_bytes(size, 256);
@@ -321,7 +321,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;  // as the runtime: success and a null pointer
-  return result(device_allocate(ptr, size, Kind::device, current_device(), nullptr, __builtin_return_address(0)));
+  return result(device_allocate(ptr, size, AllocationKind::device, current_device(), nullptr, __builtin_return_address(0)));
 }
 
 cudaError_t cudaFree(void* ptr) {
@@ -330,7 +330,7 @@ cudaError_t cudaFree(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == g_allocations.end() || it->second.freeing || is_host_kind(it->second.info.kind) ||
-      it->second.info.kind == Kind::graph) {
+      it->second.info.kind == AllocationKind::graph) {
     return result(cudaErrorInvalidValue);
   }
   const cudaError_t status = run_through(UINT64_MAX);  // cudaFree synchronises the device
@@ -348,7 +348,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   if (size > host_available_bytes()) return result(cudaErrorMemoryAllocation);
   void* p = allocate_bytes(size, 4096);
   if (p == nullptr) return result(cudaErrorMemoryAllocation);
-  track(p, size, Kind::pinned_host, current_device());
+  track(p, size, AllocationKind::pinned_host, current_device());
   g_allocations[reinterpret_cast<uintptr_t>(p)].host_flags = flags;
   *ptr = p;
   return cudaSuccess;
@@ -365,7 +365,7 @@ cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
   }
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   *ptr = nullptr;
-  return result(device_allocate(ptr, size, Kind::managed, current_device(), nullptr));
+  return result(device_allocate(ptr, size, AllocationKind::managed, current_device(), nullptr));
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
@@ -373,7 +373,7 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_allocations.end() || it->second.info.kind != Kind::pinned_host) return result(cudaErrorInvalidValue);
+  if (it == g_allocations.end() || it->second.info.kind != AllocationKind::pinned_host) return result(cudaErrorInvalidValue);
   const cudaError_t status = run_through(UINT64_MAX);  // queued copies may still use it
   untrack_and_free(ptr);
   return result(status);
@@ -422,7 +422,7 @@ cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t heig
   *ptr = nullptr;
   *pitch = (width + 511) / 512 * 512;
   if (width == 0 || height == 0) return cudaSuccess;
-  return result(device_allocate(ptr, *pitch * height, Kind::device, current_device(), nullptr));
+  return result(device_allocate(ptr, *pitch * height, AllocationKind::device, current_device(), nullptr));
 }
 
 cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
@@ -456,7 +456,7 @@ cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, 
 // Device memory of `device` (or managed memory) holding [p, p + bytes).
 bool on_device(const void* p, size_t bytes, int device) {
   const Allocation* a = find_range(p, bytes);
-  return a != nullptr && is_device_kind(*a) && !a->freeing && (a->info.device == device || a->info.kind == Kind::managed);
+  return a != nullptr && is_device_kind(*a) && !a->freeing && (a->info.device == device || a->info.kind == AllocationKind::managed);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
@@ -487,7 +487,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
   if (find(ptr) != nullptr || (next != g_allocations.end() && next->first < begin + size)) {
     return result(cudaErrorHostMemoryAlreadyRegistered);
   }
-  track(ptr, size, Kind::registered_host, current_device());
+  track(ptr, size, AllocationKind::registered_host, current_device());
   g_allocations[begin].host_flags = flags;
   return cudaSuccess;
 }
@@ -495,7 +495,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
 cudaError_t cudaHostUnregister(void* ptr) {
   Lock lock(state_mutex());
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (ptr == nullptr || it == g_allocations.end() || it->second.info.kind != Kind::registered_host) {
+  if (ptr == nullptr || it == g_allocations.end() || it->second.info.kind != AllocationKind::registered_host) {
     return result(cudaErrorHostMemoryNotRegistered);
   }
   const cudaError_t status = run_through(UINT64_MAX);  // queued copies may still use it
@@ -538,7 +538,7 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
   if (is_host_kind(a->info.kind)) {
     attributes->type = cudaMemoryTypeHost;
     attributes->hostPointer = p;
-  } else if (a->info.kind == Kind::managed) {
+  } else if (a->info.kind == AllocationKind::managed) {
     attributes->type = cudaMemoryTypeManaged;
     attributes->hostPointer = p;
   } else {
@@ -555,7 +555,7 @@ cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* ptr, size_t leng
     return result(cudaErrorInvalidValue);
   }
   const Allocation* a = find(ptr);
-  if (a == nullptr || a->info.kind != Kind::managed || (length != 0 && find_range(ptr, length) != a)) {
+  if (a == nullptr || a->info.kind != AllocationKind::managed || (length != 0 && find_range(ptr, length) != a)) {
     return result(cudaErrorInvalidValue);
   }
   return cudaSuccess;
@@ -566,7 +566,7 @@ cudaError_t cudaMemPrefetchAsync(const void* ptr, size_t count, struct cudaMemLo
   Lock lock(state_mutex());
   if (resolve_stream(stream) == nullptr) return result(cudaErrorInvalidResourceHandle);
   const Allocation* a = find_range(ptr, count);
-  if (a == nullptr || a->info.kind != Kind::managed || flags != 0) return result(cudaErrorInvalidValue);
+  if (a == nullptr || a->info.kind != AllocationKind::managed || flags != 0) return result(cudaErrorInvalidValue);
   if (location.type == cudaMemLocationTypeDevice && !valid_device(location.id)) return result(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
@@ -574,7 +574,7 @@ cudaError_t cudaMemPrefetchAsync(const void* ptr, size_t count, struct cudaMemLo
 cudaError_t cudaMemAdvise(const void* ptr, size_t count, enum cudaMemoryAdvise, struct cudaMemLocation location) {
   Lock lock(state_mutex());
   const Allocation* a = find_range(ptr, count);
-  if (a == nullptr || a->info.kind != Kind::managed) return result(cudaErrorInvalidValue);
+  if (a == nullptr || a->info.kind != AllocationKind::managed) return result(cudaErrorInvalidValue);
   if (location.type == cudaMemLocationTypeDevice && !valid_device(location.id)) return result(cudaErrorInvalidDevice);
   return cudaSuccess;
 }
@@ -632,7 +632,7 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
     if (capture->invalidated) return result(cudaErrorStreamCaptureInvalidated);
     // A graph allocation node: the address is fixed now, the node re-poisons it every launch.
     void* p = nullptr;
-    if (const cudaError_t error = device_allocate(&p, size, Kind::graph, pool->device, nullptr); error != cudaSuccess) {
+    if (const cudaError_t error = device_allocate(&p, size, AllocationKind::graph, pool->device, nullptr); error != cudaSuccess) {
       return result(error);
     }
     graph_memory_add(capture_memory(*capture), p);
@@ -644,7 +644,7 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
     return cudaSuccess;
   }
   if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
-  return result(device_allocate(ptr, size, Kind::pool, pool->device, pool));
+  return result(device_allocate(ptr, size, AllocationKind::pool, pool->device, pool));
 }
 
 cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
@@ -666,14 +666,14 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   Allocation& a = it->second;
   if (s->capture != nullptr) {
     // A captured free must name a graph allocation; its node poisons the memory at every launch.
-    if (a.info.kind != Kind::graph) return result(cudaErrorInvalidValue);
+    if (a.info.kind != AllocationKind::graph) return result(cudaErrorInvalidValue);
     const size_t size = a.info.size;
     return result(submit(s, "cudaFreeAsync (graph allocation)", [ptr, size]() {
       std::memset(ptr, 0xFF, size);
       forget_writes(ptr);
     }));
   }
-  if (a.info.kind == Kind::graph) return result(cudaErrorInvalidValue);  // owned by its graph here
+  if (a.info.kind == AllocationKind::graph) return result(cudaErrorInvalidValue);  // owned by its graph here
   if (const cudaError_t error = check_legacy_use(s); error != cudaSuccess) return result(error);
   a.freeing = true;
   // In stream order: queued kernels before the free may still use the memory.

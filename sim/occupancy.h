@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -47,6 +48,8 @@ struct SmLimits {
 constexpr SmLimits kSm90Limits{1024, 64, 32, 65536, 256, 65536, 4, 255, 228 * 1024, 227 * 1024, 1024, 128};
 // sm_80 (A100): 64 warps, 32 blocks, 64 Ki registers, 164 KiB shared per SM, 163 KiB per block.
 constexpr SmLimits kSm80Limits{1024, 64, 32, 65536, 256, 65536, 4, 255, 164 * 1024, 163 * 1024, 1024, 128};
+// The simulated device is an H200: the most shared memory a block may opt in to.
+constexpr size_t kSharedPerBlockOptin = static_cast<size_t>(kSm90Limits.max_smem_per_block);
 
 struct Occupancy {
   int warps_per_block = 0;

@@ -491,14 +491,14 @@ using namespace blockscope::sim::detail;
 
 namespace {
 
-struct ErrorText {
+struct RuntimeErrorText {
   cudaError_t code;
   const char* name;
   const char* text;
 };
 
 // The codes the sim returns, with the runtime's names and texts.
-constexpr ErrorText kErrors[] = {
+constexpr RuntimeErrorText kRuntimeErrors[] = {
     {cudaSuccess, "cudaSuccess", "no error"},
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
@@ -545,8 +545,8 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 
-const ErrorText* find_error(cudaError_t error) {
-  for (const ErrorText& entry : kErrors)
+const RuntimeErrorText* find_error(cudaError_t error) {
+  for (const RuntimeErrorText& entry : kRuntimeErrors)
     if (entry.code == error) return &entry;
   return nullptr;
 }
@@ -565,7 +565,7 @@ cudaError_t cudaGetLastError(void) {
 cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
 
 const char* cudaGetErrorName(cudaError_t error) {
-  const ErrorText* entry = find_error(error);
+  const RuntimeErrorText* entry = find_error(error);
   return entry ? entry->name : "cudaErrorUnknown";
 }
 
@@ -574,7 +574,7 @@ const char* cudaGetErrorString(cudaError_t error) {
     Lock lock(state_mutex());
     if (g_fault_message != nullptr) return g_fault_message;
   }
-  const ErrorText* entry = find_error(error);
+  const RuntimeErrorText* entry = find_error(error);
   return entry ? entry->text : "unrecognized error code";
 }
 

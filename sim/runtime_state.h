@@ -120,7 +120,6 @@ bool valid_device(int device);
 constexpr size_t kTotalGlobalMem = 143771140096ull;  // 141 GB (H200 SXM)
 constexpr size_t kSharedPerBlock = 48u << 10;
 // An H200's SM: sm_90's limits, stated once in sim/occupancy.h.
-constexpr size_t kSharedPerBlockOptin = static_cast<size_t>(kSm90Limits.max_smem_per_block);
 constexpr size_t kSharedPerSm = static_cast<size_t>(kSm90Limits.smem_per_sm);
 constexpr size_t kReservedSharedPerBlock = static_cast<size_t>(kSm90Limits.reserved_smem_per_block);
 constexpr int kSmCount = 132;

@@ -473,7 +473,9 @@ TEST(Gemm, ReadOnlyWeightsRunOnTheFastestCandidate) {
     // always with AVX-512 (its brgemm kernels block B); on an AVX2-only CPU (AMD Zen 2/3) it may
     // keep the plain layout, and then there is no packed candidate.
     const bool packs = std::count(names.begin(), names.end(), "onednn.packed") > 0;
-    if (__builtin_cpu_supports("avx512f")) EXPECT_TRUE(packs) << "oneDNN blocks B for this shape with AVX-512";
+    if (__builtin_cpu_supports("avx512f")) {
+      EXPECT_TRUE(packs) << "oneDNN blocks B for this shape with AVX-512";
+    }
     std::vector<std::string> want = {"onednn.plain"};
     if (packs) want.push_back("onednn.packed");
     if (dtype == DType::f32)  // the sgemm forms: f32 only
@@ -599,7 +601,9 @@ TEST(Gemm, PlanCacheIsPerMachineAndNeverTrustsADamagedEntry) {
   // AVX2-only CPU may keep B plain: no packed candidate), else oneDNN's sgemm.
   const bool packs = plan.timings_us.count("onednn.packed") > 0 ||
                      std::count(plan.cut_off.begin(), plan.cut_off.end(), "onednn.packed") > 0;
-  if (__builtin_cpu_supports("avx512f")) EXPECT_TRUE(packs) << "oneDNN blocks B for this shape with AVX-512";
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_TRUE(packs) << "oneDNN blocks B for this shape with AVX-512";
+  }
   const std::string other = packs ? "onednn.packed" : "onednn.sgemm";
   EXPECT_EQ(plan.reason, "timed");
   EXPECT_EQ(plan.cache_path, path.string());

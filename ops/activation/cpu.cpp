@@ -23,21 +23,21 @@ void activation_row(Activation act, float* x, int64_t n) {
 }
 
 // Elements per work item: big enough to amortise the dtype switch, small enough to balance.
-constexpr int64_t kChunk = 4096;
+constexpr int64_t kActivationChunk = 4096;
 
 }  // namespace
 
 void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
   profiler::KernelScope kernel(ctx, kernel_names::activation(act));
   const int64_t n = x.numel();
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const int64_t chunks = (n + kActivationChunk - 1) / kActivationChunk;
   // Each chunk is loaded into f32 before it is stored, so y may alias x.
 #pragma omp parallel if (n >= kParallelMinElements)
   {
-    std::vector<float> buf(static_cast<size_t>(kChunk));
+    std::vector<float> buf(static_cast<size_t>(kActivationChunk));
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = c * kChunk, count = std::min(kChunk, n - begin);
+      const int64_t begin = c * kActivationChunk, count = std::min(kActivationChunk, n - begin);
       load_row(x.dtype(), element_ptr(x, begin), buf.data(), count);
       activation_row(act, buf.data(), count);
       store_row(y.dtype(), buf.data(), element_ptr(y, begin), count);

@@ -13,7 +13,7 @@ namespace {
 
 // Elements per work item: large enough to amortise the dtype conversion loops, small enough
 // that the f32 staging buffers live on the stack.
-constexpr int64_t kChunk = 1024;
+constexpr int64_t kElementwiseChunk = 1024;
 // Below this many elements a parallel region costs more than the loop: stay on one thread.
 constexpr int64_t kParallelElements = 1 << 15;
 
@@ -21,13 +21,13 @@ constexpr int64_t kParallelElements = 1 << 15;
 // row; `column` is the offset inside the row (where a row-broadcast operand is read).
 template <typename Fn>
 void for_each_chunk(int64_t rows, int64_t row_length, Fn fn) {
-  const int64_t chunks_per_row = (row_length + kChunk - 1) / kChunk;
+  const int64_t chunks_per_row = (row_length + kElementwiseChunk - 1) / kElementwiseChunk;
   const int64_t pieces = rows * chunks_per_row;
 #pragma omp parallel for schedule(static) if (rows * row_length >= kParallelElements)
   for (int64_t p = 0; p < pieces; ++p) {
     const int64_t row = p / chunks_per_row;
-    const int64_t column = (p % chunks_per_row) * kChunk;
-    fn(row * row_length + column, column, std::min(kChunk, row_length - column));
+    const int64_t column = (p % chunks_per_row) * kElementwiseChunk;
+    fn(row * row_length + column, column, std::min(kElementwiseChunk, row_length - column));
   }
 }
 
@@ -42,7 +42,7 @@ void binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
   const void* b_data = b.data();
   void* out_data = out.data();
   for_each_chunk(rows, row_length, [&](int64_t offset, int64_t column, int64_t length) {
-    float x[kChunk], y[kChunk];
+    float x[kElementwiseChunk], y[kElementwiseChunk];
     load_row(dtype, element_at(dtype, a_data, offset), x, length);
     load_row(dtype, element_at(dtype, b_data, broadcast ? column : offset), y, length);
     for (int64_t i = 0; i < length; ++i) x[i] = op(x[i], y[i]);
@@ -111,7 +111,7 @@ void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
   const void* x_data = x.data();
   void* out_data = out.data();
   for_each_chunk(1, x.numel(), [&](int64_t offset, int64_t, int64_t length) {
-    float values[kChunk];
+    float values[kElementwiseChunk];
     load_row(dtype, element_at(dtype, x_data, offset), values, length);
     for (int64_t i = 0; i < length; ++i) values[i] *= factor;
     store_row(dtype, values, element_at(dtype, out_data, offset), length);

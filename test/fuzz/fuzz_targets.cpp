@@ -1,7 +1,8 @@
 // libFuzzer targets for every reader of untrusted input (preset `fuzz`, clang): each must turn
 // any byte string into a result or a blockscope::Error (bad input) — never a crash, a
-// sanitizer report, another exception, a hang or a memory blow-up. One binary per target:
-// BLOCKSCOPE_FUZZ_TARGET selects the body below (test/fuzz/CMakeLists.txt).
+// sanitizer report, another exception, a hang or a memory blow-up. One binary per target, all
+// linking this file compiled once: each defines `blockscope_fuzz_target`, the name that selects
+// the body below (test/fuzz/CMakeLists.txt writes the one-line definition).
 //   config       a workload YAML, validated (model/config_parser.cpp)
 //   set          --set overrides (one per line) on the built-in default config
 //   safetensors  a .safetensors file (model/safetensors.cpp)
@@ -36,6 +37,9 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/error.h"
 #include "runtime/output_file.h"
+
+// The target's name, defined by each fuzz_<target> binary's own one-line source.
+extern const char* const blockscope_fuzz_target;
 
 namespace {
 
@@ -146,7 +150,7 @@ void fuzz_outputs(const std::string& input) {
 
 void run(const std::string& input) {
   namespace bs = blockscope;
-  const std::string target = BLOCKSCOPE_FUZZ_TARGET;
+  const std::string target = blockscope_fuzz_target;
   try {
     if (target == "config") {
       bs::load_config_text(input, "fuzz.yaml");
@@ -177,6 +181,10 @@ void run(const std::string& input) {
       (void)bs::profiler::diff_profiles(profile, profile, bs::profiler::Format::json);
       (void)bs::profiler::op_table(profile, {}, bs::profiler::Format::table);
       (void)bs::profiler::html_report({profile, profile}, {});
+    } else {
+      // A binary that fuzzes nothing would pass every run: a misspelt target is a crash.
+      std::fprintf(stderr, "fuzz_targets.cpp: no fuzz target named '%s'\n", target.c_str());
+      std::abort();
     }
   } catch (const bs::Error& error) {
     // Bad input, refused with a message: what every reader must do with garbage.
