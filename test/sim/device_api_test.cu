@@ -405,10 +405,11 @@ TEST(CooperativeGroups, RuntimeTilesWiderThanAWarpAreAnError) {
 
 // ---- Clocks ------------------------------------------------------------------------------------------
 // Spins for `cycles` of clock() as NVIDIA's simpleHyperQ does (a duration turned into cycles with
-// cudaDevAttrClockRate), with 32-bit wrap-around arithmetic.
+// cudaDevAttrClockRate), with 32-bit wrap-around arithmetic. clock64's interval encloses
+// clock()'s (read first, and last), so it cannot be the shorter of the two.
 __global__ void spin_kernel(long long cycles, long long* spent) {
-  const unsigned start = static_cast<unsigned>(clock());
   const long long start64 = clock64();
+  const unsigned start = static_cast<unsigned>(clock());
   long long elapsed = 0;
   while (elapsed < cycles) elapsed = static_cast<unsigned>(clock()) - start;
   spent[0] = elapsed;
