@@ -321,7 +321,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   *ptr = nullptr;
   if (size == 0) return cudaSuccess;  // as the runtime: success and a null pointer
-  return result(device_allocate(ptr, size, AllocationKind::device, current_device(), nullptr, __builtin_return_address(0)));
+  return result(
+      device_allocate(ptr, size, AllocationKind::device, current_device(), nullptr, __builtin_return_address(0)));
 }
 
 cudaError_t cudaFree(void* ptr) {
@@ -373,7 +374,9 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (const cudaError_t error = check_unsafe_call(); error != cudaSuccess) return result(error);
   if (ptr == nullptr) return cudaSuccess;
   auto it = g_allocations.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == g_allocations.end() || it->second.info.kind != AllocationKind::pinned_host) return result(cudaErrorInvalidValue);
+  if (it == g_allocations.end() || it->second.info.kind != AllocationKind::pinned_host) {
+    return result(cudaErrorInvalidValue);
+  }
   const cudaError_t status = run_through(UINT64_MAX);  // queued copies may still use it
   untrack_and_free(ptr);
   return result(status);
@@ -456,7 +459,8 @@ cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, 
 // Device memory of `device` (or managed memory) holding [p, p + bytes).
 bool on_device(const void* p, size_t bytes, int device) {
   const Allocation* a = find_range(p, bytes);
-  return a != nullptr && is_device_kind(*a) && !a->freeing && (a->info.device == device || a->info.kind == AllocationKind::managed);
+  return a != nullptr && is_device_kind(*a) && !a->freeing &&
+         (a->info.device == device || a->info.kind == AllocationKind::managed);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
@@ -632,7 +636,8 @@ cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool,
     if (capture->invalidated) return result(cudaErrorStreamCaptureInvalidated);
     // A graph allocation node: the address is fixed now, the node re-poisons it every launch.
     void* p = nullptr;
-    if (const cudaError_t error = device_allocate(&p, size, AllocationKind::graph, pool->device, nullptr); error != cudaSuccess) {
+    if (const cudaError_t error = device_allocate(&p, size, AllocationKind::graph, pool->device, nullptr);
+        error != cudaSuccess) {
       return result(error);
     }
     graph_memory_add(capture_memory(*capture), p);
