@@ -17,6 +17,7 @@
 
 #include "ops/attention/attention.h"
 #include "ops/catalogue/catalogue.h"
+#include "ops/common/dispatch.h"
 #include "ops/common/flops.h"
 #include "ops/elementwise/elementwise.h"
 #include "profiler/recorder.h"
@@ -286,6 +287,27 @@ TEST(OpCatalogue, CausalAttentionCountsTheKeysEachQuerySees) {
   EXPECT_EQ(attention.cost(one_query).flops, 4.0 * 12 * 1024 * 64);
   // Closed form: a causal call of 2^31 - 1 queries is counted at once, not row by row.
   EXPECT_DOUBLE_EQ(ops::causal_visible_pairs(2147483647, 2147483647), 2147483647.0 * 2147483648.0 / 2);
+}
+
+// An op record's bytes, worked by hand: by default every input read once and every output
+// written once (an undefined tensor, a missing bias, counts 0; one tensor both read and written
+// counts twice); an op that states its bytes gets exactly those.
+TEST(OpRecord, BytesAreTheTensorsSizesUnlessStated) {
+  Context ctx(Device::cpu());
+  const Tensor x = ctx.empty({3, 5}, DType::f32);   // 60 bytes
+  const Tensor w = ctx.empty({7, 5}, DType::f16);   // 70 bytes
+  const Tensor bias;                                // undefined: 0
+  const Tensor y = ctx.empty({3, 7}, DType::f32);   // 84 bytes
+  const Tensor t = ctx.empty({4}, DType::bf16);     // 8 bytes
+  const ops::OpRecord linear{"linear", "", profiler::Family::linear, {&x, &w, &bias}, {&y}, 0.0};
+  EXPECT_EQ(linear.bytes(), 60 + 70 + 84);
+  const ops::OpRecord in_place{"scale", "", profiler::Family::elementwise, {&t}, {&t}, 0.0};
+  EXPECT_EQ(in_place.bytes(), 16);
+  ops::OpRecord stated{"all_reduce", "", profiler::Family::collective, {&t}, {&t}, 0.0};
+  stated.with_bytes(12.5);
+  EXPECT_EQ(stated.bytes(), 12.5);
+  const ops::OpRecord none{"decode_step_reset", "", profiler::Family::copy, {}, {}};
+  EXPECT_EQ(none.bytes(), 0);
 }
 
 // Calls no op could run are refused naming the size and its value; sizes of 0 are calls with

@@ -3,7 +3,6 @@
 
 #include "ops/activation/backends.h"
 #include "ops/common/cpu_math.h"
-#include "ops/common/flops.h"
 #include "ops/common/rows.h"
 #include "ops/common/checks.h"
 #include "ops/common/dispatch.h"
@@ -26,7 +25,7 @@ void activation(Context& ctx, const Tensor& x, Tensor& y, Activation act) {
                  "): x ", x.str(), " and y ", y.str(), " must be contiguous");
   run_op(ctx,
          {activation_name(act), "", profiler::Family::activation, {&x}, {&y},
-          activation_flops_per_element(act) * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
+          activation_flops_per_element(act) * static_cast<double>(x.numel()), x.numel() == 0},
          [&] { cpu::activation(ctx, x, y, act); }, [&] { cuda::activation(ctx, x, y, act); });
 }
 
@@ -48,8 +47,7 @@ void gated_activation(Context& ctx, const Tensor& gate, const Tensor& up, Tensor
   BS_CHECK_INPUT(y.is_contiguous(), "gated_activation: output y ", y.str(), " must be contiguous");
   run_op(ctx,
          {"gated_activation", activation_name(act), profiler::Family::activation, {&gate, &up}, {&y},
-          (activation_flops_per_element(act) + 1) * static_cast<double>(y.numel()), tensor_bytes({&gate, &up, &y}),
-          y.numel() == 0},
+          (activation_flops_per_element(act) + 1) * static_cast<double>(y.numel()), y.numel() == 0},
          [&] { cpu::gated_activation(ctx, gate, up, y, act); },
          [&] { cuda::gated_activation(ctx, gate, up, y, act); });
 }

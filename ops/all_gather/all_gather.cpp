@@ -13,8 +13,9 @@ void all_gather(Context& ctx, const Tensor& x, Tensor& out, Communicator& comm) 
   const int ranks = comm.size();
   check_row_blocks(ctx, op, "out", out, "x", x, ranks);
   // Not `empty` even with no elements: the other ranks' check of counts and dtypes needs it.
-  run_op(ctx, {op, "", profiler::Family::collective, {&x}, {&out}, 0.0,
-               reduce_scatter_bus_bytes(static_cast<double>(out.nbytes()), ranks)},
+  run_op(ctx,
+         OpRecord{op, "", profiler::Family::collective, {&x}, {&out}, 0.0}.with_bytes(
+             reduce_scatter_bus_bytes(static_cast<double>(out.nbytes()), ranks)),
          [&] { cpu::all_gather(ctx, x, out, comm); }, [&] { cuda::all_gather(ctx, x, out, comm); });
 }
 

@@ -20,8 +20,9 @@ void all_reduce(Context& ctx, Tensor& t, Communicator& comm) {
   const double elements = static_cast<double>(t.numel());
   // Not `empty` even with no elements: the other ranks' check of counts and dtypes needs this
   // rank's part (the backends record no kernel then).
-  run_op(ctx, {"all_reduce", "", profiler::Family::collective, {&t}, {&t}, all_reduce_flops(elements, ranks),
-               all_reduce_bus_bytes(static_cast<double>(t.nbytes()), ranks)},
+  run_op(ctx,
+         OpRecord{"all_reduce", "", profiler::Family::collective, {&t}, {&t}, all_reduce_flops(elements, ranks)}
+             .with_bytes(all_reduce_bus_bytes(static_cast<double>(t.nbytes()), ranks)),
          [&] { cpu::all_reduce(ctx, t, comm); }, [&] { cuda::all_reduce(ctx, t, comm); });
 }
 

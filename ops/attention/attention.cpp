@@ -104,8 +104,7 @@ void attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, 
                         {&q, &k, &v},
                         {&out},
                         attention_flops(q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal),
-                        tensor_bytes({&q, &k, &v, &out}),  // the least traffic: each read or written once
-                        out.numel() == 0};
+                        out.numel() == 0};  // bytes: q, k, v read once, out written once
   if (path == AttentionPath::flash) {
     run_op(ctx, record, [&] { cpu::attention_flash(ctx, q, k, v, out, causal, scale); },
            [&] { cuda::attention_flash(ctx, q, k, v, out, causal, scale); });

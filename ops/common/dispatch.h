@@ -2,7 +2,8 @@
 // (ops/<op>/<op>.cpp):
 //   1. validates its arguments (ops/common/checks.h and its own rules) — a refused call
 //      leaves no trace: no profiler event, no NVTX range;
-//   2. calls run_op with its record (name, path, family, inputs, FLOPs, bytes), which opens
+//   2. calls run_op with its record (name, path, family, inputs, outputs, FLOPs; bytes only
+//      where they differ from its tensors' sizes), which opens
 //      the profiler scope, runs ops::cpu::<op> or ops::cuda::<op> for the context's device
 //      ("not built in" when this build has no CUDA backend), closes the scope and, in debug
 //      mode (Context::sync_after_each_op), synchronises and names the op on a failure.
@@ -11,8 +12,10 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
+#include "ops/common/flops.h"
 #include "profiler/scope.h"
 #include "runtime/context.h"
 #include "runtime/error.h"
@@ -27,7 +30,10 @@ inline constexpr bool kCudaBuilt = false;
 
 // What the profiler records for one op call. `inputs` are the tensors whose shapes the op
 // table shows (and which must belong to the context, profiler::OpScope); `outputs` the ones
-// it writes (checked by Context::check_finite_after_each_op).
+// it writes (checked by Context::check_finite_after_each_op). Its bytes are the least traffic
+// -- every input read once, every output written once -- unless the op states others
+// (with_bytes: collectives' bus bytes, a cache write's rows, a mask's elements, the MLP's
+// weights).
 struct OpRecord {
   const char* name;
   const char* path;  // implementation path ("fused_softmax"), "" when the op has one
@@ -35,12 +41,23 @@ struct OpRecord {
   std::initializer_list<const Tensor*> inputs;
   std::initializer_list<const Tensor*> outputs;
   double flops = 0;
-  double bytes = 0;
   bool empty = false;  // nothing to compute (a zero-element tensor): recorded, nothing runs
   // The outputs' elements a causal mask covers ([..., Sq, Sk], bottom-right aligned) hold the
   // fill value by design (masked_fill's −inf before a softmax): run.check_finite checks the
   // others, and what follows (the softmax) as every op.
   bool causal_fill = false;
+  std::optional<double> stated_bytes = std::nullopt;  // set by with_bytes
+
+  OpRecord& with_bytes(double bytes) {
+    stated_bytes = bytes;
+    return *this;
+  }
+  // The stated bytes, or the sizes of the defined inputs and outputs (an undefined tensor --
+  // a missing bias -- counts 0; one tensor both read and written counts twice).
+  double bytes() const {
+    if (stated_bytes) return *stated_bytes;
+    return tensor_bytes(inputs) + tensor_bytes(outputs);
+  }
 };
 
 // After the op: in debug mode (sync_after_each_op) waits for its queued work and names the op
@@ -56,7 +73,7 @@ template <class OnCpu, class OnCuda>
 void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cuda) {
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
-                            record.bytes);
+                            record.bytes());
     if (record.empty) {
       // recorded with no work
     } else if (ctx.device().is_cpu()) {
@@ -75,7 +92,7 @@ template <class Body>
 void run_composite_op(Context& ctx, const OpRecord& record, Body&& body) {
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
-                            record.bytes);
+                            record.bytes());
     if (!record.empty) body();
   }
   finish_op(ctx, record);

@@ -84,14 +84,15 @@ void decode_attention(Context& ctx, const Tensor& q, const KvCache& cache, Index
                    "; it must be in [1, ", cache.capacity(b), "] (its cache's capacity)");
     total += lengths[b];
   }
-  const OpRecord record{"decode_attention",
-                        path_name(path),
-                        profiler::Family::attention,
-                        {&q},
-                        {&out},
-                        decode_attention_flops(q.size(1), q.size(2), total),
-                        decode_attention_bytes(q.size(0), q.size(1), shape.kv_heads, q.size(2), total, q.dtype()),
-                        q.numel() == 0};
+  // A named record, not a copy of a temporary: its tensor lists point into the braces' arrays.
+  OpRecord record{"decode_attention",
+                  path_name(path),
+                  profiler::Family::attention,
+                  {&q},
+                  {&out},
+                  decode_attention_flops(q.size(1), q.size(2), total),
+                  q.numel() == 0};
+  record.with_bytes(decode_attention_bytes(q.size(0), q.size(1), shape.kv_heads, q.size(2), total, q.dtype()));
   run_op(ctx, record, [&] { cpu::decode_attention(ctx, q, cache, lengths, out, path, scale); },
          [&] { cuda::decode_attention(ctx, q, cache, lengths, out, path, scale); });
 }

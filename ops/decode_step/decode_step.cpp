@@ -4,7 +4,6 @@
 #include <string>
 
 #include "ops/common/dispatch.h"
-#include "ops/common/flops.h"
 #include "ops/decode_step/backends.h"
 #include "runtime/error.h"
 
@@ -46,7 +45,7 @@ void check_step_slice(const Context& ctx, const char* op, const char* what, cons
 
 void decode_step_reset(Context& ctx, IndexTable& step) {
   check_cuda_table(ctx, "decode_step_reset", "step", step, 1, 1);
-  run_op(ctx, {"decode_step_reset", "", profiler::Family::copy, {}, {}, 0, sizeof(int32_t)},
+  run_op(ctx, OpRecord{"decode_step_reset", "", profiler::Family::copy, {}, {}}.with_bytes(sizeof(int32_t)),
          [&] { no_cpu_form("decode_step_reset"); }, [&] { cuda::decode_step_reset(ctx, step); });
 }
 
@@ -78,7 +77,8 @@ void decode_step_select(Context& ctx, const IndexTable& step, const IndexTable& 
                        "] the step's ops were sized for");
       }
   }
-  run_op(ctx, {op, "", profiler::Family::copy, {&inputs}, {&x}, 0, 2.0 * static_cast<double>(x.nbytes())},
+  run_op(ctx,
+         OpRecord{op, "", profiler::Family::copy, {&inputs}, {&x}}.with_bytes(2.0 * static_cast<double>(x.nbytes())),
          [&] { no_cpu_form(op); },
          [&] { cuda::decode_step_select(ctx, step, all_positions, all_lengths, inputs, positions, lengths, x); });
 }
@@ -88,7 +88,7 @@ void decode_step_commit(Context& ctx, IndexTable& step, const Tensor& y, Tensor&
   check_cuda_table(ctx, op, "step", step, 1, 1);
   check_step_slice(ctx, op, "y", y, "outputs", outputs);
   // outputs is not listed for the finite check: the steps after t are not written yet.
-  run_op(ctx, {op, "", profiler::Family::copy, {&y}, {}, 0, 2.0 * static_cast<double>(y.nbytes())},
+  run_op(ctx, OpRecord{op, "", profiler::Family::copy, {&y}, {}}.with_bytes(2.0 * static_cast<double>(y.nbytes())),
          [&] { no_cpu_form(op); }, [&] { cuda::decode_step_commit(ctx, step, y, outputs); });
 }
 

@@ -53,7 +53,7 @@ void add(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_contiguous("add", "b", b);
   check_contiguous("add", "out", out);
   run_op(ctx, {"add", "", profiler::Family::elementwise, {&a, &b}, {&out}, static_cast<double>(a.numel()),
-                static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()), a.numel() == 0},
+                a.numel() == 0},
          [&] { cpu::add(ctx, a, b, out); }, [&] { cuda::add(ctx, a, b, out); });
 }
 
@@ -69,7 +69,7 @@ void mul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_contiguous("mul", "b", b);
   check_contiguous("mul", "out", out);
   run_op(ctx, {"mul", "", profiler::Family::elementwise, {&a, &b}, {&out}, static_cast<double>(a.numel()),
-                static_cast<double>(a.nbytes() + b.nbytes() + out.nbytes()), a.numel() == 0},
+                a.numel() == 0},
          [&] { cpu::mul(ctx, a, b, out); }, [&] { cuda::mul(ctx, a, b, out); });
 }
 
@@ -81,7 +81,7 @@ void scale(Context& ctx, const Tensor& x, float factor, Tensor& out) {
   check_contiguous("scale", "x", x);
   check_contiguous("scale", "out", out);
   run_op(ctx, {"scale", "", profiler::Family::elementwise, {&x}, {&out}, static_cast<double>(x.numel()),
-                static_cast<double>(x.nbytes() + out.nbytes()), x.numel() == 0},
+                x.numel() == 0},
          [&] { cpu::scale(ctx, x, factor, out); }, [&] { cuda::scale(ctx, x, factor, out); });
 }
 
@@ -92,7 +92,7 @@ void copy(Context& ctx, const Tensor& src, Tensor& dst) {
   check_same_shape("copy", "src", src, "dst", dst);
   check_contiguous("copy", "dst", dst);
   run_op(ctx, {"copy", "", profiler::Family::copy, {&src}, {&dst}, 0.0,
-                static_cast<double>(src.nbytes() + dst.nbytes()), src.numel() == 0},
+                src.numel() == 0},
          [&] { cpu::copy(ctx, src, dst); }, [&] { cuda::copy(ctx, src, dst); });
 }
 
@@ -105,17 +105,20 @@ void masked_fill_causal(Context& ctx, const Tensor& scores, float value, Tensor&
   BS_CHECK_INPUT(scores.numel() == 0 || scores.data() != out.data(), "masked_fill_causal: out ", out.str(),
                  " aliases scores; use masked_fill_causal_ for in-place masking");
   const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
-  run_op(ctx, {"masked_fill", "", profiler::Family::elementwise, {&scores}, {&out}, 0.0,
-                static_cast<double>(scores.nbytes() + out.nbytes()) + masked_bytes, scores.numel() == 0,
-                /*causal_fill=*/true},
+  OpRecord record{"masked_fill", "", profiler::Family::elementwise, {&scores}, {&out}, 0.0, scores.numel() == 0,
+                  /*causal_fill=*/true};
+  record.with_bytes(record.bytes() + masked_bytes);  // the copy, then the masked elements again
+  run_op(ctx, record,
          [&] { cpu::masked_fill_causal(ctx, scores, value, out); }, [&] { cuda::masked_fill_causal(ctx, scores, value, out); });
 }
 
 void masked_fill_causal_(Context& ctx, Tensor& scores, float value) {
   check_scores(ctx, "masked_fill_causal_", scores);
   const double masked_bytes = masked_count(scores) * static_cast<double>(dtype_size(scores.dtype()));
-  run_op(ctx, {"masked_fill_", "", profiler::Family::elementwise, {&scores}, {&scores}, 0.0,
-                masked_bytes, scores.numel() == 0, /*causal_fill=*/true},
+  run_op(ctx,
+         OpRecord{"masked_fill_", "", profiler::Family::elementwise, {&scores}, {&scores}, 0.0, scores.numel() == 0,
+                  /*causal_fill=*/true}
+             .with_bytes(masked_bytes),
          [&] { cpu::masked_fill_causal_(ctx, scores, value); }, [&] { cuda::masked_fill_causal_(ctx, scores, value); });
 }
 

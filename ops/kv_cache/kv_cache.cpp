@@ -136,7 +136,9 @@ void kv_cache_write(Context& ctx, const Tensor& k_new, const Tensor& v_new, KvCa
                            static_cast<double>(dtype_size(k_new.dtype()));
   // Each written row of k and v read once and written once.
   const double bytes = 4.0 * row_bytes * static_cast<double>(written);
-  run_op(ctx, {"kv_cache_write", "", profiler::Family::copy, {&k_new, &v_new}, {}, 0.0, bytes, written == 0},
+  run_op(ctx,
+         OpRecord{"kv_cache_write", "", profiler::Family::copy, {&k_new, &v_new}, {}, 0.0, written == 0}
+             .with_bytes(bytes),
          [&] { cpu::kv_cache_write(ctx, k_new, v_new, cache, starts, counts); },
          [&] { cuda::kv_cache_write(ctx, k_new, v_new, cache, starts, counts); });
 }

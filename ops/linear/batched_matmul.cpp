@@ -48,7 +48,7 @@ void batched_matmul(Context& ctx, const Tensor& a, const Tensor& b, Tensor& c, b
   // Every element of c is a k-term dot product.
   const double flops = gemm_flops(c.numel(), 1, k);
   run_op(ctx,
-         {"batched_matmul", kernel_name, profiler::Family::linear, {&a, &b}, {&c}, flops, tensor_bytes({&a, &b, &c}),
+         {"batched_matmul", kernel_name, profiler::Family::linear, {&a, &b}, {&c}, flops,
           c.numel() == 0},
          [&] { cpu::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name); },
          [&] { cuda::batched_matmul(ctx, a, b, c, trans_b, alpha, b_group, kernel_name); });

@@ -164,8 +164,8 @@ void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, Ml
   }
   const double flops = mlp_flops(rows, d, f, weights.gated);
   run_composite_op(ctx,
-                   {"mlp", path_name(path), profiler::Family::linear, {&x}, {&y}, flops,
-                    tensor_bytes({&x, &y}) + weight_bytes, y.numel() == 0},
+                   OpRecord{"mlp", path_name(path), profiler::Family::linear, {&x}, {&y}, flops, y.numel() == 0}
+                       .with_bytes(tensor_bytes({&x, &y}) + weight_bytes),
                    [&] { mlp_body(ctx, x, weights, y, path, f); });
 }
 

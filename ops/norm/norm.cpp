@@ -2,7 +2,6 @@
 #include "ops/norm/norm.h"
 
 #include "ops/norm/backends.h"
-#include "ops/common/flops.h"
 #include "ops/common/rows.h"
 #include "ops/common/dispatch.h"
 #include "runtime/error.h"
@@ -45,7 +44,7 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& weight, const Tenso
   // Per element: mean and variance sums (3), normalise and scale/shift (4).
   run_op(ctx,
          {"layer_norm", "", profiler::Family::norm, {&x, &weight, &bias}, {&y}, kLayerNormFlopsPerElement * static_cast<double>(x.numel()),
-          tensor_bytes({&x, &weight, &bias, &y}), x.numel() == 0},
+          x.numel() == 0},
          [&] { cpu::layer_norm(ctx, x, weight, bias, eps, y); },
          [&] { cuda::layer_norm(ctx, x, weight, bias, eps, y); });
 }
@@ -55,7 +54,7 @@ void rms_norm(Context& ctx, const Tensor& x, const Tensor& weight, float eps, Te
   // Per element: square-and-sum (2), normalise (1), scale (1).
   run_op(ctx,
          {"rms_norm", "", profiler::Family::norm, {&x, &weight}, {&y}, kRmsNormFlopsPerElement * static_cast<double>(x.numel()),
-          tensor_bytes({&x, &weight, &y}), x.numel() == 0},
+          x.numel() == 0},
          [&] { cpu::rms_norm(ctx, x, weight, eps, y); }, [&] { cuda::rms_norm(ctx, x, weight, eps, y); });
 }
 

@@ -16,8 +16,9 @@ void reduce_scatter(Context& ctx, const Tensor& x, Tensor& out, Communicator& co
   const double elements = static_cast<double>(x.numel());
   // Not `empty` even with no elements: the other ranks' check of counts and dtypes needs this
   // rank's part (the backends record no kernel then).
-  run_op(ctx, {op, "", profiler::Family::collective, {&x}, {&out}, ranks <= 1 ? 0.0 : elements * (ranks - 1) / ranks,
-               reduce_scatter_bus_bytes(static_cast<double>(x.nbytes()), ranks)},
+  run_op(ctx,
+         OpRecord{op, "", profiler::Family::collective, {&x}, {&out}, ranks <= 1 ? 0.0 : elements * (ranks - 1) / ranks}
+             .with_bytes(reduce_scatter_bus_bytes(static_cast<double>(x.nbytes()), ranks)),
          [&] { cpu::reduce_scatter(ctx, x, out, comm); }, [&] { cuda::reduce_scatter(ctx, x, out, comm); });
 }
 

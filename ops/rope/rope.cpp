@@ -12,7 +12,6 @@
 #include "ops/rope/rope.h"
 
 #include "ops/rope/backends.h"
-#include "ops/common/flops.h"
 #include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
@@ -45,7 +44,9 @@ void rope_checked(Context& ctx, const Tensor& x, Tensor& y, float theta, int64_t
                      "; it must be >= 0");
   }
   // Per element: two multiplies and one add (cos/sin tables not counted).
-  run_op(ctx, {"rope", "", profiler::Family::rope, {&x}, {&y}, kRopeFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
+  run_op(ctx,
+         {"rope", "", profiler::Family::rope, {&x}, {&y}, kRopeFlopsPerElement * static_cast<double>(x.numel()),
+          x.numel() == 0},
          [&] { cpu::rope(ctx, x, y, theta, position_offset, positions); },
          [&] { cuda::rope(ctx, x, y, theta, position_offset, positions); });
 }

@@ -2,7 +2,6 @@
 #include "ops/softmax/softmax.h"
 
 #include "ops/softmax/backends.h"
-#include "ops/common/flops.h"
 #include "ops/common/dispatch.h"
 #include "runtime/error.h"
 
@@ -29,7 +28,7 @@ void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   check_pair(ctx, "softmax", x, y, 1, "[..., N] (at least 1-D)");
   run_op(ctx,
          {"softmax", "", profiler::Family::softmax, {&x}, {&y}, kSoftmaxFlopsPerElement * static_cast<double>(x.numel()),
-          tensor_bytes({&x, &y}), x.numel() == 0},
+          x.numel() == 0},
          [&] { cpu::softmax(ctx, x, y); }, [&] { cuda::softmax(ctx, x, y); });
 }
 
@@ -37,7 +36,7 @@ void softmax_scale_causal(Context& ctx, const Tensor& x, float scale, bool causa
   check_pair(ctx, "softmax_scale_causal", x, y, 2, "scores [..., Sq, Sk] (at least 2-D)");
   run_op(ctx,
          {"softmax_scale_causal", "", profiler::Family::softmax, {&x}, {&y},
-          kSoftmaxScaleFlopsPerElement * static_cast<double>(x.numel()), tensor_bytes({&x, &y}), x.numel() == 0},
+          kSoftmaxScaleFlopsPerElement * static_cast<double>(x.numel()), x.numel() == 0},
          [&] { cpu::softmax_scale_causal(ctx, x, scale, causal, y); },
          [&] { cuda::softmax_scale_causal(ctx, x, scale, causal, y); });
 }
