@@ -6,7 +6,7 @@
 // Plain C++17 (no CUDA compiler, no fibers): every function takes all 32 lanes' registers at
 // once, as a warp collective's combine step sees them, and computes every lane's result.
 // sim/ptx.cpp calls these from its warp_collective combine functions;
-// test/sim/tensor_core_test.cu checks them against plain
+// sim/test/tensor_core_test.cu checks them against plain
 // matrix products with its own, independently written fragment mapping.
 //
 // Source of every layout fact: the PTX ISA (NVIDIA "Parallel Thread Execution ISA"), sections

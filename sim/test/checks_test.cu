@@ -14,8 +14,8 @@
 
 #include "sim/device.h"
 #include "sim/sim.h"
-#include "test/sim/launch_result.h"
-#include "test/sim/managed.h"
+#include "sim/test/launch_result.h"
+#include "sim/test/managed.h"
 
 namespace sim = blockscope::sim;
 using blockscope::sim::test::Managed;

@@ -24,7 +24,7 @@
 #include "sim/device.h"
 #include "sim/occupancy.h"
 #include "sim/sim.h"
-#include "test/sim/managed.h"
+#include "sim/test/managed.h"
 
 namespace sim = blockscope::sim;
 namespace tc = blockscope::ops::cuda::tensor_core;

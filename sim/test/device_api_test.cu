@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "test/sim/managed.h"
+#include "sim/test/managed.h"
 
 using blockscope::sim::test::Managed;
 namespace cg = cooperative_groups;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "test/sim/launch_result.h"
-#include "test/sim/managed.h"
+#include "sim/test/launch_result.h"
+#include "sim/test/managed.h"
 
 using blockscope::sim::test::Managed;
 
@@ -199,7 +199,7 @@ TEST(DeviceHeap, AnAllocationLargerThanTheHeapFails) {
 
 // ---- memcheck on the heap -----------------------------------------------------------------------
 // Overruns and uses after free are seen through the access instrumentation, which nvcc-sim
-// leaves out under ASan (AddressSanitizer's checks take its place; test/sim/CMakeLists.txt):
+// leaves out under ASan (AddressSanitizer's checks take its place; sim/test/CMakeLists.txt):
 // those two run in the other presets. Double and foreign frees go through the heap: every preset.
 #if !defined(__SANITIZE_ADDRESS__)
 __global__ void heap_overrun_kernel(int n) {

@@ -13,7 +13,7 @@
 
 #include "sim/device.h"
 #include "sim/sim.h"
-#include "test/sim/managed.h"
+#include "sim/test/managed.h"
 
 namespace sim = blockscope::sim;
 using blockscope::sim::test::Managed;

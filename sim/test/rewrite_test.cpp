@@ -1,7 +1,7 @@
 // Tests of nvcc-sim's rewriter (sim/nvcc_sim/rewrite.cpp) on preprocessed text as `c++ -E` with the
 // kernel prelude leaves it: the execution-space keywords arrive as __blockscope_*__ markers. What
 // the rewritten code does when compiled and run is tested by every .cu of the sim suites and by
-// the conformance programs (test/sim/conformance/); here: what it turns into, and that every line
+// the conformance programs (sim/test/conformance/); here: what it turns into, and that every line
 // stays where it was.
 #include "sim/nvcc_sim/rewrite.h"
 

@@ -1,8 +1,8 @@
 // Compile check of the real-GPU path of ops/common/cuda/tensor_core.cuh (not built by CMake:
-// test/sim/CMakeLists.txt globs *_test.cpp only). Run from the repository root, no GPU needed:
+// sim/test/CMakeLists.txt globs *_test.cpp only). Run from the repository root, no GPU needed:
 //
 //   for arch in 80 90; do
-//     nvcc -std=c++17 -arch=sm_$arch -I. -c test/sim/tensor_core_compile_check.cu -o /tmp/tc_sm$arch.o
+//     nvcc -std=c++17 -arch=sm_$arch -I. -c sim/test/tensor_core_compile_check.cu -o /tmp/tc_sm$arch.o
 //     cuobjdump -sass /tmp/tc_sm$arch.o | grep -oE 'HMMA[.A-Z0-9]*|LDSM[.A-Z0-9]*|LDGSTS[.A-Z0-9]*|LDGDEPBAR|DEPBAR[.A-Z0-9]*' | sort | uniq -c
 //   done
 //

@@ -619,7 +619,7 @@ TEST(TensorCoreSim, CopiesNeverWaitedForAreDropped) {
 }
 
 // The race check is not compiled into ASan builds (nvcc-sim leaves its instrumentation out
-// there, as for test/sim/checks_test.cu): this test runs in the plain sim preset.
+// there, as for sim/test/checks_test.cu): this test runs in the plain sim preset.
 #if !defined(__SANITIZE_ADDRESS__)
 // A copy may land at any moment between its issue and the wait, so issuing it into a tile another
 // warp still reads is a race even where the data would only move at the wait: the simulator counts

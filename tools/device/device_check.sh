@@ -371,7 +371,7 @@ PY
     fi
   done
 
-  # ---- the conformance programs (test/sim/conformance): plain CUDA, checked against the CPU ----
+  # ---- the conformance programs (sim/test/conformance): plain CUDA, checked against the CPU ----
   # The simulated GPU runs them in every CI run; here they meet the hardware.
   for t in "$KIT"/bin/conformance_*; do
     [[ -x "$t" ]] || continue
