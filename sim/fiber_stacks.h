@@ -1,6 +1,6 @@
 // The executor's fiber plumbing: stacks (mmap'ed with a guard page, pooled), the AddressSanitizer
 // fiber and poisoning annotations (no-ops in other builds), and the numeric environment settings
-// the executor reads. Internal to the simulated GPU (executor.cpp).
+// the executor reads. Internal to the simulated GPU (executor.cpp and its parts, executor_*.cpp).
 #pragma once
 
 #include <cstddef>
