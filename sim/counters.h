@@ -1,4 +1,4 @@
-// Internal to the simulated GPU (executor*.cpp, checks.cpp, ptx.cpp, counters.cpp): the state its
+// Internal to the simulated GPU (executor*.cpp, access_hooks.cpp, ptx.cpp, counters.cpp): the state its
 // counters keep while a grid runs. The public side (what is counted, the names, the JSON file)
 // is in sim/sim.h and sim/counters.cpp.
 //

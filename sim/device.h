@@ -133,7 +133,7 @@ enum class WarpReduce { add, min, max, umin, umax, and_, or_, xor_ };
 unsigned warp_reduce(const char* what, unsigned mask, WarpReduce op, unsigned value);
 
 // ---- Memory accesses the kernel reports -------------------------------------------------------
-// Compiler-instrumented loads and stores arrive in sim/checks.cpp on their own; these are the
+// Compiler-instrumented loads and stores arrive in sim/access_hooks.cpp on their own; these are the
 // explicit ones. An atomic: its address is checked (bounds, alignment, device) and the thread
 // may be switched out before it (a poll: see yield_thread); between atomic_begin and atomic_end
 // the instrumentation is ignored, so the read-modify-write in between is one indivisible step

@@ -1,5 +1,6 @@
-// Internal to the simulated GPU's executor (executor.cpp, fiber_stacks.cpp, settings.cpp), its
-// memory checks (checks.cpp) and its PTX emulation (ptx.cpp): the state of a running grid, its resident blocks and threads.
+// Internal to the simulated GPU's executor (executor*.cpp, fiber_stacks.cpp, settings.cpp), its
+// memory checks (checks.cpp, race_check.cpp, access_hooks.cpp) and its PTX emulation (ptx.cpp):
+// the state of a running grid, its resident blocks and threads.
 // Not for other users: kernels see device.h, hosts sim.h.
 #pragma once
 
@@ -239,7 +240,7 @@ struct GridRun {
 GridRun* current_grid();
 SimThread* current_sim_thread();
 
-// ---- Executor services for checks.cpp and ptx.cpp ---------------------------------------------
+// ---- Executor services for the checks and ptx.cpp ----------------------------------------------
 // Throws the fault (a NamedFault naming kernel, block, thread and the schedule) with `code`.
 [[noreturn]] void fault_with_code(const std::string& message, cudaError_t code);
 // "kernel K, block (x,y,z)" and "thread (x,y,z) (linear L, warp W lane N)".
@@ -257,7 +258,7 @@ inline void maybe_preempt(GridRun& grid, SimThread& me) {
   if (grid.preempt) preempt(grid, me);
 }
 
-// ---- checks.cpp services for the executor and ptx.cpp -----------------------------------------
+// ---- The checks' services for the executor and ptx.cpp -----------------------------------------
 // Starts/ends the hooks for a thread being resumed / switched out.
 void hooks_enter(GridRun& grid, SimThread& thread);
 void hooks_leave();

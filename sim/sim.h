@@ -5,8 +5,9 @@
 //   sim/executor.cpp      runs one grid: every GPU thread a fiber, blocks in the schedule's order
 //                         (BLOCKSCOPE_SIM_SCHEDULE), barriers and warp collectives, the block's
 //                         shared memory (static and dynamic, poisoned per block, with redzones)
-//   sim/checks.cpp        what the instrumented kernel code reports (every load, store and atomic):
-//                         bounds, alignment, other devices' memory, shared and global races
+//   sim/access_hooks.cpp  what the instrumented kernel code reports (every load, store and atomic),
+//   sim/checks.cpp        checked there: bounds, alignment, other devices' memory, initcheck,
+//   sim/race_check.cpp    shared and global races
 //   sim/ptx.cpp           mma.sync, ldmatrix and cp.async (sim/ptx.h)
 //   sim/symbols.cpp       __device__/__constant__ variables per device, kernel names and the
 //                         ptxas figures (registers, static shared memory) nvcc-sim recorded
@@ -85,7 +86,7 @@ void set_schedule(const Schedule& schedule);  // for tests; the environment deci
 //             without reaching it: PTX releases it (exited threads do not hold up a barrier), the
 //             CUDA guide calls a __syncthreads in block-divergent code undefined
 // All but streams need kernels built by nvcc-sim (the host compiler's ThreadSanitizer
-// instrumentation reporting every access to sim/checks.cpp); nvcc-sim leaves it out in ASan
+// instrumentation reporting every access to sim/access_hooks.cpp); nvcc-sim leaves it out in ASan
 // builds, where AddressSanitizer and UBSan's alignment check stand in for memcheck and nothing
 // for race, initcheck or streams' view of kernels.
 struct Checks {
