@@ -75,121 +75,17 @@ usage() {
   exit 2
 }
 
-# ---------------------------------------------------------------------------------------------
-# --prepare: build and pack the kit (on the build machine; slow on 2 cores: a full CUDA build).
-# ---------------------------------------------------------------------------------------------
-prepare() {
-  set -e
-  local build="$ROOT/build/device" jobs="${JOBS:-2}"
-  cmake -S "$ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBLOCKSCOPE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DBLOCKSCOPE_CPU_GEMM=BUILTIN -DBLOCKSCOPE_TESTS=ON -DBLOCKSCOPE_BENCH=ON \
-    -DBLOCKSCOPE_NCCL="${DEVICE_CHECK_NCCL:-OFF}"  # libnccl (218 MB) outweighs the kit: linked, not packed
-  cmake --build "$build" -j "$jobs"
-
-  local kit="$build/kit"
-  rm -rf "$kit"
-  mkdir -p "$kit/bin" "$kit/lib" "$kit/loader"
-  cp "$build"/bin/* "$kit/bin/"
-  cp "$build"/test/*_test "$kit/bin/"
-  cp "$build"/conformance/conformance_* "$kit/bin/" 2>/dev/null || true
-  strip --strip-unneeded "$kit"/bin/*
-
-  # Shared libraries: the machine's own CUDA libraries stay behind; the C runtime goes to
-  # loader/ (fallback only, see the header); everything else to lib/.
-  local lib name
-  for lib in $(ldd "$kit"/bin/* 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u); do
-    name=$(basename "$lib")
-    case "$name" in
-      libcuda.so*|libcublas*|libcupti*|libnvidia*|libnvrtc*|libcudart.so*|libnccl*) ;;  # the GPU machine's own
-      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|libutil.so*|libstdc++.so*|libgcc_s.so*)
-        cp -L "$lib" "$kit/loader/$name" ;;
-      *) cp -L "$lib" "$kit/lib/$name" ;;
-    esac
-  done
-  cp -L /lib64/ld-linux-x86-64.so.2 "$kit/loader/"
-  git -C "$ROOT" rev-parse HEAD > "$kit/COMMIT" 2>/dev/null || echo unknown > "$kit/COMMIT"
-  # What the GPU machine must offer (checked there before anything runs): a driver whose CUDA
-  # version is at least the runtime's, and a GPU these architectures have code for.
-  nvcc --version | grep -Eo 'release [0-9]+\.[0-9]+' | grep -Eo '[0-9.]+$' > "$kit/CUDA_VERSION" ||
-    echo unknown > "$kit/CUDA_VERSION"
-  echo 90 > "$kit/CUDA_ARCHS"  # CMAKE_CUDA_ARCHITECTURES above: sm_90 code + compute_90 PTX
-  # Tests and benchmarks have this checkout's path compiled in (BLOCKSCOPE_SOURCE_DIR).
-  echo "$ROOT" > "$kit/SOURCE_DIR"
-  git -C "$ROOT" status --porcelain --untracked-files=no | head -20 > "$kit/DIRTY" || true
-
-  rm -f "$KIT_ARCHIVE"
-  tar -C "$build" -cf - kit | xz -9e --lzma2=preset=9e,dict=64MiB -T "$jobs" > "$KIT_ARCHIVE"
-  local bytes
-  bytes=$(stat -c %s "$KIT_ARCHIVE")
-  echo "device_check: kit $(du -h "$KIT_ARCHIVE" | cut -f1) at $KIT_ARCHIVE ($(ls "$kit/bin" | wc -l) binaries," \
-       "commit $(cut -c1-12 "$kit/COMMIT"))"
-  if (( bytes > 48 * 1024 * 1024 )); then
-    echo "device_check: the kit is over 48 MiB: with the source it may not fit the 64 MiB the device tool carries" >&2
-    exit 1
-  fi
-  echo "device_check: now run on the GPU machine: tools/device/device_check.sh   (carry: build/device-kit.tar.xz)"
-}
+# --prepare (the build machine's half: build and pack the kit): device_check_prepare.sh.
+# shellcheck source-path=SCRIPTDIR source=device_check_prepare.sh
+source "$ROOT/tools/device/device_check_prepare.sh"
 
 # ---------------------------------------------------------------------------------------------
 # The run on the GPU machine.
 # ---------------------------------------------------------------------------------------------
-START=$(date +%s)
-BUDGET_S=${DEVICE_CHECK_BUDGET_S:-450}
-MIN_STEP_S=${DEVICE_CHECK_MIN_STEP_S:-15}
-ROWS=()        # "step|status|seconds|note" for the table
-FAILED=0
-PHASE=setup    # the current phase and when its budget ends (begin_phase)
-PHASE_BUDGET_S=$BUDGET_S
-PHASE_END=$(( START + BUDGET_S ))
-
-# begin_phase NAME BUDGET_S: the steps that follow share BUDGET_S seconds (never past the
-# whole run's budget), so a slow phase cannot take the time of the phases after it.
-begin_phase() {
-  PHASE="$1"
-  PHASE_BUDGET_S="$2"
-  PHASE_END=$(( $(date +%s) + $2 ))
-  (( PHASE_END > START + BUDGET_S )) && PHASE_END=$(( START + BUDGET_S ))
-  echo "device_check: phase $PHASE (budget ${PHASE_BUDGET_S}s, $(( PHASE_END - $(date +%s) ))s available)"
-}
-
-remaining() { echo $(( PHASE_END - $(date +%s) )); }
-
-record() {  # record STEP STATUS SECONDS NOTE
-  ROWS+=("$1|$2|$3|$4")
-  [[ "$2" == FAIL ]] && FAILED=1
-  [[ "$2" == timeout && "$PHASE" == tests ]] && FAILED=1  # a hung test is a failure
-  printf "device_check: %-34s %-7s %4ss  %s\n" "$1" "$2" "$3" "$4"
-}
-
-# status_of RC: ok, timeout (timeout(1) gives 124, or 137 after its --kill-after) or FAIL.
-status_of() {
-  case "$1" in
-    0) echo ok ;;
-    124|137) echo timeout ;;
-    *) echo FAIL ;;
-  esac
-}
-
-# run_step NAME LIMIT_S LOG COMMAND...: runs with a time limit clipped to the phase's budget
-# left; sets STEP_RC (124 on timeout) and STEP_S. Returns 1 (and records "skip") if no time
-# is left.
-run_step() {
-  local name="$1" limit="$2" log="$3"
-  shift 3
-  local left
-  left=$(remaining)
-  if (( left < MIN_STEP_S )); then
-    record "$name" skip 0 "no time left in the $PHASE phase's ${PHASE_BUDGET_S}s budget (run budget ${BUDGET_S}s)"
-    return 1
-  fi
-  (( limit > left )) && limit=$left
-  local t0
-  t0=$(date +%s)
-  timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
-  STEP_RC=$?
-  STEP_S=$(( $(date +%s) - t0 ))
-  return 0
-}
+# Phases, budgeted steps, their rows and the summary (record, run_step, finish, ...):
+# device_check_steps.sh.
+# shellcheck source-path=SCRIPTDIR source=device_check_steps.sh
+source "$ROOT/tools/device/device_check_steps.sh"
 
 # set_bin NAME: BIN becomes the command line that runs kit binary NAME with the chosen runner
 # (direct with the kit's lib/ on LD_LIBRARY_PATH, or through the carried loader). Arrays, not
@@ -217,15 +113,6 @@ find_cuda_libs() {
   done
   local IFS=:
   echo "${dirs[*]}"
-}
-
-# "N passed, M failed, K skipped" from a gtest log.
-gtest_counts() {
-  local log="$1" passed failed skipped
-  passed=$(grep -Eo '\[  PASSED  \] [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
-  failed=$(grep -Eo '\[  FAILED  \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
-  skipped=$(grep -Eo '\[  SKIPPED \] [0-9]+ test' "$log" | grep -Eo '[0-9]+' | tail -1)
-  echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
 }
 
 main_run() {
@@ -591,36 +478,6 @@ PY
   fi
 
   finish "$gpu" "$commit"
-}
-
-finish() {  # finish GPU COMMIT: summary file, logs archive, stdout table, exit status
-  local gpu="$1" commit="$2" row step status seconds note
-  {
-    echo "# blockscope device check"
-    echo
-    echo "- GPU: $gpu"
-    echo "- commit: ${COMMITS:-kit $commit} (kit built on the build machine; runner: ${RUNNER:-none})"
-    echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); wall time $(( $(date +%s) - START )) s of a ${BUDGET_S} s budget"
-    echo "- logs: logs.tar.gz (gtest XML, sanitizer reports, profiles, benchmark and PyTorch JSON)"
-    echo
-    echo "| step | status | seconds | note |"
-    echo "|---|---|---|---|"
-    for row in "${ROWS[@]}"; do
-      IFS='|' read -r step status seconds note <<< "$row"
-      echo "| $step | $status | $seconds | $note |"
-    done
-  } > "$DEST/summary.md"
-  tar -C "$WORK" -czf "$DEST/logs.tar.gz" logs 2>/dev/null || true
-
-  echo
-  printf "%-34s %-7s %7s  %s\n" STEP STATUS SECONDS NOTE
-  for row in "${ROWS[@]}"; do
-    IFS='|' read -r step status seconds note <<< "$row"
-    printf "%-34s %-7s %7s  %s\n" "$step" "$status" "$seconds" "$note"
-  done
-  echo "device_check: summary in $DEST/summary.md ($(( $(date +%s) - START )) s)"
-  rm -rf "$WORK"
-  exit "$FAILED"
 }
 
 case "${1:-}" in
