@@ -1,129 +1,31 @@
 // The cuBLASLt subset blockscope calls, for the simulated GPU: the real <cublasLt.h> signatures,
 // linked in place of libcublasLt. Written from NVIDIA's cuBLASLt documentation (the cuBLAS
 // library guide's cuBLASLt chapter and the doc comments of <cublasLt.h>), not from any caller.
-// This file is the API: handles, descriptors and their attributes, validation, the heuristic;
-// the GEMM it queues, and its numerics, are cublaslt_model.cpp's.
-//
-// What it computes (cublasLtMatmul): D = epilogue(alpha * op(A) * op(B) + beta * C [+ bias]),
-// column-major (CUBLASLT_ORDER_COL only), per batch of a strided batch, on the host, as one op on
-// the sim's queue (blockscope::sim::enqueue), so it runs in stream order with the sim's kernels.
-//
-// Shapes, as the cublasLtMatmul documentation defines them: D and C are m x n (their layouts'
-// ROWS = m, COLS = n); op(A) is m x k, so A's layout is m x k when TRANSA = N and k x m when
-// TRANSA = T; op(B) is k x n, so B's layout is k x n when TRANSB = N and n x k when TRANSB = T.
-// Element (r, c) of a layout lives at r + c * LD (+ batch * STRIDED_BATCH_OFFSET), in elements.
-//
-// Supported (everything else is CUBLAS_STATUS_NOT_SUPPORTED from the heuristic and the matmul):
-//   compute CUBLAS_COMPUTE_32F (or _PEDANTIC), scale CUDA_R_32F, host pointer mode:
-//     A/B CUDA_R_32F  -> C/D CUDA_R_32F,  bias CUDA_R_32F
-//     A/B CUDA_R_16F  -> C/D CUDA_R_16F or CUDA_R_32F, bias of D's type
-//     A/B CUDA_R_16BF -> C/D CUDA_R_16BF or CUDA_R_32F, bias of D's type
-//   compute CUBLAS_COMPUTE_32F_FAST_TF32, scale CUDA_R_32F: A/B/C/D/bias CUDA_R_32F only
-//   These are the rows of the documentation's cublasLtMatmul "regular, non-IMMA" data-type table
-//   for these types (that table lists the FAST_16F/16BF/TF32 compute types only with 32F
-//   A/B/C, so FAST_TF32 with 16F/16BF inputs is refused; FAST_16F and FAST_16BF are refused
-//   because the sim does not model their down-conversion). The table has one column for C and D
-//   ("Ctype"), so C and D must have the same type. Bias: "Bias vector elements are the same type
-//   as the elements of output matrix (Dtype)" (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), the
-//   exceptions being IMMA and fp8 kernels, which the sim does not have.
-//   Epilogues: DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS (no AUX outputs, no gradients).
-//
-// Status codes: cublasLtMatmulAlgoGetHeuristic answers CUBLAS_STATUS_INVALID_VALUE only where its
-// documentation says so (requestedAlgoCount <= 0; here also null pointers) and
-// CUBLAS_STATUS_NOT_SUPPORTED for every configuration it has no algorithm for, conflicting
-// shapes included ("if no heuristic function available for current configuration").
-// cublasLtMatmul answers CUBLAS_STATUS_NOT_INITIALIZED for a null handle, INVALID_VALUE when
-// "parameters are in conflict or in an impossible configuration" (shapes that do not agree, LD
-// below ROWS, batch counts that differ, overlapping batches of D, null operands, pointers less
-// aligned than the preference promised), NOT_SUPPORTED for type/epilogue/compute combinations
-// outside the list above.
+// This file is the API's objects: handles, matrix layouts, matmul descriptors and preferences
+// with their attributes, the status names. The heuristic and the matmul, with what they compute,
+// are cublaslt_matmul.cpp; the GEMM it queues, and its numerics, cublaslt_model.cpp's; the
+// state inside the opaque structs, cublaslt_state.h.
 #include <cublasLt.h>
 
-#include "sim/cublaslt_model.h"
-#include "sim/sim.h"
+#include "sim/cublaslt_state.h"
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
-#include <mutex>
-#include <set>
-#include <string>
-
-// The handle's opaque type, declared (not defined) by <cublasLt.h>.
-struct cublasLtContext {
-  uint64_t magic;
-};
 
 namespace {
 
-using blockscope::sim::cublaslt::Elem;
-using blockscope::sim::cublaslt::elem_of;
-using blockscope::sim::cublaslt::elem_size;
-using blockscope::sim::cublaslt::Gemm;
-using blockscope::sim::cublaslt::gemm_name;
-using blockscope::sim::cublaslt::Operand;
-using blockscope::sim::cublaslt::Problem;
-
-constexpr uint64_t kHandleMagic = 0x53494d4c54484e44ull;  // "SIMLTHND"
-constexpr uint32_t kLayoutMagic = 0x4c41594fu;
-constexpr uint32_t kDescMagic = 0x44455343u;
-constexpr uint32_t kPrefMagic = 0x50524546u;
-constexpr uint32_t kAlgoMagic = 0x414c474fu;
-
-// ---- Descriptor state, kept inside the library's semi-opaque structs ------------------------
-struct LayoutState {
-  uint32_t magic;
-  uint32_t type;  // cudaDataType
-  int32_t order;
-  int32_t batch_count;
-  uint64_t rows, cols;
-  int64_t ld;
-  int64_t batch_stride;
-  int64_t plane_offset;
-  uint32_t batch_mode;
-};
-static_assert(sizeof(LayoutState) <= sizeof(cublasLtMatrixLayoutOpaque_t), "layout state too big");
-
-struct DescState {
-  uint32_t magic;
-  int32_t compute_type;  // cublasComputeType_t
-  int32_t scale_type;    // cudaDataType
-  int32_t pointer_mode;
-  int32_t transa, transb, transc;
-  uint32_t epilogue;
-  int32_t bias_type;  // -1: Dtype
-  const void* bias;
-  int64_t bias_batch_stride;
-};
-static_assert(sizeof(DescState) <= sizeof(cublasLtMatmulDescOpaque_t), "desc state too big");
-
-struct PrefState {
-  uint32_t magic;
-  uint32_t search_mode;
-  uint64_t max_workspace;
-  uint32_t min_alignment[4];  // A, B, C, D
-  uint32_t reduction_mask;
-  float max_waves;
-  uint64_t impl_mask;
-};
-static_assert(sizeof(PrefState) <= sizeof(cublasLtMatmulPreferenceOpaque_t), "pref state too big");
-
-struct AlgoState {
-  uint32_t magic;
-  uint32_t promised_alignment[4];  // A, B, C, D, from the preference the heuristic was given
-};
-static_assert(sizeof(AlgoState) <= sizeof(cublasLtMatmulAlgo_t), "algo state too big");
-
-template <typename State, typename Opaque>
-State load(const Opaque* opaque) {
-  State s;
-  std::memcpy(&s, opaque, sizeof(State));
-  return s;
-}
-template <typename State, typename Opaque>
-void store(Opaque* opaque, const State& s) {
-  std::memcpy(opaque, &s, sizeof(State));
-}
+using blockscope::sim::cublaslt::DescState;
+using blockscope::sim::cublaslt::LayoutState;
+using blockscope::sim::cublaslt::PrefState;
+using blockscope::sim::cublaslt::default_pref;
+using blockscope::sim::cublaslt::is_handle;
+using blockscope::sim::cublaslt::load_desc;
+using blockscope::sim::cublaslt::load_layout;
+using blockscope::sim::cublaslt::load_pref;
+using blockscope::sim::cublaslt::store;
+using blockscope::sim::cublaslt::kDescMagic;
+using blockscope::sim::cublaslt::kHandleMagic;
+using blockscope::sim::cublaslt::kLayoutMagic;
 
 // ---- The opaque objects' lifecycle ------------------------------------------------------------
 // One pattern for matrix layouts, matmul descriptors and preferences: the state lives in the
@@ -149,13 +51,6 @@ cublasStatus_t destroy_opaque(Opaque* opaque) {
   std::memset(opaque, 0, sizeof(*opaque));
   delete opaque;
   return CUBLAS_STATUS_SUCCESS;
-}
-// The state of a live object of the kind `magic` names; false for null or anything else.
-template <typename State, typename Opaque>
-bool load_live(const Opaque* opaque, uint32_t magic, State* out) {
-  if (opaque == nullptr) return false;
-  *out = load<State>(opaque);
-  return out->magic == magic;
 }
 
 LayoutState default_layout(cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
@@ -184,18 +79,6 @@ DescState default_desc(cublasComputeType_t compute, cudaDataType_t scale) {
   return s;
 }
 
-PrefState default_pref() {
-  PrefState s{};
-  s.magic = kPrefMagic;
-  s.search_mode = CUBLASLT_SEARCH_BEST_FIT;
-  s.max_workspace = 0;
-  for (auto& a : s.min_alignment) a = 256;  // documented default of MIN_ALIGNMENT_*_BYTES
-  s.reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;
-  s.max_waves = 0.0f;
-  s.impl_mask = ~uint64_t{0};
-  return s;
-}
-
 // ---- Attribute plumbing ----------------------------------------------------------------------
 template <typename T>
 cublasStatus_t set_value(T& field, const void* buf, size_t size) {
@@ -219,100 +102,6 @@ cublasStatus_t get_value(const T& field, void* buf, size_t size, size_t* written
 }
 
 bool valid_op(int32_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; }
-// For real data CUBLAS_OP_C (conjugate transpose) is the transpose.
-bool transposed(int32_t op) { return op != CUBLAS_OP_N; }
-
-// ---- The problem, validated ------------------------------------------------------------------
-// Checks the descriptor and layouts. Returns INVALID_VALUE for conflicts and impossible
-// configurations, NOT_SUPPORTED for combinations outside the supported list.
-cublasStatus_t check_problem(const DescState& desc, const LayoutState& la, const LayoutState& lb,
-                             const LayoutState& lc, const LayoutState& ld, Problem* p) {
-  // Shapes (the cublasLtMatmul documentation's m, n, k).
-  p->ta = transposed(desc.transa);
-  p->tb = transposed(desc.transb);
-  p->m = ld.rows;
-  p->n = ld.cols;
-  p->k = p->ta ? la.rows : la.cols;
-  const uint64_t a_m = p->ta ? la.cols : la.rows;
-  const uint64_t b_k = p->tb ? lb.cols : lb.rows;
-  const uint64_t b_n = p->tb ? lb.rows : lb.cols;
-  if (a_m != p->m || b_k != p->k || b_n != p->n) return CUBLAS_STATUS_INVALID_VALUE;
-  if (lc.rows != p->m || lc.cols != p->n) return CUBLAS_STATUS_INVALID_VALUE;
-  const uint64_t int_max = static_cast<uint64_t>(std::numeric_limits<int32_t>::max());
-  for (const LayoutState* l : {&la, &lb, &lc, &ld}) {
-    // LD: "must be large enough so that matrix memory locations are not overlapping (e.g. greater
-    // or equal to CUBLASLT_MATRIX_LAYOUT_ROWS in case of CUBLASLT_ORDER_COL)".
-    if (l->ld < 0 || static_cast<uint64_t>(l->ld) < l->rows) return CUBLAS_STATUS_INVALID_VALUE;
-    if (l->batch_count < 1) return CUBLAS_STATUS_INVALID_VALUE;
-    if (l->batch_count != ld.batch_count) return CUBLAS_STATUS_INVALID_VALUE;
-    // "Usually only values that can be expressed as int32_t are supported."
-    if (l->rows > int_max || l->cols > int_max) return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (l->order != CUBLASLT_ORDER_COL || l->plane_offset != 0 || l->batch_mode != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-    if (l->batch_stride < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  p->batch = ld.batch_count;
-  if (p->batch > 1 && p->m > 0 && p->n > 0) {
-    // Batches of D must not overlap (they would race on a GPU).
-    const uint64_t span = (p->n - 1) * static_cast<uint64_t>(ld.ld) + p->m;
-    if (static_cast<uint64_t>(ld.batch_stride) < span) return CUBLAS_STATUS_INVALID_VALUE;
-  }
-
-  // Types.
-  Elem ea, eb, ec, ed;
-  if (!elem_of(la.type, &ea) || !elem_of(lb.type, &eb) || !elem_of(lc.type, &ec) || !elem_of(ld.type, &ed))
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (ea != eb || ec != ed) return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (desc.scale_type != CUDA_R_32F || desc.pointer_mode != CUBLASLT_POINTER_MODE_HOST || desc.transc != CUBLAS_OP_N)
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  switch (desc.compute_type) {
-    case CUBLAS_COMPUTE_32F:
-    case CUBLAS_COMPUTE_32F_PEDANTIC:
-      if (ea != Elem::F32 && ed != ea && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      if (ea == Elem::F32 && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      p->tf32 = false;
-      break;
-    case CUBLAS_COMPUTE_32F_FAST_TF32:
-      if (ea != Elem::F32 || ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      p->tf32 = true;
-      break;
-    default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  p->a = {ea, la.ld, la.batch_stride};
-  p->b = {eb, lb.ld, lb.batch_stride};
-  p->c = {ec, lc.ld, lc.batch_stride};
-  p->d = {ed, ld.ld, ld.batch_stride};
-
-  // Epilogue.
-  switch (desc.epilogue) {
-    case CUBLASLT_EPILOGUE_DEFAULT: break;
-    case CUBLASLT_EPILOGUE_RELU: p->relu = true; break;
-    case CUBLASLT_EPILOGUE_BIAS: p->has_bias = true; break;
-    case CUBLASLT_EPILOGUE_RELU_BIAS: p->relu = p->has_bias = true; break;
-    case CUBLASLT_EPILOGUE_GELU: p->gelu = true; break;
-    case CUBLASLT_EPILOGUE_GELU_BIAS: p->gelu = p->has_bias = true; break;
-    default: return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  if (p->has_bias) {
-    Elem eb_bias = ed;
-    if (desc.bias_type != -1 && (!elem_of(static_cast<uint32_t>(desc.bias_type), &eb_bias) || eb_bias != ed))
-      return CUBLAS_STATUS_NOT_SUPPORTED;
-    p->bias_elem = eb_bias;
-    if (desc.bias_batch_stride < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-    p->bias_batch_stride = desc.bias_batch_stride;
-  }
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-bool aligned(const void* ptr, uint64_t alignment) {
-  return alignment == 0 || reinterpret_cast<uintptr_t>(ptr) % alignment == 0;
-}
-
-bool is_handle(cublasLtHandle_t h) { return h != nullptr && h->magic == kHandleMagic; }
-
-bool load_layout(cublasLtMatrixLayout_t l, LayoutState* out) { return load_live(l, kLayoutMagic, out); }
-bool load_desc(cublasLtMatmulDesc_t d, DescState* out) { return load_live(d, kDescMagic, out); }
-bool load_pref(cublasLtMatmulPreference_t p, PrefState* out) { return load_live(p, kPrefMagic, out); }
 
 const char* status_name(cublasStatus_t s) {
   switch (s) {
@@ -571,124 +360,6 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulP
     case CUBLASLT_MATMUL_PREF_IMPL_MASK: return get_value(s.impl_mask, buf, sizeInBytes, sizeWritten);
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
-}
-
-// ---- Heuristic -------------------------------------------------------------------------------
-// One algorithm (workspace 0) when the configuration is supported. The MIN_ALIGNMENT_*
-// preferences say how aligned the caller's buffers will be ("Selecting a smaller value will
-// exclude algorithms that can not work with matrix A that is not as strictly aligned as they
-// need"); the sim's algorithm needs each operand aligned to its element size, so a preference
-// below that (or not a multiple of it) excludes it. The bias pointer, which the heuristic does
-// not dereference but uses "to determine expected pointer alignment", must be aligned to its
-// element size. The returned algorithm remembers the promised alignments; cublasLtMatmul checks
-// the pointers against them.
-cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
-                                                           cublasLtMatmulDesc_t operationDesc,
-                                                           cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
-                                                           cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
-                                                           cublasLtMatmulPreference_t preference,
-                                                           int requestedAlgoCount,
-                                                           cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
-                                                           int* returnAlgoCount) {
-  if (!is_handle(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if (requestedAlgoCount <= 0 || heuristicResultsArray == nullptr || returnAlgoCount == nullptr)
-    return CUBLAS_STATUS_INVALID_VALUE;
-  *returnAlgoCount = 0;
-  DescState desc;
-  LayoutState la, lb, lc, ld;
-  if (!load_desc(operationDesc, &desc) || !load_layout(Adesc, &la) || !load_layout(Bdesc, &lb) ||
-      !load_layout(Cdesc, &lc) || !load_layout(Ddesc, &ld))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  PrefState pref = default_pref();
-  if (preference != nullptr && !load_pref(preference, &pref)) return CUBLAS_STATUS_INVALID_VALUE;
-  Problem p;
-  if (check_problem(desc, la, lb, lc, ld, &p) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_NOT_SUPPORTED;
-  const Elem elems[4] = {p.a.elem, p.b.elem, p.c.elem, p.d.elem};
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t need = static_cast<uint32_t>(elem_size(elems[i]));
-    if (pref.min_alignment[i] < need || pref.min_alignment[i] % need != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  if (p.has_bias && !aligned(desc.bias, elem_size(p.bias_elem))) return CUBLAS_STATUS_NOT_SUPPORTED;
-
-  cublasLtMatmulHeuristicResult_t result;
-  std::memset(&result, 0, sizeof(result));
-  AlgoState algo{};
-  algo.magic = kAlgoMagic;
-  for (int i = 0; i < 4; ++i) algo.promised_alignment[i] = pref.min_alignment[i];
-  store(&result.algo, algo);
-  result.workspaceSize = 0;
-  result.state = CUBLAS_STATUS_SUCCESS;
-  result.wavesCount = 1.0f;
-  heuristicResultsArray[0] = result;
-  *returnAlgoCount = 1;
-  return CUBLAS_STATUS_SUCCESS;
-}
-
-// ---- The matmul ------------------------------------------------------------------------------
-cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
-                                           const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc,
-                                           const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta,
-                                           const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
-                                           cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
-                                           void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
-  if (!is_handle(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
-  DescState desc;
-  LayoutState la, lb, lc, ld;
-  if (!load_desc(computeDesc, &desc) || !load_layout(Adesc, &la) || !load_layout(Bdesc, &lb) ||
-      !load_layout(Cdesc, &lc) || !load_layout(Ddesc, &ld))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  Problem p;
-  const cublasStatus_t checked = check_problem(desc, la, lb, lc, ld, &p);
-  if (checked != CUBLAS_STATUS_SUCCESS) return checked;
-  if (alpha == nullptr || beta == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-
-  Gemm gemm;
-  gemm.p = p;
-  // Host pointer mode, scale type f32: the scalars are read now, at the call.
-  gemm.alpha = *static_cast<const float*>(alpha);
-  gemm.beta = *static_cast<const float*>(beta);
-  gemm.A = A;
-  gemm.B = B;
-  gemm.C = C;
-  gemm.D = D;
-  gemm.bias = desc.bias;
-
-  const bool empty = p.m == 0 || p.n == 0;
-  if (!empty) {
-    if (D == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    if (p.k > 0 && (A == nullptr || B == nullptr)) return CUBLAS_STATUS_INVALID_VALUE;
-    if (gemm.beta != 0.0 && C == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-    if (p.has_bias && desc.bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  }
-  // In place (C == D): "C and D" share memory, so they must share the layout too.
-  if (C != nullptr && C == D && (lc.ld != ld.ld || lc.batch_stride != ld.batch_stride))
-    return CUBLAS_STATUS_INVALID_VALUE;
-
-  // Alignment: every operand to its element size; with an algorithm from the heuristic, to the
-  // alignment its preference promised as well.
-  const void* ptrs[4] = {A, B, C, D};
-  const Elem elems[4] = {p.a.elem, p.b.elem, p.c.elem, p.d.elem};
-  uint32_t promised[4] = {0, 0, 0, 0};
-  if (algo != nullptr) {
-    AlgoState a;
-    if (!load_live(algo, kAlgoMagic, &a)) return CUBLAS_STATUS_INVALID_VALUE;
-    for (int i = 0; i < 4; ++i) promised[i] = a.promised_alignment[i];
-  }
-  for (int i = 0; i < 4; ++i) {
-    if (ptrs[i] == nullptr) continue;
-    if (!aligned(ptrs[i], elem_size(elems[i])) || !aligned(ptrs[i], promised[i])) return CUBLAS_STATUS_INVALID_VALUE;
-  }
-  if (p.has_bias && !aligned(desc.bias, elem_size(p.bias_elem))) return CUBLAS_STATUS_INVALID_VALUE;
-
-  if (empty) return CUBLAS_STATUS_SUCCESS;  // nothing to launch
-  const std::string name = gemm_name(p);
-  gemm.name = blockscope::sim::cublaslt::intern_name(name);
-  // A stream the runtime would refuse work on (destroyed, capture invalidated, …): the GEMM's
-  // kernel launch fails, which cublasLtMatmul documents as "CUBLAS_STATUS_EXECUTION_FAILED if
-  // cuda reported execution error from the device".
-  if (blockscope::sim::try_enqueue(stream, gemm.name, gemm) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
-  blockscope::sim::set_last_kernel_name(name);
-  return CUBLAS_STATUS_SUCCESS;
 }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-// Tests of the sim's cuBLASLt subset (sim/cublaslt.cpp), through the real <cublasLt.h>
+// Tests of the sim's cuBLASLt subset (sim/cublaslt*.cpp), through the real <cublasLt.h>
 // API as a user calls it, against an independent float64 reference written here: the
 // documented semantics D = epilogue(alpha * op(A) * op(B) + beta * C + bias), column-major,
 // A's layout m x k (TRANSA = N) or k x m (T), B's k x n or n x k, bias of length rows(D)
@@ -210,7 +210,7 @@ class CublasLt : public ::testing::Test {
 
 // ---- The float64 reference, the f32 model's error bound, and the check -----------------------
 // The reference is the exact result (to float64), computed from the inputs as the GEMM sees them (TF32-rounded for
-// FAST_TF32). The sim computes in f32 (sim/cublaslt.cpp, "Numerics"):
+// FAST_TF32). The sim computes in f32 (sim/cublaslt_model.cpp, "Numerics"):
 //   s0..s3 = four f32 FMA chains, term q into chain q % 4, except that the k % 4 tail terms all
 //            go into s0, so the longest chain has L(k) = floor(k/4) + k % 4 FMAs (for k % 4 >= 2
 //            that is more than ceil(k/4): k = 7 puts 4 terms in s0);
