@@ -1,5 +1,5 @@
-// Internal to the sim's runtime API (runtime_api.cpp, devices.cpp, streams.cpp, memory.cpp,
-// graph.cpp, device_properties.cpp) and its NCCL subset (nccl.cpp): the state behind the
+// Internal to the sim's runtime API (runtime_api.cpp, devices.cpp, streams.cpp, memory*.cpp,
+// graph.cpp, device_properties.cpp) and its NCCL subset (nccl*.cpp): the state behind the
 // handles, the one global queue, the capture rules. Not for other users.
 //
 // Everything is guarded by one recursive mutex (state_mutex()): the sim is single-threaded
@@ -234,6 +234,10 @@ void* allocate_bytes(size_t bytes, size_t alignment);  // poisoned with 0xFF; nu
 void track(void* ptr, size_t size, AllocationInfo::Kind kind, int device, CUmemPoolHandle_st* pool = nullptr);
 void untrack_and_free(void* ptr);
 bool is_pinned(const void* p, size_t bytes);
+// A device-side range a copy or memset may use (memory_copies.cpp): all inside one live device or
+// managed allocation, none with a queued free; on_device: one of `device` (or managed).
+bool device_range_ok(const void* p, size_t bytes);
+bool on_device(const void* p, size_t bytes, int device);
 // cudaDeviceReset: frees every allocation made on `device` (host memory registered there is only
 // forgotten; graph allocations stay with their graphs).
 void forget_device_memory(int device);
