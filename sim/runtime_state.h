@@ -1,6 +1,6 @@
-// Internal to the sim's runtime API (runtime_api.cpp, devices.cpp, streams.cpp, memory*.cpp,
-// graph.cpp, device_properties.cpp) and its NCCL subset (nccl*.cpp): the state behind the
-// handles, the one global queue, the capture rules. Not for other users.
+// Internal to the sim's runtime API (runtime_api.cpp, kernel_launch.cpp, devices.cpp, streams.cpp,
+// memory*.cpp, graph.cpp, device_properties.cpp) and its NCCL subset (nccl*.cpp): the state
+// behind the handles, the one global queue, the capture rules. Not for other users.
 //
 // Everything is guarded by one recursive mutex (state_mutex()): the sim is single-threaded
 // inside, whichever host thread calls it.
