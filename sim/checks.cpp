@@ -252,6 +252,19 @@ void initcheck_access(const GridRun& g, SimThread& t, WrittenBytes& w, uintptr_t
   (void)g;
 }
 
+// The op log's entry for the allocation at `base`. A thread keeps the last one it used, but every
+// thread starts without one and most touch two or three allocations in turn: the grid keeps the
+// last few, so that a lookup in the log's map is rare (it was a tenth of a simple kernel's time).
+// Entries stay where they are while the grid runs (an unordered_map's nodes do not move).
+detail::OpAccesses* log_entry_of(GridRun& g, uintptr_t base) {
+  for (GridRun::LogSlot& slot : g.log_slots) {
+    if (slot.entry != nullptr && slot.base == base) return slot.entry;
+  }
+  GridRun::LogSlot& slot = g.log_slots[g.log_next++ % GridRun::kLogSlots];
+  slot = GridRun::LogSlot{base, &g.op_log->by_allocation[base]};
+  return slot.entry;
+}
+
 }  // namespace
 
 void check_access(SimThread& t, const void* address, size_t n, bool write, bool aligned, const void* pc,
@@ -309,7 +322,7 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
 void stream_log(GridRun& g, SimThread& t, uintptr_t a, size_t n, bool write, const void* pc) {
   if (g.op_log == nullptr) return;
   if (t.log_entry == nullptr || t.log_base != t.global_begin) {
-    t.log_entry = &g.op_log->by_allocation[t.global_begin];
+    t.log_entry = log_entry_of(g, t.global_begin);
     t.log_base = t.global_begin;
   }
   (write ? t.log_entry->writes : t.log_entry->reads).add(a, a + n, pc, t.block->linear_block, t.linear);

@@ -116,7 +116,7 @@ SimThread* pick(GridRun& grid) {
   hooks_leave();
   me.status = Status::exited;
   me.open_copies.clear();  // cp.async never waited for: dropped (nothing may rely on them)
-  me.copy_groups.clear();
+  if (!me.copy_groups.empty()) me.copy_groups.clear();
   ++run.exited;
   if (!grid->aborting) {
     try {
@@ -263,9 +263,11 @@ void start_next_block(GridRun& grid, BlockRun& run) {
     t.log_entry = nullptr;
     t.shadow_key = UINTPTR_MAX;
     t.fake_stack = nullptr;
+    // Cleared only when not empty: an empty deque's or unordered_map's clear() still writes its
+    // buckets or map, and this runs for every thread of every block.
     t.open_copies.clear();
-    t.copy_groups.clear();
-    t.occurrences.clear();
+    if (!t.copy_groups.empty()) t.copy_groups.clear();
+    if (!t.occurrences.empty()) t.occurrences.clear();
   }
   for (size_t w = 0; w < run.warps.size(); ++w) {
     Warp& warp = run.warps[w];

@@ -222,6 +222,13 @@ struct GridRun {
   uint32_t shadow_generation = 0;  // bumped when pages are dropped
   GridCountersPtr counters;        // null unless counting (BLOCKSCOPE_SIM_COUNTERS)
   detail::OpLog* op_log = nullptr;  // streams check: where its global accesses are recorded
+  struct LogSlot {  // op_log's entries of the allocations last logged (checks.cpp: log_entry_of)
+    uintptr_t base = 0;
+    detail::OpAccesses* entry = nullptr;
+  };
+  static constexpr unsigned kLogSlots = 4;
+  LogSlot log_slots[kLogSlots];
+  unsigned log_next = 0;
   // The race check between blocks: a tick per synchronising operation (atomic, fence, volatile
   // access, grid barrier) and each block's latest (by linear block index; empty: check off).
   uint32_t sync_tick = 0;
