@@ -1,7 +1,7 @@
 // The CUDA runtime on the simulated GPU: errors and the queue (kernel launches: kernel_launch.cpp;
 // devices and their settings: devices.cpp; streams, events and host functions: streams.cpp;
-// memory: memory.cpp, its copies and memsets memory_copies.cpp; capture and graphs: graph.cpp;
-// properties: device_properties.cpp).
+// memory: memory.cpp, its copies and memsets memory_copies.cpp; stream capture: capture.cpp;
+// graphs: graph.cpp; properties: device_properties.cpp).
 //
 // Execution is lazy: every stream's work goes into one global FIFO, which respects each stream's
 // order and every event wait (a wait always refers to an earlier record), and the FIFO runs at

@@ -1,6 +1,6 @@
 // Internal to the sim's runtime API (runtime_api.cpp, kernel_launch.cpp, devices.cpp, streams.cpp,
-// memory*.cpp, graph.cpp, device_properties.cpp) and its NCCL subset (nccl*.cpp): the state
-// behind the handles, the one global queue, the capture rules. Not for other users.
+// memory*.cpp, capture.cpp, graph.cpp, device_properties.cpp) and its NCCL subset (nccl*.cpp):
+// the state behind the handles, the one global queue, the capture rules. Not for other users.
 //
 // Everything is guarded by one recursive mutex (state_mutex()): the sim is single-threaded
 // inside, whichever host thread calls it.
@@ -224,9 +224,11 @@ cudaError_t check_unsafe_call();
 cudaError_t check_legacy_use(const CUstream_st* stream);
 // Events recorded in a capture that has ended mark no open graph any more.
 void forget_capture_events(const Capture* capture);
-// Graph memory: allocations made while capturing belong to the graph (see graph.cpp).
+// Graph memory: allocations made while capturing belong to the graph (see capture.cpp).
 GraphMemory& capture_memory(Capture& capture);
 void graph_memory_add(GraphMemory& memory, void* ptr);
+// A graph cudaStreamEndCapture built: the graph calls (graph.cpp) know it from now on.
+void add_graph(CUgraph_st* graph);
 
 // ---- Allocations ----------------------------------------------------------------------------
 void* allocate_bytes(size_t bytes, size_t alignment);  // poisoned with 0xFF; nullptr on failure

@@ -270,7 +270,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   if (flags != 0 && flags != cudaEventWaitExternal) return result(cudaErrorInvalidValue);
   // In the FIFO the wait is satisfied by order (the record came first), unless the record still
   // waits behind a gate (a collective's peers): then the stream waits at a gate of its own.
-  // During a capture the wait forks a stream into the capture or joins it back (graph.cpp).
+  // During a capture the wait forks a stream into the capture or joins it back (capture.cpp).
   if (e->captured_in == nullptr && s->capture == nullptr && e->record_seq != 0) {
     order_stream_waits_event(s, e->record_seq);  // the streams check: what comes next follows the record
   }
