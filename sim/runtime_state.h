@@ -246,10 +246,10 @@ void forget_device_memory(int device);
 size_t free_device_bytes(int device);
 // initcheck: an allocation poisoned again (a graph allocation's node): nothing of it is written.
 void forget_writes(void* ptr);
-// The streams check (streams.cpp): forgets what was recorded of a freed allocation; gives a queued
-// op its place in the streams' order (op `seq` on `stream`) and wraps it so that what it touches
-// is checked and recorded when it runs; a stream's next ops follow an event's record; the host
-// has waited for op `seq` (UINT64_MAX: for everything), or for everything of a device.
+// The streams check (streams_check.cpp): forgets what was recorded of a freed allocation; gives
+// a queued op its place in the streams' order (op `seq` on `stream`) and wraps it so that what it
+// touches is checked and recorded when it runs; a stream's next ops follow an event's record; the
+// host has waited for op `seq` (UINT64_MAX: for everything), or for everything of a device.
 void forget_stream_accesses(const void* base);
 std::shared_ptr<const struct OpOrder> order_new_op(const CUstream_st* stream, const std::string& name, uint64_t seq);
 std::function<void()> ordered_op(std::shared_ptr<const struct OpOrder> order, std::function<void()> op);

@@ -1,5 +1,6 @@
 // Internal to the simulated GPU: the streams check's record of what one queued op touched
-// (streams.cpp keeps the history and the ordering; checks.cpp records kernels' accesses into it).
+// (streams_check.cpp keeps the history and the ordering; checks.cpp records kernels' accesses
+// into it).
 #pragma once
 
 #include <cstdint>
