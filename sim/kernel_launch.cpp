@@ -94,7 +94,7 @@ extern "C" {
 
 // ---- Launches through a const void* ------------------------------------------------------------
 // A kernel named only by its address and void** arguments: its parameter types come from the
-// launcher nvcc-sim registered for it (sim/kernel_prelude.h). Templates and overloaded kernels
+// launcher nvcc-sim registered for it (sim/kernel_launch.h). Templates and overloaded kernels
 // have none: the typed C++ templates and <<<>>> launch those.
 static cudaError_t launch_through_address(const char* api, const void* kernel, dim3 grid, dim3 block, void** args,
                                           size_t smem, cudaStream_t stream, bool cooperative) {
