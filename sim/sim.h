@@ -3,8 +3,10 @@
 // libcudart and libcublasLt), and nvcc-sim builds programs nobody here wrote against it.
 //
 //   sim/executor.cpp      runs one grid: every GPU thread a fiber, blocks in the schedule's order
-//                         (BLOCKSCOPE_SIM_SCHEDULE), barriers and warp collectives, the block's
-//                         shared memory (static and dynamic, poisoned per block, with redzones)
+//                         (BLOCKSCOPE_SIM_SCHEDULE); barriers and warp collectives:
+//                         executor_sync.cpp; the block's shared memory (static and dynamic,
+//                         poisoned per block, with redzones): executor_shared.cpp; the stack
+//                         guard and the watchdog: executor_guards.cpp
 //   sim/access_hooks.cpp  what the instrumented kernel code reports (every load, store and atomic),
 //   sim/checks.cpp        checked there: bounds, alignment, other devices' memory, initcheck,
 //   sim/race_check.cpp    shared and global races
@@ -12,12 +14,15 @@
 //   sim/symbols.cpp       __device__/__constant__ variables per device, kernel names and the
 //                         ptxas figures (registers, static shared memory) nvcc-sim recorded
 //   sim/runtime_api.cpp … the CUDA runtime functions, declared by the real <cuda_runtime_api.h>
-//                         and linked in place of libcudart (devices.cpp, streams.cpp,
-//                         memory.cpp, graph.cpp, device_properties.cpp), and the cuBLASLt
-//                         subset (cublaslt.cpp, its GEMM: cublaslt_model.cpp)
+//                         and linked in place of libcudart (kernel_launch.cpp, devices.cpp,
+//                         streams.cpp, streams_check.cpp, memory.cpp, memory_copies.cpp,
+//                         capture.cpp, graph.cpp, device_properties.cpp), and the cuBLASLt
+//                         subset (cublaslt.cpp, cublaslt_matmul.cpp; GEMM: cublaslt_model.cpp)
 //   sim/nccl.cpp          the NCCL subset, declared by the toolkit's <nccl.h>, linked in place
-//                         of libnccl: collectives as gated ops of the queue
-//   sim/kernel_prelude.h  force-included into every .cu that nvcc-sim compiles
+//                         of libnccl: collectives as gated ops of the queue (communicators:
+//                         nccl_comms.cpp)
+//   sim/kernel_prelude.h  force-included into every .cu that nvcc-sim compiles (its launches:
+//                         sim/kernel_launch.h)
 //   sim/nvcc_sim/         the nvcc-sim driver: rewrites nvcc-style CUDA (<<<>>>, __shared__,
 //                         __device__ variables) into plain C++ for the host compiler
 #pragma once
