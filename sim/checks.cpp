@@ -20,7 +20,7 @@
 //   initcheck a global load of a byte of a cudaMalloc/cudaMallocAsync/graph allocation that
 //             nothing wrote (WrittenBytes, sim.h); stores and atomics mark bytes written
 //   streams   records each global access into the running op's log (stream_order.h), which
-//             streams.cpp compares with other streams' unordered work when the op ends
+//             streams_check.cpp compares with other streams' unordered work when the op ends
 // and, with a random schedule, sometimes a switch to another thread.
 //
 // A fault found here cannot be thrown: the instrumented call sites are nothrow to the compiler.

@@ -7,7 +7,7 @@
 //   nvcc -O2 -arch=sm_90 -I. ops/attention/harness/flash_harness.cu -o flash_harness   (a GPU)
 //
 // and a kernel change can be tried without building the project. ctest runs it in SIM builds
-// (test/sim/CMakeLists.txt: flash_harness). Cases:
+// (sim/test/CMakeLists.txt: flash_harness). Cases:
 //   1. bf16, D = 64, GQA (H = 2 over Hkv = 1), causal, Sq = 5 over Sk = 300 keys split 4 ways
 //      (the last split sees no key tile: an empty partial) and merged by split_combine_kernel;
 //   2. f16, D = 128, causal, Sq = 70 > one query tile, Sk = 90, no split;
