@@ -3,6 +3,7 @@
 //
 //   build/cuda-sim/bin/nvcc-sim -O2 sim/bench/throughput.cu -o /tmp/throughput && /tmp/throughput
 //   /tmp/throughput 4     (4× the default sizes: steadier, slower)
+//   /tmp/throughput 1 1   (one run per row instead of five: what ctest runs, a check not a measure)
 //
 // Kernels (256 threads per block, one element per thread, float):
 //   copy         y[i] = x[i]: one 4-byte load and store per thread, no barrier (the floor of the
@@ -11,7 +12,8 @@
 //                the samples' classic): 8 barriers, ~2 shared accesses per thread per step
 //   reduce_warp  __shfl_down_sync within warps, one shared slot per warp, one barrier
 // Modes: none, memcheck, race, all (BLOCKSCOPE_SIM_CHECKS's values), in order schedule. Each
-// row is the best of five runs in wall time: run it on an otherwise idle machine. Results are checked (a wrong sum exits 1), so a faster
+// row is the best of five runs (or of the second argument) in wall time: run it on an otherwise
+// idle machine. Results are checked (a wrong sum exits 1), so a faster
 // simulator that drops work shows as a failure, not as a speed-up.
 #include <cuda_runtime.h>
 
@@ -103,8 +105,9 @@ double run_once(int k, const float* x, float* y, int n, const std::vector<float>
 
 int main(int argc, char** argv) {
   const int scale = argc > 1 ? std::atoi(argv[1]) : 1;
-  if (scale < 1) {
-    std::fprintf(stderr, "usage: %s [scale >= 1]\n", argv[0]);
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  if (argc > 3 || scale < 1 || runs < 1) {
+    std::fprintf(stderr, "usage: %s [scale >= 1] [runs per row >= 1]\n", argv[0]);
     return 2;
   }
   const Kernel kernels[] = {{"copy", 1 << 18}, {"reduce_smem", 1 << 17}, {"reduce_warp", 1 << 17}};
@@ -128,7 +131,7 @@ int main(int argc, char** argv) {
       }
       blockscope::sim::set_checks(checks);
       double best = 1e30;
-      for (int r = 0; r < 5; ++r) best = std::min(best, run_once(k, x, y, n, host_x));
+      for (int r = 0; r < runs; ++r) best = std::min(best, run_once(k, x, y, n, host_x));
       std::printf("%-12s %-9s %10d %9.3f %12.3f\n", kernels[k].name, mode, n, best, n / best / 1e6);
     }
     CHECK_CUDA(cudaFree(x));
