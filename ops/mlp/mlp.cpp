@@ -163,10 +163,9 @@ void mlp(Context& ctx, const Tensor& x, const MlpWeights& weights, Tensor& y, Ml
     weight_bytes += tensor_bytes({&weights.down_weight});
   }
   const double flops = mlp_flops(rows, d, f, weights.gated);
-  run_composite_op(ctx,
-                   OpRecord{"mlp", path_name(path), profiler::Family::linear, {&x}, {&y}, flops, y.numel() == 0}
-                       .with_bytes(tensor_bytes({&x, &y}) + weight_bytes),
-                   [&] { mlp_body(ctx, x, weights, y, path, f); });
+  OpRecord record{"mlp", path_name(path), profiler::Family::linear, {&x}, {&y}, flops, y.numel() == 0};
+  record.with_bytes(record.bytes() + weight_bytes);  // x read, y written, and every weight read once
+  run_composite_op(ctx, record, [&] { mlp_body(ctx, x, weights, y, path, f); });
 }
 
 double mlp_flops(int64_t rows, int64_t d_model, int64_t d_ff, bool gated) {
