@@ -76,6 +76,12 @@ DescState default_desc(cublasComputeType_t compute, cudaDataType_t scale) {
   s.bias_type = -1;
   s.bias = nullptr;
   s.bias_batch_stride = 0;
+  for (int i = 0; i < 4; ++i) {
+    s.scale[i] = nullptr;
+    s.scale_mode[i] = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  }
+  s.amax_d = nullptr;
+  s.fast_accum = 0;
   return s;
 }
 
@@ -276,6 +282,25 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: status = set_value(s.bias, buf, sizeInBytes); break;
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: status = set_value(s.bias_type, buf, sizeInBytes); break;
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: status = set_value(s.bias_batch_stride, buf, sizeInBytes); break;
+    // FP8 (what they do: cublaslt_matmul.cpp's header, cublaslt_fp8.cpp).
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: status = set_value(s.scale[0], buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: status = set_value(s.scale[1], buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER: status = set_value(s.scale[2], buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER: status = set_value(s.scale[3], buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER: status = set_value(s.amax_d, buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: status = set_value(s.fast_accum, buf, sizeInBytes); break;
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE:
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE:
+    case CUBLASLT_MATMUL_DESC_C_SCALE_MODE:
+    case CUBLASLT_MATMUL_DESC_D_SCALE_MODE: {
+      int32_t mode = 0;
+      status = set_value(mode, buf, sizeInBytes);
+      if (status != CUBLAS_STATUS_SUCCESS) break;
+      // Only tensor-wide scalars; the vector and block scaling modes are not modelled.
+      if (mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+      s.scale_mode[attr - CUBLASLT_MATMUL_DESC_A_SCALE_MODE] = mode;
+      break;
+    }
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   if (status == CUBLAS_STATUS_SUCCESS) store(matmulDesc, s);
@@ -298,6 +323,16 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t 
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return get_value(s.bias, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return get_value(s.bias_type, buf, sizeInBytes, sizeWritten);
     case CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE: return get_value(s.bias_batch_stride, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return get_value(s.scale[0], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return get_value(s.scale[1], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER: return get_value(s.scale[2], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER: return get_value(s.scale[3], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER: return get_value(s.amax_d, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return get_value(s.fast_accum, buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE: return get_value(s.scale_mode[0], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE: return get_value(s.scale_mode[1], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_C_SCALE_MODE: return get_value(s.scale_mode[2], buf, sizeInBytes, sizeWritten);
+    case CUBLASLT_MATMUL_DESC_D_SCALE_MODE: return get_value(s.scale_mode[3], buf, sizeInBytes, sizeWritten);
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
 }

@@ -26,6 +26,45 @@
 //   exceptions being IMMA and fp8 kernels, which the sim does not have.
 //   Epilogues: DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS (no AUX outputs, no gradients).
 //
+// FP8 (cublaslt_fp8.cpp; the documentation's FP8 requirements and its FP8 data-type table, "When
+// A, B, C, and D Use Layouts for FP8"): compute CUBLAS_COMPUTE_32F only (not _PEDANTIC), scale
+// CUDA_R_32F, host pointer mode, TRANSA = T and TRANSB = N ("TN", the rule on Ada and Hopper;
+// the sim is compute capability 9.0), column-major. The rows supported, all of the table's:
+//   AType  BType  CType  DType  bias          table rows
+//   E4M3   E4M3   16BF   16BF   16BF          E4M3 x E4M3, Ctype 16BF
+//   E4M3   E4M3   16BF   E4M3   16BF          E4M3 x E4M3, Ctype 16BF
+//   E4M3   E4M3   16F    E4M3   16F           E4M3 x E4M3, Ctype 16F
+//   E4M3   E4M3   16F    16F    16F           E4M3 x E4M3, Ctype 16F
+//   E4M3   E4M3   32F    32F    16BF          E4M3 x E4M3, Ctype 32F
+//   E4M3   E5M2   16BF   16BF, E4M3 or E5M2   16BF   E4M3 x E5M2, Ctype 16BF
+//   E4M3   E5M2   16F    16F, E4M3 or E5M2    16F    E4M3 x E5M2, Ctype 16F
+//   E4M3   E5M2   32F    32F    16BF          E4M3 x E5M2, Ctype 32F
+//   E5M2   E4M3   (the E4M3 x E5M2 rows again)       E5M2 x E4M3
+// E5M2 x E5M2 is not in the table, nor is an E5M2 D from two E4M3 inputs, nor any row with only
+// one FP8 input: CUBLAS_STATUS_NOT_SUPPORTED. The bias type is the table's (BIAS_DATA_TYPE, when
+// set, must name it: "fp8 kernels with an output type of CUDA_R_32F, CUDA_R_8F_E4M3 or
+// CUDA_R_8F_E5M2" are the exceptions to "bias of D's type"). Dimensions ("pointers and matrix
+// dimension must support 16-byte alignment", the Tensor Core usage rules): k a multiple of 16,
+// m * sizeof(Ctype) and every LD * its element size (D's included) multiples of 16 bytes, and
+// so the strided-batch offsets where BATCH_COUNT > 1, else NOT_SUPPORTED from the heuristic and
+// the matmul; n is free. Pointers: A, B, C and D 16-byte aligned, else NOT_SUPPORTED from the
+// matmul (INVALID_VALUE first where the heuristic's algorithm was promised more), and the
+// heuristic answers NOT_SUPPORTED to MIN_ALIGNMENT_*_BYTES below 16.
+//   What it computes (the documentation's scaling, with the epilogue):
+//     T = epilogue(alpha * scale_A * scale_B * op(A) op(B) + beta * scale_C * C [+ bias])
+//     amax_D = max |T| (AMAX_D_POINTER, set: before scale_D and the conversion to D's type)
+//     D = scale_D * T for an FP8 D, else T; rounded to nearest even, saturating for FP8
+//   A/B/C/D_SCALE_POINTER are device pointers to one float each (null: 1), read when the GEMM
+//   runs, like AMAX_D_POINTER's float written then. A D scale with a D that is not FP8, and any
+//   scale or amax pointer on a matmul that is not FP8, is CUBLAS_STATUS_INVALID_VALUE ("If set
+//   for an unsupported matrix data, scale, and compute type combination"). *_SCALE_MODE other
+//   than CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F (vector, block scaling) is refused by
+//   cublasLtMatmulDescSetAttribute with NOT_SUPPORTED. FAST_ACCUM is accepted and changes
+//   nothing: the sim sums in f32 either way, where a Hopper GPU's fast accumulation keeps
+//   partial sums in the tensor cores' narrower accumulator without promoting them to f32 every
+//   so many k-steps, so results with it set can differ from a GPU's by more than f32 rounding.
+//   Epilogues: as above (DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS; no AUX).
+//
 // Status codes: cublasLtMatmulAlgoGetHeuristic answers CUBLAS_STATUS_INVALID_VALUE only where its
 // documentation says so (requestedAlgoCount <= 0; here also null pointers) and
 // CUBLAS_STATUS_NOT_SUPPORTED for every configuration it has no algorithm for, conflicting
@@ -37,6 +76,7 @@
 // outside the list above.
 #include <cublasLt.h>
 
+#include "sim/cublaslt_fp8.h"
 #include "sim/cublaslt_model.h"
 #include "sim/cublaslt_state.h"
 #include "sim/sim.h"
@@ -49,7 +89,10 @@
 namespace {
 
 using blockscope::sim::cublaslt::Elem;
-using blockscope::sim::cublaslt::elem_of;
+using blockscope::sim::cublaslt::check_fp8_problem;
+using blockscope::sim::cublaslt::fp8_attributes_set;
+using blockscope::sim::cublaslt::is_fp8;
+using blockscope::sim::cublaslt::lt_elem_of;
 using blockscope::sim::cublaslt::elem_size;
 using blockscope::sim::cublaslt::Gemm;
 using blockscope::sim::cublaslt::gemm_name;
@@ -107,24 +150,33 @@ cublasStatus_t check_problem(const DescState& desc, const LayoutState& la, const
 
   // Types.
   Elem ea, eb, ec, ed;
-  if (!elem_of(la.type, &ea) || !elem_of(lb.type, &eb) || !elem_of(lc.type, &ec) || !elem_of(ld.type, &ed))
+  if (!lt_elem_of(la.type, &ea) || !lt_elem_of(lb.type, &eb) || !lt_elem_of(lc.type, &ec) || !lt_elem_of(ld.type, &ed))
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (ea != eb || ec != ed) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (desc.scale_type != CUDA_R_32F || desc.pointer_mode != CUBLASLT_POINTER_MODE_HOST || desc.transc != CUBLAS_OP_N)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  switch (desc.compute_type) {
-    case CUBLAS_COMPUTE_32F:
-    case CUBLAS_COMPUTE_32F_PEDANTIC:
-      if (ea != Elem::F32 && ed != ea && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      if (ea == Elem::F32 && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      p->tf32 = false;
-      break;
-    case CUBLAS_COMPUTE_32F_FAST_TF32:
-      if (ea != Elem::F32 || ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
-      p->tf32 = true;
-      break;
-    default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (is_fp8(ea) || is_fp8(eb) || is_fp8(ec) || is_fp8(ed)) {
+    const cublasStatus_t fp8 = check_fp8_problem(desc, la, lb, lc, ld, ea, eb, ec, ed, p);
+    if (fp8 != CUBLAS_STATUS_SUCCESS) return fp8;
+  } else if (ea != eb || ec != ed) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  } else if (fp8_attributes_set(desc)) {
+    return CUBLAS_STATUS_INVALID_VALUE;  // scales and amax are for FP8 matmuls only
+  }
+  if (!p->fp8) {  // (FP8's compute type was checked with its types)
+    switch (desc.compute_type) {
+      case CUBLAS_COMPUTE_32F:
+      case CUBLAS_COMPUTE_32F_PEDANTIC:
+        if (ea != Elem::F32 && ed != ea && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
+        if (ea == Elem::F32 && ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
+        p->tf32 = false;
+        break;
+      case CUBLAS_COMPUTE_32F_FAST_TF32:
+        if (ea != Elem::F32 || ed != Elem::F32) return CUBLAS_STATUS_NOT_SUPPORTED;
+        p->tf32 = true;
+        break;
+      default:
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
   }
   p->a = {ea, la.ld, la.batch_stride};
   p->b = {eb, lb.ld, lb.batch_stride};
@@ -142,8 +194,9 @@ cublasStatus_t check_problem(const DescState& desc, const LayoutState& la, const
     default: return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   if (p->has_bias) {
-    Elem eb_bias = ed;
-    if (desc.bias_type != -1 && (!elem_of(static_cast<uint32_t>(desc.bias_type), &eb_bias) || eb_bias != ed))
+    const Elem want = p->fp8 ? p->bias_elem : ed;  // FP8: the table's bias type
+    Elem eb_bias = want;
+    if (desc.bias_type != -1 && (!lt_elem_of(static_cast<uint32_t>(desc.bias_type), &eb_bias) || eb_bias != want))
       return CUBLAS_STATUS_NOT_SUPPORTED;
     p->bias_elem = eb_bias;
     if (desc.bias_batch_stride < 0) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -192,7 +245,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t ligh
   if (check_problem(desc, la, lb, lc, ld, &p) != CUBLAS_STATUS_SUCCESS) return CUBLAS_STATUS_NOT_SUPPORTED;
   const Elem elems[4] = {p.a.elem, p.b.elem, p.c.elem, p.d.elem};
   for (int i = 0; i < 4; ++i) {
-    const uint32_t need = static_cast<uint32_t>(elem_size(elems[i]));
+    // FP8: "pointers ... must support 16-byte alignment".
+    const uint32_t need = p.fp8 ? 16u : static_cast<uint32_t>(elem_size(elems[i]));
     if (pref.min_alignment[i] < need || pref.min_alignment[i] % need != 0) return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   if (p.has_bias && !aligned(desc.bias, elem_size(p.bias_elem))) return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -239,6 +293,13 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
   gemm.C = C;
   gemm.D = D;
   gemm.bias = desc.bias;
+  if (p.fp8) {
+    gemm.scale_a = static_cast<const float*>(desc.scale[0]);
+    gemm.scale_b = static_cast<const float*>(desc.scale[1]);
+    gemm.scale_c = static_cast<const float*>(desc.scale[2]);
+    gemm.scale_d = static_cast<const float*>(desc.scale[3]);
+    gemm.amax_d = static_cast<float*>(desc.amax_d);
+  }
 
   const bool empty = p.m == 0 || p.n == 0;
   if (!empty) {
@@ -247,8 +308,9 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
     if (gemm.beta != 0.0 && C == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
     if (p.has_bias && desc.bias == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
   }
-  // In place (C == D): "C and D" share memory, so they must share the layout too.
-  if (C != nullptr && C == D && (lc.ld != ld.ld || lc.batch_stride != ld.batch_stride))
+  // In place (C == D): "C and D" share memory, so they must share the layout too (and the type:
+  // an FP8 D with a 16-bit C cannot be in place).
+  if (C != nullptr && C == D && (lc.ld != ld.ld || lc.batch_stride != ld.batch_stride || lc.type != ld.type))
     return CUBLAS_STATUS_INVALID_VALUE;
 
   // Alignment: every operand to its element size; with an algorithm from the heuristic, to the
@@ -266,6 +328,14 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasL
     if (!aligned(ptrs[i], elem_size(elems[i])) || !aligned(ptrs[i], promised[i])) return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (p.has_bias && !aligned(desc.bias, elem_size(p.bias_elem))) return CUBLAS_STATUS_INVALID_VALUE;
+  if (p.fp8) {
+    // The scale factors and amax are floats.
+    for (const void* s : {desc.scale[0], desc.scale[1], desc.scale[2], desc.scale[3], static_cast<const void*>(desc.amax_d)})
+      if (!aligned(s, sizeof(float))) return CUBLAS_STATUS_INVALID_VALUE;
+    // The FP8 kernels need every matrix 16-byte aligned: a configuration no kernel has.
+    for (int i = 0; i < 4; ++i)
+      if (ptrs[i] != nullptr && !aligned(ptrs[i], 16)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
 
   if (empty) return CUBLAS_STATUS_SUCCESS;  // nothing to launch
   const std::string name = gemm_name(p);

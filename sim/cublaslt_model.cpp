@@ -11,6 +11,14 @@
 //   would make the sim's GEMMs more accurate than any GPU's, and so make the paths built on them
 //   look better in the accuracy rule than they would on a GPU.) beta == 0: C is not read (it may
 //   hold NaN or be nullptr), as BLAS defines for beta == 0.
+// FP8 (A and B CUDA_R_8F_E4M3/E5M2): the same f32 structure. The FP8 inputs convert exactly to
+//   float; alpha * scale_a * scale_b and beta * scale_c are formed in f32 and take alpha's and
+//   beta's places; after the epilogue amax is max |v| and, for an FP8 D, v is multiplied by
+//   scale_d in f32 and rounded once to nearest even, saturating (satfinite), to D's format.
+//   CUBLASLT_MATMUL_DESC_FAST_ACCUM changes nothing here: on Hopper it keeps the partial sums in
+//   the tensor cores' own, narrower, accumulator without promoting them to f32 every so many
+//   k-steps; the sim does not model that, so with it set a GPU's results can differ from the
+//   sim's by more than f32 rounding.
 
 #include "sim/cublaslt_model.h"
 
@@ -147,6 +155,8 @@ double load_elem(const void* base, int64_t index, Elem e, bool tf32) {
       std::memcpy(&b, static_cast<const char*>(base) + index * 2, 2);
       return bf16_to_double(b);
     }
+    case Elem::E4M3:
+    case Elem::E5M2: return fp8_to_double(static_cast<const uint8_t*>(base)[index], e);
   }
   return 0.0;
 }
@@ -169,6 +179,8 @@ void store_elem(void* base, int64_t index, Elem e, double v) {
       std::memcpy(p + index * 2, &b, 2);
       return;
     }
+    case Elem::E4M3:
+    case Elem::E5M2: reinterpret_cast<uint8_t*>(p)[index] = double_to_fp8(v, e); return;
   }
 }
 
@@ -182,8 +194,17 @@ bool elem_of(uint32_t type, Elem* out) {
     default: return false;
   }
 }
-size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : 2; }
-const char* elem_name(Elem e) { return e == Elem::F32 ? "f32" : e == Elem::F16 ? "f16" : "bf16"; }
+size_t elem_size(Elem e) { return e == Elem::F32 ? 4 : is_fp8(e) ? 1 : 2; }
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::F32: return "f32";
+    case Elem::F16: return "f16";
+    case Elem::BF16: return "bf16";
+    case Elem::E4M3: return "e4m3";
+    case Elem::E5M2: return "e5m2";
+  }
+  return "?";
+}
 
 const char* intern_name(const std::string& name) {
   static std::mutex mutex;
@@ -195,7 +216,12 @@ const char* intern_name(const std::string& name) {
 std::string gemm_name(const Problem& p) {
   std::string name = "sim_gemm_";
   name += p.tf32 ? "tf32" : elem_name(p.a.elem);
-  if (p.d.elem != p.a.elem) {
+  if (p.b.elem != p.a.elem) {  // FP8 with mixed inputs: A's, B's and D's types, always
+    name += "_";
+    name += elem_name(p.b.elem);
+    name += "_";
+    name += elem_name(p.d.elem);
+  } else if (p.d.elem != p.a.elem) {
     name += "_";
     name += elem_name(p.d.elem);
   }
@@ -240,6 +266,18 @@ void Gemm::operator()() const {
   if (beta != 0.0) check_extent("C", C, p.m, p.n, p.c.ld, p.c.stride, p.batch, p.c.elem);
   check_extent("D", D, p.m, p.n, p.d.ld, p.d.stride, p.batch, p.d.elem);
   if (p.has_bias) check_extent("bias", bias, p.m, 1, static_cast<int64_t>(p.m), p.bias_batch_stride, p.batch, p.bias_elem);
+  // FP8: the scale factors (one device float each, read now, in stream order; null: 1) and
+  // the amax output.
+  const float* scales[4] = {scale_a, scale_b, scale_c, scale_d};
+  const char* scale_names[4] = {"scale_a", "scale_b", "scale_c", "scale_d"};
+  float scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (int i = 0; i < 4; ++i) {
+    if (!p.fp8 || scales[i] == nullptr) continue;
+    check_extent(scale_names[i], scales[i], 1, 1, 1, 0, 1, Elem::F32);
+    note_op_access(scales[i], sizeof(float), false);
+    scale[i] = *scales[i];
+  }
+  if (p.fp8 && amax_d != nullptr) check_extent("amax_d", amax_d, 1, 1, 1, 0, 1, Elem::F32);
   // For the sim's checks: what the GEMM reads (bounding ranges) and writes (D's columns).
   const auto span = [this](uint64_t rows, uint64_t cols, int64_t ld, int64_t stride, Elem e) {
     return static_cast<size_t>((static_cast<int64_t>(p.batch) - 1) * stride + (static_cast<int64_t>(cols) - 1) * ld +
@@ -257,6 +295,12 @@ void Gemm::operator()() const {
       note_written(column, static_cast<size_t>(m) * elem_size(p.d.elem));
     }
   }
+  // alpha * scale_a * scale_b and beta * scale_c, in f32 (all 1 but alpha's and beta's when
+  // not FP8, so those GEMMs are unchanged); scale_d for an FP8 D.
+  const float alpha_f = static_cast<float>(alpha) * scale[0] * scale[1];
+  const float beta_f = static_cast<float>(beta) * scale[2];
+  const bool scale_out = p.fp8 && is_fp8(p.d.elem);
+  float amax = 0.0f;
   std::vector<float> a_rows(static_cast<size_t>(m * k));  // op(A) row i at [i * k]
   std::vector<float> b_cols(static_cast<size_t>(n * k));  // op(B) column j at [j * k]
   for (int32_t batch = 0; batch < p.batch; ++batch) {
@@ -275,16 +319,25 @@ void Gemm::operator()() const {
     for (int64_t j = 0; j < n; ++j) {
       const float* bj = b_cols.data() + j * k;
       for (int64_t i = 0; i < m; ++i) {
-        float v = static_cast<float>(alpha) * dot_fma(a_rows.data() + i * k, bj, k);
-        if (beta != 0.0) v += static_cast<float>(beta) * static_cast<float>(load_elem(C, c_off + i + j * p.c.ld, p.c.elem, false));
+        float v = alpha_f * dot_fma(a_rows.data() + i * k, bj, k);
+        if (beta != 0.0) v += beta_f * static_cast<float>(load_elem(C, c_off + i + j * p.c.ld, p.c.elem, false));
         if (p.has_bias) v += static_cast<float>(load_elem(bias, batch * p.bias_batch_stride + i, p.bias_elem, false));
         // "ReLu, apply ReLu point-wise transform to the results (x:=max(x, 0))"; fmax, so a
         // NaN becomes 0, as the library is reported to do.
         if (p.relu) v = std::fmax(v, 0.0);
         if (p.gelu) v = gelu_tanh(v);
+        // amax: of the result before scale_d and the conversion to D's type (fmax: a NaN
+        // element does not make it NaN).
+        amax = std::fmax(amax, std::fabs(v));
+        if (scale_out) v *= scale[3];
         store_elem(D, d_off + i + j * p.d.ld, p.d.elem, v);
       }
     }
+  }
+  if (p.fp8 && amax_d != nullptr) {
+    note_op_access(amax_d, sizeof(float), true);
+    note_written(amax_d, sizeof(float));
+    *amax_d = amax;
   }
 }
 

@@ -45,6 +45,12 @@ struct DescState {
   int32_t bias_type;  // -1: Dtype
   const void* bias;
   int64_t bias_batch_stride;
+  // FP8 (cublaslt_fp8.cpp): A/B/C/D_SCALE_POINTER (each a device float; null: 1), AMAX_D_POINTER
+  // (a device float; null: not computed), A/B/C/D_SCALE_MODE (SCALAR_32F only), FAST_ACCUM.
+  const void* scale[4];  // A, B, C, D
+  void* amax_d;
+  int32_t scale_mode[4];  // A, B, C, D
+  int8_t fast_accum;
 };
 static_assert(sizeof(DescState) <= sizeof(cublasLtMatmulDescOpaque_t), "desc state too big");
 
