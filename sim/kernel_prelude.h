@@ -14,7 +14,8 @@
 //
 // The toolkit's headers are included first, in host mode; then __CUDACC__ and __CUDA_ARCH__
 // (900, the simulated H200) are defined, so arch-guarded kernel code compiles as it would for
-// sm_90. Headers that need nvcc's device mode beyond that are not supported (cub, thrust, mma.h,
+// sm_90 (<cuda_fp8.h> is one of the host-mode headers: its arch-guarded inline PTX cannot run,
+// its C conversions give the same codes). Headers that need nvcc's device mode beyond that are not supported (cub, thrust, mma.h,
 // cuda/pipeline); <cooperative_groups.h> is the simulator's own (sim/cuda_include/).
 //
 // Differences from a GPU worth knowing:
@@ -33,6 +34,7 @@
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>  // host mode: its conversions' C code (on sm_89+ GPUs, cvt.rn.satfinite; same codes)
 
 #include <atomic>
 #include <chrono>
