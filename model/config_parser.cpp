@@ -39,7 +39,12 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   parse_workload_kind(top.get_choice("workload", "", workload_names(), "workload"), &config.kind);
   config.device = read_device(top);
   std::vector<std::string> dtypes;
-  for (DType d : kDTypes) dtypes.push_back(dtype_name(d));
+  for (DType d : kComputeDTypes) dtypes.push_back(dtype_name(d));
+  DType storage_only;
+  if (top.has("dtype") && parse_dtype(top.get_string("dtype", ""), &storage_only) && is_fp8(storage_only)) {
+    top.fail("dtype", std::string(dtype_name(storage_only)) + " is a storage type: a workload computes in " +
+                          join_list(dtypes) + " (docs/FP8.md)");
+  }
   const std::string dtype = top.get_choice("dtype", "f32", dtypes, "dtype");
   parse_dtype(dtype, &config.dtype);
   config.seed = static_cast<uint64_t>(top.get_int("seed", 0, 0, std::numeric_limits<int64_t>::max()));

@@ -56,6 +56,8 @@ const char* safetensors_dtype_name(DType dtype) {
     case DType::f32: return "F32";
     case DType::f16: return "F16";
     case DType::bf16: return "BF16";
+    case DType::fp8_e4m3: return "F8_E4M3";
+    case DType::fp8_e5m2: return "F8_E5M2";
   }
   return "?";
 }
@@ -64,7 +66,7 @@ const char* safetensors_dtype_name(DType dtype) {
 // rather than "unknown", so the user knows the file is fine but needs converting).
 bool is_other_safetensors_dtype(const std::string& name) {
   static const std::set<std::string> others = {"BOOL", "U8",  "I8",  "I16", "U16",     "I32",     "U32",
-                                               "I64",  "U64", "F64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
+                                               "I64",  "U64", "F64", "F8_E8M0",
                                                "F4",   "F6_E2M3", "F6_E3M2", "C64"};
   return others.count(name) > 0;
 }
@@ -197,14 +199,12 @@ TensorLocation parse_entry(const std::string& name, const Json& info, uint64_t d
   const Json& dtype = info.at("dtype");
   if (!dtype.is_string()) report.fail_tensor(name, "dtype must be a string, got ", json_type_name(dtype));
   const std::string dtype_text = dtype.get<std::string>();
-  if (dtype_text == "F32") {
-    location.dtype = DType::f32;
-  } else if (dtype_text == "F16") {
-    location.dtype = DType::f16;
-  } else if (dtype_text == "BF16") {
-    location.dtype = DType::bf16;
+  const DType* known = std::find_if(std::begin(kDTypes), std::end(kDTypes),
+                                    [&](DType d) { return dtype_text == safetensors_dtype_name(d); });
+  if (known != std::end(kDTypes)) {
+    location.dtype = *known;
   } else if (is_other_safetensors_dtype(dtype_text)) {
-    report.fail_tensor(name, "unsupported dtype ", dtype_text, " (blockscope reads F32, F16 and BF16)");
+    report.fail_tensor(name, "unsupported dtype ", dtype_text, " (blockscope reads F32, F16, BF16, F8_E4M3 and F8_E5M2)");
   } else {
     report.fail_tensor(name, "unknown dtype \"", dtype_text, "\"");
   }
@@ -469,7 +469,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 void check_finite(const std::vector<float>& values, DType dtype, const std::string& what) {
   // Above the dtype's largest finite value a value may round to infinity (f16: 65504; from
   // 65520 on it does); only those need the conversion.
-  const float largest = dtype == DType::f16 ? 65504.0f : dtype == DType::bf16 ? 3.3895314e38f : FLT_MAX;
+  const float largest = static_cast<float>(dtype_max_finite(dtype));
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       throw InputError(what + " holds " + fmt::format("{}", values[i]) + " at index " + std::to_string(i) +

@@ -23,6 +23,7 @@ const char* family_name(Family family) {
     case Family::rope: return "rope";
     case Family::copy: return "copy";
     case Family::collective: return "collective";
+    case Family::precision: return "precision";
   }
   return "?";
 }
@@ -53,6 +54,7 @@ uint32_t family_colour(Family family) {
     case Family::rope: return 0xffe377c2;
     case Family::copy: return 0xff7f7f7f;
     case Family::collective: return 0xffbcbd22;
+    case Family::precision: return 0xff17becf;
   }
   return 0xff000000;
 }

@@ -7,7 +7,8 @@ namespace blockscope::profiler {
 
 // Op families decide the colour of a range in the Nsight timeline.
 // collective: communication between ranks (tensor parallelism's all_reduce).
-enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy, collective };
+// `precision`: the FP8 casts and scaling kernels (ops/precision/).
+enum class Family { region, linear, attention, softmax, norm, activation, elementwise, rope, copy, collective, precision };
 
 // "linear", "softmax", ... (the op catalogue in `blockscope info --format json`).
 const char* family_name(Family family);

@@ -298,7 +298,7 @@ Profile profile_from_json(const json& document, const std::string& source) {
       op.input_shapes.push_back(shape);
     }
     const std::string dtype = r.string("dtype");
-    if (!parse_dtype(dtype, &op.dtype)) r.fail(r.path("dtype"), "unknown dtype '" + dtype + "' (f32, f16, bf16)");
+    if (!parse_dtype(dtype, &op.dtype)) r.fail(r.path("dtype"), "unknown dtype '" + dtype + "' (f32, f16, bf16, fp8_e4m3, fp8_e5m2)");
     op.parent = r.int32("parent");
     if (op.parent < -1 || op.parent >= static_cast<int>(i)) {
       r.fail(r.path("parent"), "must be -1 or the index of an earlier op, got " + std::to_string(op.parent));

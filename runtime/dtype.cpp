@@ -1,6 +1,7 @@
 #include "runtime/dtype.h"
 
 #include <cmath>
+#include <limits>
 
 namespace blockscope {
 
@@ -8,6 +9,8 @@ bool parse_dtype(const std::string& text, DType* out) {
   if (text == "f32" || text == "float32" || text == "fp32") { *out = DType::f32; return true; }
   if (text == "f16" || text == "float16" || text == "fp16") { *out = DType::f16; return true; }
   if (text == "bf16" || text == "bfloat16") { *out = DType::bf16; return true; }
+  if (text == "fp8_e4m3" || text == "float8_e4m3fn" || text == "e4m3") { *out = DType::fp8_e4m3; return true; }
+  if (text == "fp8_e5m2" || text == "float8_e5m2" || text == "e5m2") { *out = DType::fp8_e5m2; return true; }
   return false;
 }
 
@@ -16,6 +19,19 @@ double dtype_epsilon(DType dtype) {
     case DType::f32: return std::ldexp(1.0, -24);
     case DType::f16: return std::ldexp(1.0, -11);
     case DType::bf16: return std::ldexp(1.0, -8);
+    case DType::fp8_e4m3: return std::ldexp(1.0, -4);
+    case DType::fp8_e5m2: return std::ldexp(1.0, -3);
+  }
+  return 0.0;
+}
+
+double dtype_max_finite(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return static_cast<double>(std::numeric_limits<float>::max());
+    case DType::f16: return 65504.0;
+    case DType::bf16: return static_cast<double>(bf16_to_float(bf16{0x7f7f}));
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2: return static_cast<double>(fp8_max_finite(fp8_format(dtype)));
   }
   return 0.0;
 }

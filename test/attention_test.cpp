@@ -130,7 +130,7 @@ TEST_P(Attention, EveryPathWithinTheAccuracyRule) {
       {1, 1, 1, 1000, 1000, 64, true}, // seq 1000
   };
   for (const AttentionCase& c : cases) {
-    for (DType dtype : bt::all_dtypes()) {
+    for (DType dtype : bt::compute_dtypes()) {
       if (c.long_sequence && dtype == DType::f16) continue;
       for (bool causal : {true, false}) {
         const uint64_t seed = bt::fresh_seed();
@@ -218,7 +218,7 @@ TEST_P(Attention, FlashOnTileTailsGqaAndLargeLogits) {
       {2, 2, 45, 60, 96, 2.0f},  {2, 1, 130, 130, 64, 8.0f}, {1, 1, 129, 129, 128, 6.0f},
   };
   for (const FlashCase& c : cases) {
-    for (DType dtype : bt::all_dtypes()) {
+    for (DType dtype : bt::compute_dtypes()) {
       for (bool causal : {true, false}) expect_flash_case(ctx, c, dtype, causal);
     }
   }
@@ -302,7 +302,7 @@ TEST_P(Attention, FlashReadsStridedHeadsWithoutACopy) {
   Context ctx(GetParam());
   const int64_t batch = 2, heads = 4, kv_heads = 2, seq = 70;
   for (int64_t d : {64, 128, 40}) {
-    for (DType dtype : bt::all_dtypes()) {
+    for (DType dtype : bt::compute_dtypes()) {
       const uint64_t seed = bt::fresh_seed();
       SCOPED_TRACE(::testing::Message() << "seed " << seed << " D " << d << " " << dtype_name(dtype));
       Tensor qkv = bt::random_tensor(ctx, {batch, seq, heads + 2 * kv_heads, d}, dtype, seed, -2.0f, 2.0f);
@@ -497,7 +497,7 @@ TEST_P(CudaOps, FlashAttentionMatchesTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kComputeDTypes), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -238,6 +238,10 @@ TEST(Config, UnknownPathDtypeDeviceAndWorkload) {
   expect_error_at(std::string(kBlock) + "paths: {attention: flashy}\n", 7, 20,
                   "paths.attention: unknown attention path 'flashy'; did you mean 'flash'?");
   expect_error_at(std::string(kBlock) + "dtype: fp8\n", 7, 8, "dtype: unknown dtype 'fp8'");
+  // FP8 is a storage type (runtime/dtype.h): named as such, not as unknown.
+  expect_error_at(std::string(kBlock) + "dtype: fp8_e4m3\n", 7, 8,
+                  "dtype: fp8_e4m3 is a storage type: a workload computes in f32, f16, bf16 (docs/FP8.md)");
+  expect_error_at(std::string(kBlock) + "dtype: float8_e5m2\n", 7, 8, "dtype: fp8_e5m2 is a storage type");
   expect_error_at(std::string(kBlock) + "device: tpu\n", 7, 9, "device: unknown device 'tpu'");
   expect_error_at("workload: blocks\n", 1, 11, "workload: unknown workload 'blocks'; did you mean 'block'?");
   expect_error_at(std::string(kBlock) + "paths: {mlp: fused}\n", 7, 14, "paths.mlp: fused applies to gated MLPs");

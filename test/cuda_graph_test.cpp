@@ -156,7 +156,7 @@ TEST_P(CudaGraphTest, ReplayWithoutCaptureIsAnError) {
   EXPECT_THROW(graph.replay(), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGraphTest, ::testing::ValuesIn(kDTypes),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGraphTest, ::testing::ValuesIn(kComputeDTypes),
                          [](const ::testing::TestParamInfo<DType>& info) { return std::string(dtype_name(info.param)); });
 
 #else

@@ -184,7 +184,7 @@ TEST_P(CudaKernels, LaunchHelperRecordsConfigurationRegistersAndOccupancy) {
   EXPECT_GE(kernel.device_end_us, kernel.device_start_us);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::ValuesIn(kDTypes),
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaKernels, ::testing::ValuesIn(kComputeDTypes),
                          dtype_param_name);
 
 }  // namespace

@@ -735,7 +735,7 @@ TEST_P(CudaOps, LinearWeightStreamingRuleIsVisibleInTheKernelTable) {
       {"BLOCKSCOPE_LINEAR_WEIGHT_STREAMING", "always"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kComputeDTypes), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

@@ -104,7 +104,7 @@ TEST(MpiCommunicator, SumsEveryDtypeWithinTheFloat64OracleAndTheSameBitsOnEveryR
   Communicator& comm = *world();
   const uint64_t base = shared_seed(comm);
   Context cpu(Device::cpu());
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kComputeDTypes) {
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{1000003}}) {
       const uint64_t seed = base + static_cast<uint64_t>(n) * 31 + static_cast<uint64_t>(dtype);
       SCOPED_TRACE(::testing::Message() << "base seed " << seed << " " << dtype_name(dtype) << " n=" << n << " rank "
@@ -137,7 +137,7 @@ TEST(MpiCommunicator, ChunkedMessagesSumAsOneDoes) {
   Communicator& comm = *world();
   const uint64_t base = shared_seed(comm);
   Context cpu(Device::cpu());
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kComputeDTypes) {
     SCOPED_TRACE(::testing::Message() << "base seed " << base << " " << dtype_name(dtype) << " rank " << comm.rank());
     const Shape shape{100003};
     const Tensor input = bt::random_tensor(cpu, shape, dtype, rank_seed(base, comm.rank()));
@@ -187,7 +187,7 @@ TEST(MpiCommunicator, ReduceScatterAndAllGatherAgainstTheOracle) {
   const uint64_t base = shared_seed(comm);
   Context cpu(Device::cpu());
   const int64_t ranks = comm.size();
-  for (DType dtype : kDTypes) {
+  for (DType dtype : kComputeDTypes) {
     for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{4099}}) {
       const uint64_t seed = base + static_cast<uint64_t>(n) * 17 + static_cast<uint64_t>(dtype);
       SCOPED_TRACE(::testing::Message() << "base seed " << seed << " " << dtype_name(dtype) << " n=" << n << " rank "
@@ -271,7 +271,7 @@ TEST(MpiAllReduceOp, RecordsOneOpWithTheBusBytesAndSums) {
   for (const Device& device : bt::test_devices()) {
     std::string reason;
     if (!bt::device_runnable(device, &reason)) continue;  // the same on every rank: one machine
-    for (DType dtype : kDTypes) {
+    for (DType dtype : kComputeDTypes) {
       SCOPED_TRACE(::testing::Message() << "base seed " << base << " " << device.str() << " " << dtype_name(dtype));
       Context cpu(Device::cpu()), ctx(device);
       const Shape shape{37, 3, 5};

@@ -163,7 +163,7 @@ TEST_P(CudaOps, NormsOnRowStridedViews) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kComputeDTypes), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

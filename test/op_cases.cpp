@@ -16,15 +16,18 @@
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/fp8_linear/fp8_linear.h"
 #include "ops/linear/batched_matmul.h"
 #include "ops/linear/linear.h"
 #include "ops/mlp/mlp.h"
 #include "ops/norm/norm.h"
+#include "ops/precision/precision.h"
 #include "ops/reduce_scatter/reduce_scatter.h"
 #include "ops/rope/rope.h"
 #include "ops/softmax/softmax.h"
 #include "profiler/recorder.h"
 #include "reference/attention_reference.h"
+#include "reference/fp8_reference.h"
 #include "reference/ops_reference.h"
 #include "test/accuracy_bounds.h"
 #include "test/support/test_support.h"
@@ -39,11 +42,11 @@ using Needles = std::vector<std::string>;
 
 // ---- building blocks -----------------------------------------------------------------------
 
-InputSpec input(Shape shape, float lo = -1.0f, float hi = 1.0f) { return {std::move(shape), lo, hi, nullptr, false}; }
+InputSpec input(Shape shape, float lo = -1.0f, float hi = 1.0f) { return {std::move(shape), lo, hi, nullptr, false, nullptr}; }
 InputSpec viewed(Shape made, std::function<Tensor(const Tensor&)> view, float lo = -1.0f, float hi = 1.0f) {
-  return {std::move(made), lo, hi, std::move(view), false};
+  return {std::move(made), lo, hi, std::move(view), false, nullptr};
 }
-InputSpec absent() { return {{}, 0.0f, 0.0f, nullptr, true}; }
+InputSpec absent() { return {{}, 0.0f, 0.0f, nullptr, true, nullptr}; }
 // A weight of fan-in `fan_in`, uniform in ±1/√fan_in, so activations stay O(1).
 InputSpec weight(Shape shape, int64_t fan_in) {
   const float bound = 1.0f / std::sqrt(static_cast<float>(std::max<int64_t>(fan_in, 1)));
@@ -581,6 +584,311 @@ OpCases rope_cases() {
   return entry;
 }
 
+// ---- precision (FP8 casts) -------------------------------------------------------------------
+// The harness's dtype is the compute side's: x of quantize and amax, y of dequantize.
+
+InputSpec fixed(Shape shape, DType dtype, float lo, float hi) {
+  InputSpec spec = input(std::move(shape), lo, hi);
+  spec.dtype = [dtype](DType) { return dtype; };
+  return spec;
+}
+reference::Fp8Kind fp8_kind(DType dtype) {
+  return dtype == DType::fp8_e5m2 ? reference::Fp8Kind::e5m2 : reference::Fp8Kind::e4m3;
+}
+const std::vector<Shape> kPrecisionShapes = {{7, 33}, {1, 1}, {3, 2500}, {2, 3, 17}, {0, 8}};
+const std::vector<DType> kFp8Types = {DType::fp8_e4m3, DType::fp8_e5m2};
+
+// Scales up to 200 over x in ±4: a share of each case saturates (|x · scale| > 448 in e4m3).
+OpCases quantize_cases() {
+  OpCases entry{"quantize", {}, {}};
+  entry.takes_fp8 = true;
+  for (const DType fp8 : kFp8Types) {
+    for (const Shape& s : kPrecisionShapes) {
+      OpCase c;
+      c.label = shape_label(s) + " to " + dtype_name(fp8);
+      c.call = sizes(rows_of(s));
+      c.inputs = {input(s, -4.0f, 4.0f), fixed({1}, DType::f32, 0.5f, 200.0f)};
+      c.output = s;
+      c.output_dtype = fp8;
+      c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::quantize(ctx, in[0], in[1], out); };
+      c.reference = [fp8](const Refs& in) { return reference::quantize(in[0], in[1].data[0], fp8_kind(fp8)); };
+      c.accuracy = exact();
+      c.bit_identical_across_devices = true;
+      entry.cases.push_back(std::move(c));
+    }
+    // With the running amax (inputs[0], updated in place): max(amax, max |x|). Not of an empty x:
+    // the case's output (the amax) has an element where the op's (y) has none.
+    for (const Shape& s : kPrecisionShapes) {
+      if (shape_numel(s) == 0) continue;
+      OpCase c;
+      c.label = shape_label(s) + " to " + dtype_name(fp8) + ", running amax";
+      c.call = sizes(rows_of(s), {{"amax", true}});
+      c.inputs = {fixed({1}, DType::f32, 0.0f, 3.0f), input(s, -4.0f, 4.0f), fixed({1}, DType::f32, 0.5f, 200.0f)};
+      c.output = {1};
+      c.in_place_only = true;
+      c.run = [fp8](Context& ctx, const Tensors& in, Tensor& out) {
+        Tensor y = ctx.empty(in[1].shape(), fp8);
+        ops::quantize(ctx, in[1], in[2], y, out);
+      };
+      c.reference = [](const Refs& in) {
+        RefTensor running = reference::amax(in[1]);
+        running.data[0] = std::max(running.data[0], in[0].data[0]);
+        return running;
+      };
+      c.accuracy = exact();
+      c.bit_identical_across_devices = true;
+      entry.cases.push_back(std::move(c));
+    }
+  }
+  entry.bad_calls = {
+      {"y not FP8",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({4, 8}, dt);
+         *needles = {"quantize", y.str(), "fp8_e4m3 or fp8_e5m2"};
+         ops::quantize(ctx, x, scale, y);
+       }},
+      {"x FP8",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, DType::fp8_e4m3), scale = ctx.empty({1}, DType::f32);
+         Tensor y = ctx.empty({4, 8}, DType::fp8_e4m3);
+         *needles = {"quantize", x.str(), "f32, f16 or bf16"};
+         ops::quantize(ctx, x, scale, y);
+       }},
+      {"a scale of two elements",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({2}, DType::f32), y = ctx.empty({4, 8}, DType::fp8_e4m3);
+         *needles = {"quantize", "scale", scale.str(), "one element"};
+         ops::quantize(ctx, x, scale, y);
+       }},
+      {"a bf16 amax",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({4, 8}, DType::fp8_e5m2);
+         Tensor amax = ctx.empty({1}, DType::bf16);
+         *needles = {"quantize", "amax", amax.str(), "f32"};
+         ops::quantize(ctx, x, scale, y, amax);
+       }},
+      {"amax is the scale",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({4, 8}, DType::fp8_e4m3);
+         *needles = {"quantize", "the scale itself"};
+         ops::quantize(ctx, x, scale, y, scale);
+       }},
+      {"shapes differ",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({8, 4}, DType::fp8_e4m3);
+         *needles = {"quantize", x.str(), y.str(), "same shape"};
+         ops::quantize(ctx, x, scale, y);
+       }},
+      {"a strided x",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({8, 4}, dt).transpose(0, 1), scale = ctx.empty({1}, DType::f32);
+         Tensor y = ctx.empty({4, 8}, DType::fp8_e4m3);
+         *needles = {"quantize", x.str(), "contiguous"};
+         ops::quantize(ctx, x, scale, y);
+       }},
+  };
+  return entry;
+}
+
+// FP8 inputs across their range (±400, rounded to the format); scale_inv keeps f16 outputs
+// normal (above 2^-14).
+OpCases dequantize_cases() {
+  OpCases entry{"dequantize", {}, {}};
+  entry.takes_fp8 = true;
+  for (const DType fp8 : kFp8Types) {
+    for (const Shape& s : kPrecisionShapes) {
+      OpCase c;
+      c.label = shape_label(s) + " from " + dtype_name(fp8);
+      c.call = sizes(rows_of(s));
+      c.inputs = {fixed(s, fp8, -400.0f, 400.0f), fixed({1}, DType::f32, 0.25f, 2.0f)};
+      c.output = s;
+      c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::dequantize(ctx, in[0], in[1], out); };
+      c.reference = [](const Refs& in) { return reference::dequantize(in[0], in[1].data[0]); };
+      c.accuracy = one_rounding();
+      c.bit_identical_across_devices = true;
+      entry.cases.push_back(std::move(c));
+    }
+  }
+  entry.bad_calls = {
+      {"x not FP8",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({4, 8}, dt);
+         *needles = {"dequantize", x.str(), "fp8_e4m3 or fp8_e5m2"};
+         ops::dequantize(ctx, x, scale, y);
+       }},
+      {"y FP8",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, DType::fp8_e5m2), scale = ctx.empty({1}, DType::f32);
+         Tensor y = ctx.empty({4, 8}, DType::fp8_e4m3);
+         *needles = {"dequantize", y.str(), "f32, f16 or bf16"};
+         ops::dequantize(ctx, x, scale, y);
+       }},
+      {"an f16 scale_inv",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, DType::fp8_e4m3), scale = ctx.empty({1}, DType::f16), y = ctx.empty({4, 8}, dt);
+         *needles = {"dequantize", "scale_inv", scale.str(), "f32"};
+         ops::dequantize(ctx, x, scale, y);
+       }},
+  };
+  return entry;
+}
+
+OpCases amax_cases() {
+  OpCases entry{"amax", {}, {}};
+  for (const Shape& s : kPrecisionShapes) {
+    OpCase c;
+    c.label = shape_label(s);
+    c.call = sizes(rows_of(s));
+    c.inputs = {input(s, -5.0f, 3.0f)};
+    c.output = {1};
+    c.output_dtype = DType::f32;
+    c.run = [](Context& ctx, const Tensors& in, Tensor& out) { ops::amax(ctx, in[0], out); };
+    c.reference = [](const Refs& in) { return reference::amax(in[0]); };
+    c.accuracy = exact();
+    c.bit_identical_across_devices = true;
+    entry.cases.push_back(std::move(c));
+  }
+  entry.bad_calls = {
+      {"an amax of two elements",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), out = ctx.empty({2}, DType::f32);
+         *needles = {"amax", out.str(), "one element"};
+         ops::amax(ctx, x, out);
+       }},
+      {"a strided x",
+       [](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({8, 4}, dt).transpose(0, 1), out = ctx.empty({1}, DType::f32);
+         *needles = {"amax", x.str(), "contiguous"};
+         ops::amax(ctx, x, out);
+       }},
+  };
+  return entry;
+}
+
+// The FP8 GEMM: x e4m3 and w e4m3 or e5m2, their dequantisation factors about 1/40, into y of
+// the harness's type. The reference multiplies the scaled FP8 values exactly, so the bound is a
+// linear's of y's type (the FP8 inputs are exact). FP8 outputs: test/fp8_linear_test.cpp.
+OpCases fp8_linear_cases() {
+  OpCases entry{"fp8_linear", {}, {}};
+  entry.takes_fp8 = true;
+  struct Size {
+    int64_t rows, in, out;
+  };
+  const auto bias_type = [](DType y) { return y == DType::f16 ? DType::f16 : DType::bf16; };
+  for (const Size& s : std::vector<Size>{{1, 16, 16}, {7, 32, 48}, {33, 64, 16}, {0, 16, 32}, {5, 128, 80}}) {
+    for (const DType w_type : kFp8Types) {
+      for (bool bias : {false, true}) {
+        for (bool gelu : {false, true}) {
+          const bool amax = bias && !gelu;  // the amax output given (its value: fp8_linear_test.cpp)
+          OpCase c;
+          c.label = "x [" + std::to_string(s.rows) + ", " + std::to_string(s.in) + "] out " + std::to_string(s.out) +
+                    " w " + dtype_name(w_type) + (bias ? " bias" : "") + (gelu ? " gelu" : "") + (amax ? " amax" : "");
+          c.call = sizes({{"M", s.rows}, {"K", s.in}, {"N", s.out}}, {{"bias", bias}, {"gelu", gelu}, {"amax", amax}});
+          InputSpec b = bias ? input({s.out}) : absent();
+          if (bias) b.dtype = bias_type;
+          c.inputs = {fixed({s.rows, s.in}, DType::fp8_e4m3, -4.0f, 4.0f), fixed({1}, DType::f32, 0.01f, 0.04f),
+                      fixed({s.out, s.in}, w_type, -2.0f, 2.0f), fixed({1}, DType::f32, 0.01f, 0.04f), b};
+          c.output = {s.rows, s.out};
+          c.run = [gelu, amax](Context& ctx, const Tensors& in, Tensor& out) {
+            ops::Fp8LinearOptions options;
+            options.gelu = gelu;
+            if (amax) options.out_amax = ctx.empty({1}, DType::f32);
+            ops::fp8_linear(ctx, in[0], in[1], in[2], in[3], in[4], out, options);
+          };
+          const auto scaled = [](const Refs& in) {
+            RefTensor x = in[0], w = in[2];
+            for (double& v : x.data) v *= in[1].data[0];
+            for (double& v : w.data) v *= in[3].data[0];
+            return std::make_pair(x, w);
+          };
+          c.reference = [gelu, scaled](const Refs& in) {
+            const auto [x, w] = scaled(in);
+            const RefTensor pre = reference::linear(x, w, optional(in[4]), true);
+            return gelu ? reference::activation(pre, ops::Activation::gelu_tanh) : pre;
+          };
+          c.accuracy = absolute([scaled](const Measured& m) {
+            const auto [x, w] = scaled(m.inputs);
+            const RefTensor pre = reference::linear(x, w, optional(m.inputs[4]), true);
+            const RefTensor magnitude = reference::linear_magnitude(x, w, optional(m.inputs[4]), true);
+            return linear_bound(pre, magnitude, x.shape.back(), m.dtype);
+          });
+          entry.cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  const auto call = [](Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                       const ops::Fp8LinearOptions& options = {}) {
+    const Tensor one = ctx.empty({1}, DType::f32);
+    ops::fp8_linear(ctx, x, one, w, one, bias, y, options);
+  };
+  entry.bad_calls = {
+      {"both operands e5m2",
+       [call](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e5m2), w = ctx.empty({16, 16}, DType::fp8_e5m2), y = ctx.empty({4, 16}, dt);
+         *needles = {"fp8_linear", "both fp8_e5m2"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+      {"a bf16 x",
+       [call](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::bf16), w = ctx.empty({16, 16}, DType::fp8_e4m3), y = ctx.empty({4, 16}, dt);
+         *needles = {"fp8_linear", x.str(), "fp8_e4m3 or fp8_e5m2"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+      {"K not a multiple of 16",
+       [call](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 24}, DType::fp8_e4m3), w = ctx.empty({16, 24}, DType::fp8_e4m3), y = ctx.empty({4, 16}, dt);
+         *needles = {"fp8_linear", "K = 24", "multiples of 16"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+      {"N not a multiple of 16",
+       [call](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({20, 16}, DType::fp8_e4m3), y = ctx.empty({4, 20}, dt);
+         *needles = {"fp8_linear", "N = 20", "multiples of 16"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+      {"a bias of y's type when y is f32 (cuBLASLt wants bf16)",
+       [call](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({16, 16}, DType::fp8_e4m3);
+         Tensor y = ctx.empty({4, 16}, DType::f32), b = ctx.empty({16}, DType::f32);
+         *needles = {"fp8_linear", b.str(), "bf16[16]"};
+         call(ctx, x, w, b, y);
+       }},
+      {"an FP8 y without out_scale",
+       [call](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({16, 16}, DType::fp8_e4m3);
+         Tensor y = ctx.empty({4, 16}, DType::fp8_e4m3);
+         *needles = {"fp8_linear", "out_scale"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+      {"an e5m2 y from e4m3 operands",
+       [call](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({16, 16}, DType::fp8_e4m3);
+         Tensor y = ctx.empty({4, 16}, DType::fp8_e5m2);
+         ops::Fp8LinearOptions options;
+         options.out_scale = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_linear", y.str(), "e5m2 only from an e5m2 operand"};
+         call(ctx, x, w, Tensor(), y, options);
+       }},
+      {"an out_scale for a bf16 y",
+       [call](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({16, 16}, DType::fp8_e4m3);
+         Tensor y = ctx.empty({4, 16}, DType::bf16);
+         ops::Fp8LinearOptions options;
+         options.out_scale = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_linear", "out_scale applies to an FP8 y only"};
+         call(ctx, x, w, Tensor(), y, options);
+       }},
+      {"y of the wrong shape",
+       [call](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, DType::fp8_e4m3), w = ctx.empty({32, 16}, DType::fp8_e4m3), y = ctx.empty({4, 16}, dt);
+         *needles = {"fp8_linear", y.str(), "[4, 32]"};
+         call(ctx, x, w, Tensor(), y);
+       }},
+  };
+  return entry;
+}
+
 // ---- GEMMs ---------------------------------------------------------------------------------
 
 OpCases linear_cases() {
@@ -888,8 +1196,8 @@ OpCases kv_cache_write_cases() {
         const Shape source{z.b, z.hkv, z.s, z.d};
         // Strided: [B, S, 2, Hkv, D] made, its k half viewed as [B, Hkv, S, D].
         const auto view = [](const Tensor& t) { return t.select(2, 0).permute({0, 2, 1, 3}); };
-        c.inputs = strided ? std::vector<InputSpec>{{{z.b, z.s, 2, z.hkv, z.d}, -1.0f, 1.0f, view},
-                                                    {{z.b, z.s, 2, z.hkv, z.d}, -1.0f, 1.0f, view}}
+        c.inputs = strided ? std::vector<InputSpec>{viewed({z.b, z.s, 2, z.hkv, z.d}, view),
+                                                    viewed({z.b, z.s, 2, z.hkv, z.d}, view)}
                            : std::vector<InputSpec>{input(source), input(source)};
         // The output: what the cache holds at positions [starts[b], starts[b] + S) of each
         // sequence, as [2 (k | v), B, Hkv, S, D]; rows not written read back as zeros.
@@ -898,7 +1206,7 @@ OpCases kv_cache_write_cases() {
           ops::KvCache cache;
           IndexTable starts, counts;
           unrecorded(ctx, [&] {
-            cache = case_cache(ctx, layout, z.hkv, z.d, capacity, in[0].dtype());
+            cache = case_cache(ctx, layout, z.hkv, z.d, capacity, out.dtype());  // what the output reads back
             starts = IndexTable(ctx, int32s(z.starts), 1, z.b);
             counts = IndexTable(ctx, int32s(z.counts), 1, z.b);
           });
@@ -1112,8 +1420,9 @@ const std::vector<OpCases>& op_cases() {
       add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
       masked_fill_cases(), masked_fill_inplace_cases(), activation_cases(), gated_activation_cases(),
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
-      rope_cases(),       linear_cases(),      batched_matmul_cases(), attention_cases(),
-      kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), all_reduce_cases(),
+      rope_cases(),       linear_cases(),      fp8_linear_cases(),      batched_matmul_cases(), attention_cases(),
+      kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), quantize_cases(), dequantize_cases(),
+      amax_cases(), all_reduce_cases(),
       row_block_collective_cases("reduce_scatter", ops::reduce_scatter),
       row_block_collective_cases("all_gather", ops::all_gather),
   };

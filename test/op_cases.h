@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct InputSpec {
   float lo = -1.0f, hi = 1.0f;
   std::function<Tensor(const Tensor&)> view;
   bool absent = false;
+  // Its type from the harness's (null: the harness's): a scale is f32 whatever it is, an FP8
+  // GEMM's bias bf16 unless the output is f16.
+  std::function<DType(DType)> dtype;
 };
 
 // What the harness hands a case's accuracy check.
@@ -54,6 +58,7 @@ struct OpCase {
   // CUDA against the CPU backend on the same inputs: bit for bit where both do the same
   // arithmetic; else both within the bound of the reference.
   bool bit_identical_across_devices = false;
+  std::optional<DType> output_dtype = std::nullopt;  // this type whatever the harness's (quantize: FP8)
 };
 
 // A call the op must refuse with an invalid_input error whose message holds every needle, and
@@ -67,6 +72,7 @@ struct OpCases {
   std::string op;  // the catalogue's key
   std::vector<OpCase> cases;
   std::vector<BadCall> bad_calls;
+  bool takes_fp8 = false;  // the op's record says taking_fp8() (its cases cover FP8; the storage rule's test skips it)
 };
 
 // Every op's entry, in catalogue order.

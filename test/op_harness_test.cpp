@@ -46,7 +46,7 @@ std::vector<Tensor> make_inputs(Context& ctx, const bt::OpCase& c, DType dtype, 
       inputs.emplace_back();
       continue;
     }
-    const Tensor made = bt::random_tensor(cpu, spec.shape, dtype, seed + i, spec.lo, spec.hi);
+    const Tensor made = bt::random_tensor(cpu, spec.shape, spec.dtype ? spec.dtype(dtype) : dtype, seed + i, spec.lo, spec.hi);
     const Tensor on_device = ctx.device().is_cpu() ? made : ctx.copy_from(made);
     inputs.push_back(spec.view ? spec.view(on_device) : on_device);
   }
@@ -57,7 +57,7 @@ std::vector<Tensor> make_inputs(Context& ctx, const bt::OpCase& c, DType dtype, 
 // and expects the inputs unchanged.
 CaseTensors run_case(Context& ctx, const bt::OpCase& c, DType dtype, uint64_t seed) {
   CaseTensors t{make_inputs(ctx, c, dtype, seed), Tensor()};
-  t.out = c.in_place_only ? ctx.copy_from(t.inputs[0]) : bt::poisoned_tensor(ctx, c.output, dtype);
+  t.out = c.in_place_only ? ctx.copy_from(t.inputs[0]) : bt::poisoned_tensor(ctx, c.output, c.output_dtype.value_or(dtype));
   std::vector<std::vector<float>> before;
   for (const Tensor& input : t.inputs) before.push_back(input.defined() ? to_floats(input) : std::vector<float>{});
   c.run(ctx, t.inputs, t.out);
@@ -140,7 +140,8 @@ TEST_P(OpHarness, RecordsWhatTheCatalogueSays) {
     ops::OpCall call = c.call;
     call.dtype = dtype();
     std::vector<Tensor> inputs = make_inputs(ctx, c, dtype(), seed);
-    Tensor out = c.in_place_only ? ctx.copy_from(inputs[0]) : bt::poisoned_tensor(ctx, c.output, dtype());
+    Tensor out = c.in_place_only ? ctx.copy_from(inputs[0])
+                                 : bt::poisoned_tensor(ctx, c.output, c.output_dtype.value_or(dtype()));
     profiler::Recorder recorder(ctx);
     ctx.set_recorder(&recorder);
     c.run(ctx, inputs, out);
@@ -192,8 +193,56 @@ std::string harness_name(const ::testing::TestParamInfo<std::tuple<size_t, Devic
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpHarness,
                          ::testing::Combine(::testing::ValuesIn(entry_indices()), ::testing::ValuesIn(bt::test_devices()),
-                                            ::testing::ValuesIn(bt::all_dtypes())),
+                                            ::testing::ValuesIn(bt::compute_dtypes())),
                          harness_name);
+
+// The storage rule (runtime/dtype.h): an op computes in f32, f16 or bf16 and refuses an FP8
+// input or output by that rule's error, before any work -- whether every tensor is FP8 or only
+// the output is (then the op's check of mixed dtypes may answer first). Per op and device, on the op's first case; the ops that take FP8 (takes_fp8)
+// run it in their own cases.
+class OpStorageRule : public ::testing::TestWithParam<std::tuple<size_t, Device>> {};
+
+TEST_P(OpStorageRule, RefusesFp8TensorsLeavingNoTrace) {
+  const bt::OpCases& entry = bt::op_cases()[std::get<0>(GetParam())];
+  const Device device = std::get<1>(GetParam());
+  BS_SKIP_IF_UNAVAILABLE(device);
+  Context ctx(device);
+  const bt::OpCase& c = entry.cases.front();
+  for (const DType fp8 : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    for (const bool inputs_too : {true, false}) {
+      SCOPED_TRACE(entry.op + " " + c.label + " " + dtype_name(fp8) + (inputs_too ? ", every tensor" : ", the output"));
+      std::vector<Tensor> inputs = make_inputs(ctx, c, inputs_too ? fp8 : DType::bf16, bt::fresh_seed());
+      Tensor out = c.in_place_only ? inputs[0] : bt::poisoned_tensor(ctx, c.output, fp8);
+      if (c.in_place_only && !inputs_too) continue;  // its output is its input
+      profiler::Recorder recorder(ctx);
+      ctx.set_recorder(&recorder);
+      // Every tensor FP8: the rule's own error. Only the output: the rule's, or the op's own check
+      // of mixed dtypes, naming the FP8 type.
+      const std::vector<std::string> needles =
+          inputs_too ? std::vector<std::string>{"is FP8, a storage type", dtype_name(fp8)}
+                     : std::vector<std::string>{dtype_name(fp8)};
+      bt::expect_input_error([&] { c.run(ctx, inputs, out); }, needles);
+      ctx.set_recorder(nullptr);
+      EXPECT_TRUE(recorder.ops().empty()) << "a refused call recorded an op";
+      EXPECT_TRUE(recorder.kernels().empty()) << "a refused call launched a kernel";
+    }
+  }
+}
+
+std::string storage_rule_name(const ::testing::TestParamInfo<std::tuple<size_t, Device>>& info) {
+  return bt::op_cases()[std::get<0>(info.param)].op + "_" + bt::device_param_name(std::get<1>(info.param));
+}
+
+std::vector<size_t> compute_only_entries() {
+  std::vector<size_t> indices;
+  for (size_t i : entry_indices())
+    if (!bt::op_cases()[i].takes_fp8) indices.push_back(i);
+  return indices;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpStorageRule,
+                         ::testing::Combine(::testing::ValuesIn(compute_only_entries()), ::testing::ValuesIn(bt::test_devices())),
+                         storage_rule_name);
 
 // ---- the catalogue against the cases and the path table -------------------------------------
 

@@ -32,7 +32,7 @@ inline std::string device_dtype_name(const ::testing::TestParamInfo<std::tuple<D
 }
 
 inline auto device_dtype_values() {
-  return ::testing::Combine(::testing::ValuesIn(test_devices()), ::testing::ValuesIn(all_dtypes()));
+  return ::testing::Combine(::testing::ValuesIn(test_devices()), ::testing::ValuesIn(compute_dtypes()));
 }
 
 // A tensor's values as float64 on the host (any device, dtype or strides).

@@ -183,7 +183,7 @@ TEST_P(CudaOps, RopeWithBoundedPositionsCoversTheirRange) {
 }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kDTypes), dtype_param_name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaOps, ::testing::ValuesIn(kComputeDTypes), dtype_param_name);
 
 }  // namespace
 }  // namespace blockscope

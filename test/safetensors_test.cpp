@@ -360,7 +360,7 @@ std::vector<Malformed> malformed_files() {
       {"unknown dtype", one(R"("dtype":"F33","shape":[2],"data_offsets":[0,8])"), "tensor 'w': unknown dtype \"F33\""},
       {"lowercase dtype", one(R"("dtype":"f32","shape":[2],"data_offsets":[0,8])"), "tensor 'w': unknown dtype \"f32\""},
       {"unsupported F64", one(R"("dtype":"F64","shape":[1],"data_offsets":[0,8])"),
-       "tensor 'w': unsupported dtype F64 (blockscope reads F32, F16 and BF16)"},
+       "tensor 'w': unsupported dtype F64 (blockscope reads F32, F16, BF16, F8_E4M3 and F8_E5M2)"},
       {"unsupported I64", one(R"("dtype":"I64","shape":[1],"data_offsets":[0,8])"), "tensor 'w': unsupported dtype I64"},
       {"shape not an array", one(R"("dtype":"F32","shape":2,"data_offsets":[0,8])"),
        "tensor 'w': shape must be an array, got non-negative integer"},

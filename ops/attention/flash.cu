@@ -120,7 +120,10 @@ void attention_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
       if (chunked && d == 64) return launch_tensor_core<__nv_bfloat16, 64>(ctx, p, q);
       if (chunked && d == 128) return launch_tensor_core<__nv_bfloat16, 128>(ctx, p, q);
       return launch_simple<__nv_bfloat16>(ctx, p, q);
+    case DType::fp8_e4m3:  // refused before (the storage rule, runtime/dtype.h)
+    case DType::fp8_e5m2: break;
   }
+  BS_CHECK(false, "attention_flash: no kernel for ", q.str());
 }
 
 }  // namespace blockscope::ops::cuda

@@ -11,10 +11,12 @@
 #include "ops/decode_attention/backends.h"
 #include "ops/kv_cache/backends.h"
 #include "ops/elementwise/backends.h"
+#include "ops/fp8_linear/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/linear/skinny_gemm.h"
 #include "ops/mlp/mlp.h"
 #include "ops/norm/backends.h"
+#include "ops/precision/backends.h"
 #include "ops/reduce_scatter/backends.h"
 #include "ops/rope/backends.h"
 #include "ops/softmax/backends.h"
@@ -117,10 +119,37 @@ OpCost rope_cost(const OpCall& c) {
   return {kRopeFlopsPerElement * n, 2 * n * elem(c)};
 }
 
+// The precision ops: the call's dtype is the compute side's (x of quantize and amax, y of
+// dequantize); FP8 elements are 1 byte; a scale, its inverse or an amax is one f32 (4 bytes).
+constexpr double kFp8Bytes = 1.0, kScalarBytes = 4.0;
+OpCost quantize_cost(const OpCall& c) {
+  const double n = d(c.size("R")) * d(c.size("N"));
+  const bool amax = c.flag("amax");  // the running amax, read and written
+  return {(kQuantizeFlopsPerElement + (amax ? kAmaxFlopsPerElement : 0.0)) * n,
+          n * elem(c) + kScalarBytes + n * kFp8Bytes + (amax ? 2 * kScalarBytes : 0.0)};
+}
+OpCost dequantize_cost(const OpCall& c) {
+  const double n = d(c.size("R")) * d(c.size("N"));
+  return {kDequantizeFlopsPerElement * n, n * kFp8Bytes + kScalarBytes + n * elem(c)};
+}
+OpCost amax_cost(const OpCall& c) {
+  const double n = d(c.size("R")) * d(c.size("N"));
+  return {kAmaxFlopsPerElement * n, n * elem(c) + kScalarBytes};
+}
+
 OpCost linear_cost(const OpCall& c) {
   const int64_t m = c.size("M"), k = c.size("K"), n = c.size("N");
   const double bias = c.flag("bias") ? d(n) : 0.0;
   return {linear_flops(m, k, n), (d(m) * d(k) + d(n) * d(k) + bias + d(m) * d(n)) * elem(c)};
+}
+
+// The call's dtype is y's (FP8 or a compute type); x and w are FP8; the bias 16-bit; the two
+// dequantisation scales, an FP8 y's out_scale and the amax one f32 each.
+OpCost fp8_linear_cost(const OpCall& c) {
+  const int64_t m = c.size("M"), k = c.size("K"), n = c.size("N");
+  const double scalars = 2 + (is_fp8(c.dtype) ? 1 : 0) + (c.flag("amax") ? 1 : 0);
+  return {linear_flops(m, k, n), (d(m) * d(k) + d(n) * d(k)) * kFp8Bytes + (c.flag("bias") ? 2 * d(n) : 0.0) +
+                                     d(m) * d(n) * elem(c) + scalars * kScalarBytes};
 }
 
 OpCost batched_matmul_cost(const OpCall& c) {
@@ -313,6 +342,19 @@ Names mlp_kernels(const OpCall& c, DeviceType device) {
   return names;
 }
 
+Names fp8_linear_kernels(const OpCall& c, DeviceType) {
+  return {kernel_names::fp8_gemm(c.flag("bias"), c.flag("gelu"))};
+}
+
+Names quantize_kernels(const OpCall& c, DeviceType) {
+  return {c.flag("amax") ? kernel_names::kQuantizeAmax : kernel_names::kQuantize};
+}
+// CUDA zeroes the amax before the blocks' atomic maxima meet in it.
+Names amax_kernels(const OpCall&, DeviceType device) {
+  if (device == DeviceType::cuda) return {kernel_names::kMemset, kernel_names::kAmax};
+  return {kernel_names::kAmax};
+}
+
 std::string activation_event_name(const OpCall& c) { return activation_name(activation_of(c)); }
 std::string no_path(const OpCall&) { return ""; }
 
@@ -354,6 +396,11 @@ std::vector<OpSpec> make_catalogue() {
       {"linear", Family::linear, PathOp::linear, {"M", "K", "N"}, {{"M", "N"}, {"M", "K"}, {"K", "N"}},
        {"bias", "gelu", "in_out"}, false,
        "y = x * W^T + b (in_out: x * W); x [M, K], y [M, N], optional tanh-GELU", linear_cost, linear_kernels},
+      {"fp8_linear", Family::linear, std::nullopt, {"M", "K", "N"}, {{"M", "N"}, {"M", "K"}, {"K", "N"}},
+       {"bias", "gelu", "amax"}, false,
+       "y = (x * sx) (w * sw)^T + b, optional tanh-GELU, accumulated in f32; x [M, K], w [N, K] FP8, y [M, N] "
+       "(the call's dtype; FP8 through out_scale); amax: max |y| before out_scale",
+       fp8_linear_cost, fp8_linear_kernels},
       {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"},
        {{"batch", "M", "N"}, {"batch", "M", "K"}, {"batch", "K", "N"}}, {}, false,
        "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",
@@ -377,6 +424,15 @@ std::vector<OpSpec> make_catalogue() {
        "plain proj(act(fc(x))) or gated down(act(gate(x)) * up(x)); x, y [T, D], hidden F; in_out: [in, out] "
        "weights",
        mlp_cost, mlp_kernels},
+      {"quantize", Family::precision, std::nullopt, rows, {rows}, {"amax"}, false,
+       "y = fp8(x * scale), saturating; x [R, N] (the call's dtype), y [R, N] FP8, scale f32 [1]; amax: also "
+       "amax = max(amax, max |x|)",
+       quantize_cost, quantize_kernels},
+      {"dequantize", Family::precision, std::nullopt, rows, {rows}, {}, false,
+       "y = x * scale_inv; x [R, N] FP8, y [R, N] (the call's dtype), scale_inv f32 [1]", dequantize_cost,
+       one_kernel<kernel_names::kDequantize>},
+      {"amax", Family::precision, std::nullopt, rows, {{}, rows}, {}, false,
+       "amax = max |x| (NaN if x holds one, 0 for no elements); x [R, N], amax f32 [1]", amax_cost, amax_kernels},
       {"all_reduce", Family::collective, std::nullopt, {"N", "ranks"}, {{"N"}}, {}, false,
        "t = the sum of every rank's t, in place; t N elements, contiguous; bytes: the bus bytes, "
        "N * element size * 2(ranks - 1)/ranks",

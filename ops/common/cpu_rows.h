@@ -17,6 +17,10 @@ inline void load_row(DType dtype, const void* src, float* dst, int64_t n) {
     case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
     case DType::f16: f16_to_f32(static_cast<const f16*>(src), dst, n); break;
     case DType::bf16: bf16_to_f32(static_cast<const bf16*>(src), dst, n); break;
+    case DType::fp8_e4m3:
+    case DType::fp8_e5m2:
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp8_to_float(static_cast<const uint8_t*>(src)[i], fp8_format(dtype));
+      break;
   }
 }
 
@@ -26,6 +30,10 @@ inline void store_row(DType dtype, const float* src, void* dst, int64_t n) {
     case DType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
     case DType::f16: f32_to_f16(src, static_cast<f16*>(dst), n); break;
     case DType::bf16: f32_to_bf16(src, static_cast<bf16*>(dst), n); break;
+    case DType::fp8_e4m3:  // saturating (satfinite), as cuBLASLt's FP8 outputs
+    case DType::fp8_e5m2:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(dst)[i] = float_to_fp8(src[i], fp8_format(dtype));
+      break;
   }
 }
 

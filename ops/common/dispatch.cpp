@@ -8,6 +8,18 @@
 
 namespace blockscope::ops {
 
+void check_storage_rule(const OpRecord& record) {
+  if (record.takes_fp8) return;
+  for (const auto* list : {&record.inputs, &record.outputs}) {
+    for (const Tensor* t : *list) {
+      BS_CHECK_INPUT(t == nullptr || !t->defined() || !is_fp8(t->dtype()), record.name, ": ",
+                     list == &record.inputs ? "input " : "output ", t->str(),
+                     " is FP8, a storage type: this op computes in f32, f16 or bf16 -- dequantize it first, "
+                     "or quantize what it gives (docs/FP8.md)");
+    }
+  }
+}
+
 void finish_op(Context& ctx, const OpRecord& record) {
   // Ctrl-C inside a long forward (a 3000-token decode, a block of gigabytes on the CPU): answered
   // between ops, not at the end of the step. CPU only: on a GPU the ops are queued, not run, here.

@@ -47,9 +47,16 @@ struct OpRecord {
   // others, and what follows (the softmax) as every op.
   bool causal_fill = false;
   std::optional<double> stated_bytes = std::nullopt;  // set by with_bytes
+  // The op takes FP8 tensors (quantize, dequantize, the FP8 GEMM); every other op refuses one
+  // (the storage rule of runtime/dtype.h, check_storage_rule).
+  bool takes_fp8 = false;
 
   OpRecord& with_bytes(double bytes) {
     stated_bytes = bytes;
+    return *this;
+  }
+  OpRecord& taking_fp8() {
+    takes_fp8 = true;
     return *this;
   }
   // The stated bytes, or the sizes of the defined inputs and outputs (an undefined tensor --
@@ -59,6 +66,11 @@ struct OpRecord {
     return tensor_bytes(inputs) + tensor_bytes(outputs);
   }
 };
+
+// The storage rule (runtime/dtype.h): unless the record takes FP8, an FP8 input or output is
+// refused with an invalid_input error naming the op and the tensor -- before any scope opens,
+// so the refused call leaves no trace. run_op and run_composite_op call it first.
+void check_storage_rule(const OpRecord& record);
 
 // After the op: in debug mode (sync_after_each_op) waits for its queued work and names the op
 // when it failed; with check_finite_after_each_op, names the op whose output holds a NaN or an
@@ -71,6 +83,7 @@ void finish_op(Context& ctx, const OpRecord& record);
 // that are declared but not defined in that build.
 template <class OnCpu, class OnCuda>
 void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cuda) {
+  check_storage_rule(record);
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
                             record.bytes());
@@ -90,6 +103,7 @@ void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cu
 
 template <class Body>
 void run_composite_op(Context& ctx, const OpRecord& record, Body&& body) {
+  check_storage_rule(record);
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
                             record.bytes());

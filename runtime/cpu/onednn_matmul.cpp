@@ -43,6 +43,8 @@ memory::data_type dnnl_type(DType dtype) {
     case DType::f32: return memory::data_type::f32;
     case DType::f16: return memory::data_type::f16;
     case DType::bf16: return memory::data_type::bf16;
+    case DType::fp8_e4m3:  // FP8 GEMMs dequantise first (the storage rule, runtime/dtype.h)
+    case DType::fp8_e5m2: break;
   }
   return memory::data_type::undef;
 }

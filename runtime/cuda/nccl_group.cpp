@@ -45,6 +45,8 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::f32: return ncclFloat32;
     case DType::f16: return ncclFloat16;
     case DType::bf16: return ncclBfloat16;
+    case DType::fp8_e4m3:  // collectives reduce in a compute type (the storage rule, runtime/dtype.h)
+    case DType::fp8_e5m2: break;
   }
   throw Error(ErrorKind::runtime, "nccl_type: unknown dtype");
 }

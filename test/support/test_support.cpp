@@ -158,5 +158,6 @@ bool device_runnable(Device device, std::string* reason) {
 }
 
 std::vector<DType> all_dtypes() { return {std::begin(kDTypes), std::end(kDTypes)}; }
+std::vector<DType> compute_dtypes() { return {std::begin(kComputeDTypes), std::end(kComputeDTypes)}; }
 
 }  // namespace blockscope::testing

@@ -89,7 +89,9 @@ std::vector<Device> test_devices();
   } while (0)
 bool device_runnable(Device device, std::string* reason);
 
+// Every element type (kDTypes: FP8 included) and the compute types ops take (kComputeDTypes).
 std::vector<DType> all_dtypes();
+std::vector<DType> compute_dtypes();
 
 // Sets an environment variable for one scope, restoring what was there (the variables
 // blockscope reads at each call: BLOCKSCOPE_LINEAR_WEIGHT_STREAMING, the CPU peak overrides).

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 
-DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2}
+DTYPE_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 
 # Shape names in the order each workload's key spells them (bench/*_bench.cpp).
 SHAPE_ORDER = {

@@ -14,6 +14,7 @@
 #include "ops/decode_attention/backends.h"
 #include "ops/elementwise/backends.h"
 #include "ops/elementwise/elementwise.h"
+#include "ops/fp8_linear/backends.h"
 #include "ops/linear/backends.h"
 #include "profiler/gpu_model.h"
 #include "runtime/dtype.h"
@@ -57,7 +58,7 @@ predict::KernelPrediction stream(const profiler::GpuSpec& gpu, double flops, dou
 // The GEMMs of an op call, in launch order (the catalogue's kernel lists, ops/catalogue).
 std::vector<GemmSize> gemms_of(const ops::OpSpec& op, const ops::OpCall& c) {
   const std::string name = op.name;
-  if (name == "linear") return {{c.size("M"), c.size("N"), c.size("K")}};
+  if (name == "linear" || name == "fp8_linear") return {{c.size("M"), c.size("N"), c.size("K")}};
   if (name == "batched_matmul") return {{c.size("M"), c.size("N"), c.size("K"), c.size("batch")}};
   if (name == "attention") {
     const int64_t bh = c.size("B") * c.size("H");
@@ -74,13 +75,14 @@ std::vector<GemmSize> gemms_of(const ops::OpSpec& op, const ops::OpCall& c) {
 
 bool is_gemm(const std::string& k) {
   return k == names::kGemm || k == names::kGemmBias || k == names::kGemmGelu || k == names::kGemmBiasGelu ||
-         k == names::kGemmQk || k == names::kGemmPv || starts_with(k, names::kWeightStreaming);
+         k == names::kGemmQk || k == names::kGemmPv || starts_with(k, names::kWeightStreaming) ||
+         starts_with(k, names::kFp8Gemm);
 }
 
 predict::Epilogue epilogue_of(const std::string& kernel, const ops::OpCall& c) {
-  if (kernel == names::kGemmBias) return predict::Epilogue::bias;
-  if (kernel == names::kGemmGelu) return predict::Epilogue::gelu;
-  if (kernel == names::kGemmBiasGelu) return predict::Epilogue::bias_gelu;
+  if (kernel == names::kGemmBias || kernel == names::kFp8GemmBias) return predict::Epilogue::bias;
+  if (kernel == names::kGemmGelu || kernel == names::kFp8GemmGelu) return predict::Epilogue::gelu;
+  if (kernel == names::kGemmBiasGelu || kernel == names::kFp8GemmBiasGelu) return predict::Epilogue::bias_gelu;
   return c.path == "addmm" ? predict::Epilogue::accumulate : predict::Epilogue::none;
 }
 
@@ -93,8 +95,9 @@ PredictedKernel gemm_kernel(const profiler::GpuSpec& gpu, const std::string& ker
     const double bytes = (d(g.m) * d(g.k) + d(g.k) * d(g.n) + d(g.m) * d(g.n)) * elem;
     return {kernel, stream(gpu, 2 * d(g.m) * d(g.n) * d(g.k), bytes)};
   }
-  const predict::GemmPrediction p =
-      predict::predict_gemm(gpu, g.m, g.n, g.k, g.batch, gemm_unit(c.dtype), epilogue_of(kernel, c));
+  // FP8 GEMMs on the FP8 tensor cores (a GPU without them, the A100, is named in the error).
+  const ComputeUnit unit = starts_with(kernel, names::kFp8Gemm) ? ComputeUnit::tensor_fp8 : gemm_unit(c.dtype);
+  const predict::GemmPrediction p = predict::predict_gemm(gpu, g.m, g.n, g.k, g.batch, unit, epilogue_of(kernel, c));
   return {kernel, p, p.tile};
 }
 

@@ -86,7 +86,9 @@ nlohmann::json build_info() {
   }
   info["dtypes"] = nlohmann::json::array();
   for (DType dtype : kDTypes) {
-    info["dtypes"].push_back({{"name", dtype_name(dtype)}, {"bytes", dtype_size(dtype)}, {"epsilon", dtype_epsilon(dtype)}});
+    // compute: ops compute in it; FP8 is a storage type (runtime/dtype.h), taken by the precision ops.
+    info["dtypes"].push_back({{"name", dtype_name(dtype)}, {"bytes", dtype_size(dtype)}, {"epsilon", dtype_epsilon(dtype)},
+                              {"compute", !is_fp8(dtype)}});
   }
 #ifdef BLOCKSCOPE_WITH_NVTX
   info["nvtx"] = true;

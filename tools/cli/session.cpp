@@ -50,8 +50,9 @@ WorkloadConfig Session::load_config() const {
     }
     config.device = options.device;
   }
-  if (!options.dtype.empty() && !parse_dtype(options.dtype, &config.dtype)) {
-    throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16");
+  if (!options.dtype.empty() && (!parse_dtype(options.dtype, &config.dtype) || is_fp8(config.dtype))) {
+    throw InputError("--dtype '" + options.dtype + "': expected f32, f16 or bf16" +
+                     (is_fp8(config.dtype) ? " (FP8 is a storage type: docs/FP8.md)" : ""));
   }
   agree_across_ranks(*this, config);  // mpirun: the ranks compare their work before doing any
   if (rank != 0) config.profile.trace.clear();  // rank 0 writes the outputs (tensor parallelism)

@@ -35,6 +35,8 @@ cudaDataType_t cuda_type(DType dtype) {
     case DType::f32: return CUDA_R_32F;
     case DType::f16: return CUDA_R_16F;
     case DType::bf16: return CUDA_R_16BF;
+    case DType::fp8_e4m3: return CUDA_R_8F_E4M3;
+    case DType::fp8_e5m2: return CUDA_R_8F_E5M2;
   }
   return CUDA_R_32F;
 }
@@ -69,13 +71,17 @@ using PlanKey = std::tuple<int, int64_t, int64_t, int64_t,  // dtype, m, n, k
                            int64_t, int64_t, int64_t,       // strides a, b, d
                            int64_t, bool, int, bool,        // batch, trans_b, epilogue, accumulate (beta != 0)
                            uint32_t, uint32_t, uint32_t,    // alignments a, b, d
-                           uint32_t, int>;                  // alignment of the bias, compute type
+                           uint32_t, int,                   // alignment of the bias, compute type
+                           int, int, int, bool, bool>;      // types of B, D, bias; fast accumulation, amax of D
 
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t layout_b = nullptr;  // cuBLAS's first operand: our B
   cublasLtMatrixLayout_t layout_a = nullptr;  // cuBLAS's second operand: our A
-  cublasLtMatrixLayout_t layout_d = nullptr;  // C and D share it (C is D)
+  cublasLtMatrixLayout_t layout_d = nullptr;  // C and D share it (C is D) but in FP8 GEMMs
+  // FP8 GEMMs: C's layout, of the bias's type (an FP8 D takes a 16-bit C; beta is 0 and C null,
+  // as PyTorch's scaled_mm passes it).
+  cublasLtMatrixLayout_t layout_c = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
   // Made with GemmSettings::autotune on, outside a graph capture (its candidates were timed when
@@ -86,6 +92,7 @@ struct Plan {
 
 void destroy(Plan& plan) {
   // Called from destructors: errors are ignored on purpose.
+  if (plan.layout_c) cublasLtMatrixLayoutDestroy(plan.layout_c);
   if (plan.layout_d) cublasLtMatrixLayoutDestroy(plan.layout_d);
   if (plan.layout_a) cublasLtMatrixLayoutDestroy(plan.layout_a);
   if (plan.layout_b) cublasLtMatrixLayoutDestroy(plan.layout_b);
@@ -107,7 +114,10 @@ cublasLtMatrixLayout_t make_layout(DType dtype, uint64_t rows, uint64_t cols, in
 }
 
 std::string describe(const RowMajorGemm& g) {
-  return std::string(g.name) + " (" + dtype_name(g.dtype) + ", m=" + std::to_string(g.m) +
+  const std::string types = g.fp8() ? std::string(dtype_name(g.dtype)) + " x " + dtype_name(g.b_type()) + " -> " +
+                                          dtype_name(g.d_type())
+                                    : std::string(dtype_name(g.dtype));
+  return std::string(g.name) + " (" + types + ", m=" + std::to_string(g.m) +
          " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) + ", batch " + std::to_string(g.batch) +
          ", B " + (g.trans_b ? "[n, k]" : "[k, n]") + ", epilogue " + epilogue_name(g.epilogue) + ")";
 }
@@ -115,11 +125,34 @@ std::string describe(const RowMajorGemm& g) {
 int64_t address_of(const void* ptr) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(ptr) % 256); }
 
 // Every operand must at least be aligned to its element: a tensor's data always is.
-void check_element_aligned(const RowMajorGemm& g, const char* operand, const void* ptr) {
+void check_element_aligned(const RowMajorGemm& g, const char* operand, const void* ptr, DType dtype) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
-  BS_CHECK(address % dtype_size(g.dtype) == 0, "cuBLASLt GEMM ", describe(g), ": operand ", operand,
-           " at address 0x", std::hex, address, std::dec, " is not aligned to its ", dtype_size(g.dtype),
+  BS_CHECK(address % dtype_size(dtype) == 0, "cuBLASLt GEMM ", describe(g), ": operand ", operand,
+           " at address 0x", std::hex, address, std::dec, " is not aligned to its ", dtype_size(dtype),
            "-byte elements");
+}
+
+// The attributes a call sets on its plan's shared descriptor: the bias and, in FP8 GEMMs, the
+// scales and the amax (cuBLAS's A is our B, its B our A). Set before any run of the plan,
+// autotuning's included, so no run sees another call's pointers.
+void set_call_pointers(const Plan& plan, const RowMajorGemm& g) {
+  if (uses_bias(g.epilogue)) {
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+                                                   sizeof g.bias));
+  }
+  if (!g.fp8()) return;
+  BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.scale_b,
+                                                 sizeof g.scale_b));
+  BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.scale_a,
+                                                 sizeof g.scale_a));
+  if (is_fp8(g.d_type())) {
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, &g.scale_d,
+                                                   sizeof g.scale_d));
+  }
+  if (g.amax_d != nullptr) {
+    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER, &g.amax_d,
+                                                   sizeof g.amax_d));
+  }
 }
 
 class PlanCache {
@@ -159,9 +192,11 @@ namespace {
 
 void run_matmul(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g, void* d, float beta,
                 const cublasLtMatmulAlgo_t& algo) {
+  const bool separate_c = plan.layout_c != nullptr;  // FP8: C unused (beta 0) and null
   BS_CUBLAS_CHECK(cublasLtMatmul(backend.cublaslt(), plan.desc, &g.alpha, g.b, plan.layout_b, g.a, plan.layout_a,
-                                 &beta, d, plan.layout_d, d, plan.layout_d, &algo, backend.workspace(),
-                                 backend.workspace_bytes(), backend.stream()));
+                                 &beta, separate_c ? nullptr : d, separate_c ? plan.layout_c : plan.layout_d, d,
+                                 plan.layout_d, &algo, backend.workspace(), backend.workspace_bytes(),
+                                 backend.stream()));
 }
 
 // Times each candidate on a scratch output (beta = 0, so D's contents, e.g. addmm's bias copy,
@@ -169,7 +204,7 @@ void run_matmul(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g, v
 size_t autotune(CudaBackend& backend, const Plan& plan, const RowMajorGemm& g,
                 const std::vector<cublasLtMatmulHeuristicResult_t>& candidates) {
   const int64_t extent = (g.batch - 1) * g.stride_d + (g.m - 1) * g.ldd + g.n;  // elements D spans
-  const size_t scratch_bytes = static_cast<size_t>(extent) * dtype_size(g.dtype);
+  const size_t scratch_bytes = static_cast<size_t>(extent) * dtype_size(g.d_type());
   void* scratch = backend.allocate(scratch_bytes);
   cudaEvent_t start = nullptr, stop = nullptr;
   size_t best = 0;
@@ -211,11 +246,12 @@ struct KeyedGemm {
 
 KeyedGemm plan_key(CudaBackend& backend, const RowMajorGemm& g) {
   const GemmSettings& settings = backend_settings(backend);
-  const int64_t es = static_cast<int64_t>(dtype_size(g.dtype));
+  const int64_t es_a = static_cast<int64_t>(dtype_size(g.dtype)), es_b = static_cast<int64_t>(dtype_size(g.b_type())),
+                es_d = static_cast<int64_t>(dtype_size(g.d_type()));
   const bool batched = g.batch > 1;
-  const uint32_t align_a = alignment_bytes({address_of(g.a), g.lda * es, batched ? g.stride_a * es : 0});
-  const uint32_t align_b = alignment_bytes({address_of(g.b), g.ldb * es, batched ? g.stride_b * es : 0});
-  const uint32_t align_d = alignment_bytes({address_of(g.d), g.ldd * es, batched ? g.stride_d * es : 0});
+  const uint32_t align_a = alignment_bytes({address_of(g.a), g.lda * es_a, batched ? g.stride_a * es_a : 0});
+  const uint32_t align_b = alignment_bytes({address_of(g.b), g.ldb * es_b, batched ? g.stride_b * es_b : 0});
+  const uint32_t align_d = alignment_bytes({address_of(g.d), g.ldd * es_d, batched ? g.stride_d * es_d : 0});
   // The heuristic reads the bias pointer's alignment from the descriptor, so a plan made for an
   // aligned bias must not serve a less aligned one.
   const uint32_t align_bias = uses_bias(g.epilogue) ? alignment_bytes({address_of(g.bias)}) : 16;
@@ -224,7 +260,9 @@ KeyedGemm plan_key(CudaBackend& backend, const RowMajorGemm& g) {
   const PlanKey key{static_cast<int>(g.dtype), g.m, g.n, g.k, g.lda, g.ldb, g.ldd,
                     batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
                     g.batch, g.trans_b, static_cast<int>(g.epilogue), g.beta != 0.0f,
-                    align_a, align_b, align_d, align_bias, static_cast<int>(compute)};
+                    align_a, align_b, align_d, align_bias, static_cast<int>(compute),
+                    static_cast<int>(g.b_type()), static_cast<int>(g.d_type()), static_cast<int>(g.bias_type()),
+                    g.fp8() && g.fast_accum, g.fp8() && g.amax_d != nullptr};
   return KeyedGemm{key, align_a, align_b, align_d, compute};
 }
 
@@ -265,15 +303,25 @@ Plan* plan_for(CudaBackend& backend, const RowMajorGemm& g, bool may_refuse = fa
     BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof op_a));
     const cublasLtEpilogue_t epilogue = cublas_epilogue(g.epilogue);
     BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-    if (uses_bias(g.epilogue)) {
-      BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
-                                                     sizeof g.bias));
+    if (g.fp8()) {
+      const int8_t fast = g.fast_accum ? 1 : 0;
+      BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+      if (uses_bias(g.epilogue)) {
+        const int32_t bias_type = cuda_type(g.bias_type());
+        BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                       sizeof bias_type));
+      }
     }
+    set_call_pointers(plan, g);
     // Column-major views (see the header): B is [n, k] (op N) or [k, n] (op T); A is [k, m]; D is [n, m].
-    plan.layout_b = g.trans_b ? make_layout(g.dtype, g.k, g.n, g.ldb, g.batch, g.stride_b)
-                              : make_layout(g.dtype, g.n, g.k, g.ldb, g.batch, g.stride_b);
+    plan.layout_b = g.trans_b ? make_layout(g.b_type(), g.k, g.n, g.ldb, g.batch, g.stride_b)
+                              : make_layout(g.b_type(), g.n, g.k, g.ldb, g.batch, g.stride_b);
     plan.layout_a = make_layout(g.dtype, g.k, g.m, g.lda, g.batch, g.stride_a);
-    plan.layout_d = make_layout(g.dtype, g.n, g.m, g.ldd, g.batch, g.stride_d);
+    plan.layout_d = make_layout(g.d_type(), g.n, g.m, g.ldd, g.batch, g.stride_d);
+    if (g.fp8()) {
+      const DType c_type = is_fp8(g.d_type()) ? g.bias_type() : g.d_type();
+      plan.layout_c = make_layout(c_type, g.n, g.m, g.ldd, g.batch, g.stride_d);
+    }
 
     cublasLtMatmulPreference_t preference = nullptr;
     BS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -299,7 +347,8 @@ Plan* plan_for(CudaBackend& backend, const RowMajorGemm& g, bool may_refuse = fa
       // Both must reach the explicit error below, which names the shape and the alignments;
       // BS_CUBLAS_CHECK alone turned the second into a bare status name.
       const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-          backend.cublaslt(), plan.desc, plan.layout_b, plan.layout_a, plan.layout_d, plan.layout_d, preference,
+          backend.cublaslt(), plan.desc, plan.layout_b, plan.layout_a,
+          plan.layout_c != nullptr ? plan.layout_c : plan.layout_d, plan.layout_d, preference,
           static_cast<int>(results.size()), results.data(), &found_count);
       if (status == CUBLAS_STATUS_NOT_SUPPORTED) found_count = 0;
       else BS_CUBLAS_CHECK(status);
@@ -365,21 +414,19 @@ void gemm(Context& ctx, const RowMajorGemm& g) {
   BS_CHECK(g.lda >= g.k && g.ldd >= g.n && g.ldb >= (g.trans_b ? g.k : g.n), "leading dimensions too small for ",
            describe(g), ": lda ", g.lda, " ldb ", g.ldb, " ldd ", g.ldd);
   BS_CHECK(!uses_bias(g.epilogue) || g.bias != nullptr, "epilogue ", epilogue_name(g.epilogue), " needs a bias");
-  check_element_aligned(g, "A", g.a);
-  check_element_aligned(g, "B", g.b);
-  check_element_aligned(g, "D", g.d);
-  if (uses_bias(g.epilogue)) check_element_aligned(g, "bias", g.bias);
+  BS_CHECK(!g.fp8() || (g.trans_b && g.beta == 0.0f && g.batch == 1), "FP8 GEMM ", describe(g),
+           ": the weight must be [n, k], beta 0, one batch entry");
+  check_element_aligned(g, "A", g.a, g.dtype);
+  check_element_aligned(g, "B", g.b, g.b_type());
+  check_element_aligned(g, "D", g.d, g.d_type());
+  if (uses_bias(g.epilogue)) check_element_aligned(g, "bias", g.bias, g.bias_type());
 
   // The plan (heuristic query, and with GemmSettings::autotune the timed candidate runs) is
   // made before the kernel scope opens: inside it, the first call's kernel event would span
   // every autotune launch (device time, and the CUPTI name joined from all of their kernels).
   Plan& plan = *plan_for(backend, g);
   profiler::KernelScope scope(ctx, g.name);
-  if (uses_bias(g.epilogue)) {
-    // The descriptor is shared by every call of this shape; the bias pointer is per call.
-    BS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
-                                                   sizeof g.bias));
-  }
+  set_call_pointers(plan, g);  // the descriptor is shared by every call of this shape
   try {
     run_matmul(backend, plan, g, g.d, g.beta, plan.algo);
   } catch (const Error& error) {

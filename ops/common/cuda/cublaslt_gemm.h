@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "ops/common/kernel_names.h"
 #include "runtime/context.h"
@@ -66,6 +67,15 @@ GemmSettings& settings(Context& ctx);
 // B_i = b + i·stride_b: [k, n] (rows ldb apart), or [n, k] when trans_b.
 // D_i = d + i·stride_d: [m, n], rows ldd apart. With beta != 0, D is read first (addmm).
 // bias: [n] of the same dtype, for Epilogue::bias and gelu_bias.
+//
+// FP8 (dtype fp8_e4m3 or fp8_e5m2; docs/FP8.md): cuBLASLt's FP8 contract, for which the
+// caller answers (fp8_linear validates it): B is the [n, k] weight (trans_b: cuBLASLt's "TN"
+// layout rule), k and the leading dimensions multiples of 16 bytes, not both operands e5m2;
+//   D = scale_d · epilogue(alpha · scale_a · scale_b · A · Bᵀ [+ bias])
+// with scale_a, scale_b (and scale_d, for an FP8 D only) device pointers to one f32 each (null:
+// 1), amax_d (optional) receiving max |epilogue(...)| before scale_d; f32 accumulation, or
+// the tensor cores' faster, less precise one with fast_accum. D is f32, f16, bf16 or FP8 (not
+// e5m2 unless an operand is); the bias is bf16 for an f32, bf16 or FP8 D, f16 for an f16 D.
 struct RowMajorGemm {
   const char* name = kernel_names::kGemm;  // label in the kernel table
   DType dtype = DType::f32;
@@ -81,6 +91,18 @@ struct RowMajorGemm {
   float alpha = 1.0f, beta = 0.0f;
   Epilogue epilogue = Epilogue::none;
   const void* bias = nullptr;
+  // Where they differ from `dtype` (A's): B's, D's and the bias's types (FP8 GEMMs only).
+  std::optional<DType> b_dtype, d_dtype, bias_dtype;
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
+  const float* scale_d = nullptr;
+  float* amax_d = nullptr;
+  bool fast_accum = false;
+
+  DType b_type() const { return b_dtype.value_or(dtype); }
+  DType d_type() const { return d_dtype.value_or(dtype); }
+  DType bias_type() const { return bias_dtype.value_or(d_type()); }
+  bool fp8() const { return is_fp8(dtype); }
 };
 
 // Runs `gemm` on the context's stream, recorded as one kernel named gemm.name. Base pointers,

@@ -1,0 +1,124 @@
+// CUDA precision ops: grid-stride kernels, one element per step. The FP8 codes are cuda_fp8.h's
+// (cvt.rn.satfinite on sm_89 and later; its host code on older GPUs and the simulated GPU), the
+// codes runtime/fp8.h gives on the CPU. amax: each block's NaN-propagating maximum meets the
+// others in an atomicMax on the f32 bits -- |x| is never negative, and non-negative floats (NaN
+// above infinity) order as their bits do.
+#include <cuda_fp8.h>
+
+#include "ops/common/cuda/launch.cuh"
+#include "ops/common/kernel_names.h"
+#include "ops/common/cuda/vector_io.cuh"
+#include "ops/precision/backends.h"
+#include "runtime/cuda/cuda_backend.h"
+#include "runtime/cuda/cuda_check.h"
+
+namespace blockscope::ops::cuda::kernels {
+
+constexpr int kPrecisionThreads = 256;
+
+__device__ __forceinline__ float max_keeping_nan(float a, float b) { return (b > a || b != b) ? b : a; }
+
+__device__ __forceinline__ __nv_fp8_interpretation_t fp8_kind(bool e5m2) { return e5m2 ? __NV_E5M2 : __NV_E4M3; }
+
+// The block's max_keeping_nan of v, merged into *amax (f32 bits) by thread 0.
+__device__ __forceinline__ void block_amax_into(float v, float* amax) {
+  __shared__ float scratch[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int offset = 16; offset > 0; offset >>= 1) v = max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? scratch[lane] : 0.0f;
+    for (int offset = 16; offset > 0; offset >>= 1) v = max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    if (lane == 0) atomicMax(reinterpret_cast<unsigned*>(amax), __float_as_uint(v));
+  }
+}
+
+// y[i] = fp8(f32(x[i] · scale)); with amax: *amax = max(*amax, max |x|).
+template <typename T, bool kAmax>
+__global__ void quantize_kernel(const T* x, const float* scale, unsigned char* y, int64_t n, bool e5m2, float* amax) {
+  const float s = *scale;
+  float local = 0.0f;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = to_float(x[i]);
+    y[i] = __nv_cvt_float_to_fp8(v * s, __NV_SATFINITE, fp8_kind(e5m2));
+    if (kAmax) local = max_keeping_nan(local, fabsf(v));
+  }
+  if (kAmax) block_amax_into(local, amax);
+}
+
+// y[i] = f32(x[i]) · scale_inv, rounded to T.
+template <typename T>
+__global__ void dequantize_kernel(const unsigned char* x, const float* scale_inv, T* y, int64_t n, bool e5m2) {
+  const float s = *scale_inv;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const __half h(__nv_cvt_fp8_to_halfraw(x[i], fp8_kind(e5m2)));  // exact: every FP8 value is a half
+    y[i] = from_float<T>(__half2float(h) * s);
+  }
+}
+
+// *amax = max(*amax, max |x|): *amax is zeroed first by the host.
+template <typename T>
+__global__ void amax_kernel(const T* x, int64_t n, float* amax) {
+  float local = 0.0f;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    local = max_keeping_nan(local, fabsf(to_float(x[i])));
+  block_amax_into(local, amax);
+}
+
+}  // namespace blockscope::ops::cuda::kernels
+
+namespace blockscope::ops::cuda {
+
+namespace {
+
+unsigned blocks_for(Context& ctx, int64_t n) {
+  return grid_for(n, kernels::kPrecisionThreads, cuda_backend(ctx).properties().multiProcessorCount);
+}
+
+}  // namespace
+
+void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
+  const int64_t n = x.numel();
+  const bool e5m2 = y.dtype() == DType::fp8_e5m2;
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if (amax.defined()) {
+      launch(ctx, kernel_names::kQuantizeAmax, kernels::quantize_kernel<T, true>, blocks_for(ctx, n),
+             kernels::kPrecisionThreads, 0, x.data_as<const T>(), scale.data_as<const float>(),
+             static_cast<unsigned char*>(y.data()), n, e5m2, amax.data_as<float>());
+    } else {
+      launch(ctx, kernel_names::kQuantize, kernels::quantize_kernel<T, false>, blocks_for(ctx, n),
+             kernels::kPrecisionThreads, 0, x.data_as<const T>(), scale.data_as<const float>(),
+             static_cast<unsigned char*>(y.data()), n, e5m2, static_cast<float*>(nullptr));
+    }
+  });
+}
+
+void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y) {
+  const int64_t n = x.numel();
+  const bool e5m2 = x.dtype() == DType::fp8_e5m2;
+  dispatch_dtype(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, kernel_names::kDequantize, kernels::dequantize_kernel<T>, blocks_for(ctx, n), kernels::kPrecisionThreads,
+           0, static_cast<const unsigned char*>(x.data()), scale_inv.data_as<const float>(), y.data_as<T>(), n, e5m2);
+  });
+}
+
+void amax(Context& ctx, const Tensor& x, Tensor& amax) {
+  {
+    profiler::KernelScope scope(ctx, kernel_names::kMemset);
+    BS_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(float), cuda_backend(ctx).stream()));
+  }
+  const int64_t n = x.numel();
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch(ctx, kernel_names::kAmax, kernels::amax_kernel<T>, blocks_for(ctx, n), kernels::kPrecisionThreads, 0,
+           x.data_as<const T>(), n, amax.data_as<float>());
+  });
+}
+
+}  // namespace blockscope::ops::cuda

@@ -1,0 +1,79 @@
+// The precision ops (ops/precision/precision.h): validation, then run_op. These are the ops
+// that take FP8 tensors (their records say taking_fp8(): the storage rule, runtime/dtype.h);
+// each checks which of its tensors is which type.
+#include "ops/precision/precision.h"
+
+#include "ops/common/checks.h"
+#include "ops/common/dispatch.h"
+#include "ops/precision/backends.h"
+
+namespace blockscope::ops {
+
+namespace {
+
+void check_compute_tensor(const Context& ctx, const char* op, const char* role, const Tensor& t) {
+  check_on_context(ctx, op, role, t);
+  check_contiguous(op, role, t);
+  BS_CHECK_INPUT(!is_fp8(t.dtype()), op, ": ", role, " ", t.str(), " is FP8, a storage type: ", op,
+                 " takes f32, f16 or bf16 there");
+}
+
+void check_fp8_tensor(const Context& ctx, const char* op, const char* role, const Tensor& t) {
+  check_on_context(ctx, op, role, t);
+  check_contiguous(op, role, t);
+  BS_CHECK_INPUT(is_fp8(t.dtype()), op, ": ", role, " ", t.str(), " must be fp8_e4m3 or fp8_e5m2");
+}
+
+// A scale, its inverse or an amax: one f32 element on the context's device.
+void check_scalar(const Context& ctx, const char* op, const char* role, const Tensor& t) {
+  check_on_context(ctx, op, role, t);
+  BS_CHECK_INPUT(t.dtype() == DType::f32 && t.numel() == 1, op, ": ", role, " ", t.str(),
+                 " must be an f32 tensor of one element");
+}
+
+double elements(const Tensor& t) { return static_cast<double>(t.numel()); }
+
+}  // namespace
+
+void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
+  check_compute_tensor(ctx, "quantize", "x", x);
+  check_fp8_tensor(ctx, "quantize", "y", y);
+  check_same_shape("quantize", "x", x, "y", y);
+  check_scalar(ctx, "quantize", "scale", scale);
+  if (amax.defined()) {
+    check_scalar(ctx, "quantize", "amax", amax);
+    BS_CHECK_INPUT(amax.storage() != scale.storage() || amax.offset() != scale.offset(),
+                   "quantize: amax ", amax.str(), " is the scale itself");
+  }
+  const bool with_amax = amax.defined();
+  const double flops = (kQuantizeFlopsPerElement + (with_amax ? kAmaxFlopsPerElement : 0.0)) * elements(x);
+  // Bytes: x and the scale read, y written; the running amax read and written.
+  run_op(ctx,
+         OpRecord{"quantize", "", profiler::Family::precision, {&x, &scale}, {&y}, flops, x.numel() == 0}
+             .with_bytes(static_cast<double>(x.nbytes() + scale.nbytes() + y.nbytes()) +
+                         (with_amax ? 2.0 * static_cast<double>(amax.nbytes()) : 0.0))
+             .taking_fp8(),
+         [&] { cpu::quantize(ctx, x, scale, y, amax); }, [&] { cuda::quantize(ctx, x, scale, y, amax); });
+}
+
+void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y) {
+  check_fp8_tensor(ctx, "dequantize", "x", x);
+  check_compute_tensor(ctx, "dequantize", "y", y);
+  check_same_shape("dequantize", "x", x, "y", y);
+  check_scalar(ctx, "dequantize", "scale_inv", scale_inv);
+  run_op(ctx,
+         OpRecord{"dequantize", "", profiler::Family::precision, {&x, &scale_inv}, {&y},
+                  kDequantizeFlopsPerElement * elements(x), x.numel() == 0}
+             .taking_fp8(),
+         [&] { cpu::dequantize(ctx, x, scale_inv, y); }, [&] { cuda::dequantize(ctx, x, scale_inv, y); });
+}
+
+void amax(Context& ctx, const Tensor& x, Tensor& amax) {
+  check_compute_tensor(ctx, "amax", "x", x);
+  check_scalar(ctx, "amax", "amax", amax);
+  // No elements still writes amax (0): the op runs, unlike ops whose output is empty.
+  run_op(ctx, OpRecord{"amax", "", profiler::Family::precision, {&x}, {&amax}, kAmaxFlopsPerElement * elements(x)},
+         [&] { cpu::amax(ctx, x, amax); }, [&] { cuda::amax(ctx, x, amax); });
+}
+
+}  // namespace blockscope::ops

@@ -1,0 +1,236 @@
+// FP8 as a storage dtype (runtime/dtype.h) and the precision ops (ops/precision/) beyond what the
+// op harness checks: the dtype's facts worked out by hand, the float64 reference's rounding
+// against hand values and against runtime/fp8.h, and the ops' special values on every device --
+// NaN through amax and quantize, saturation, signed zeros, an empty x with a running amax, and
+// the round trip a per-tensor recipe promises (error at most 2^-4 in e4m3, 2^-3 in e5m2, of
+// values in the normal range once scaled by max / amax).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "ops/precision/precision.h"
+#include "profiler/recorder.h"
+#include "reference/fp8_reference.h"
+#include "test/op_test_helpers.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+namespace bt = blockscope::testing;
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+TEST(Fp8DType, FactsWorkedByHand) {
+  EXPECT_EQ(dtype_size(DType::fp8_e4m3), 1u);
+  EXPECT_EQ(dtype_size(DType::fp8_e5m2), 1u);
+  EXPECT_STREQ(dtype_name(DType::fp8_e4m3), "fp8_e4m3");
+  EXPECT_EQ(dtype_epsilon(DType::fp8_e4m3), 0.0625);  // 3 mantissa bits: 2^-4
+  EXPECT_EQ(dtype_epsilon(DType::fp8_e5m2), 0.125);   // 2 mantissa bits: 2^-3
+  EXPECT_EQ(dtype_max_finite(DType::fp8_e4m3), 448.0);  // 1.75 · 2^8
+  EXPECT_EQ(dtype_max_finite(DType::fp8_e5m2), 57344.0);  // 1.75 · 2^15
+  EXPECT_EQ(dtype_max_finite(DType::f16), 65504.0);
+  for (const char* alias : {"fp8_e4m3", "float8_e4m3fn", "e4m3"}) {
+    DType d = DType::f32;
+    EXPECT_TRUE(parse_dtype(alias, &d)) << alias;
+    EXPECT_EQ(d, DType::fp8_e4m3) << alias;
+  }
+  for (const char* alias : {"fp8_e5m2", "float8_e5m2", "e5m2"}) {
+    DType d = DType::f32;
+    EXPECT_TRUE(parse_dtype(alias, &d)) << alias;
+    EXPECT_EQ(d, DType::fp8_e5m2) << alias;
+  }
+  DType d;
+  EXPECT_FALSE(parse_dtype("fp8", &d));
+  EXPECT_FALSE(parse_dtype("e4m3fnuz", &d));  // AMD's variant: another format
+  EXPECT_TRUE(is_fp8(DType::fp8_e5m2));
+  EXPECT_FALSE(is_fp8(DType::bf16));
+  for (DType c : kComputeDTypes) EXPECT_FALSE(is_fp8(c));
+}
+
+// 0.3 lies in [0.25, 0.5): e4m3 steps by 2^-5 there (0.25 + 2 · 2^-5 = 0.3125 is nearest), e5m2
+// by 2^-4 (0.25 + 2^-4 = 0.3125 too). Saturation keeps the sign; NaN stays NaN.
+TEST(Fp8DType, StoringRoundsAndSaturates) {
+  Context ctx(Device::cpu());
+  for (DType fp8 : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    SCOPED_TRACE(dtype_name(fp8));
+    const double max = dtype_max_finite(fp8);
+    Tensor t = ctx.empty({7}, fp8);
+    from_floats(t, {0.3f, -0.3f, 1e6f, -kInf, kNaN, -0.0f, 1.0f});
+    const std::vector<float> back = to_floats(t);
+    EXPECT_EQ(back[0], 0.3125f);
+    EXPECT_EQ(back[1], -0.3125f);
+    EXPECT_EQ(back[2], max);
+    EXPECT_EQ(back[3], -max);
+    EXPECT_TRUE(std::isnan(back[4]));
+    EXPECT_TRUE(back[5] == 0.0f && std::signbit(back[5]));
+    EXPECT_EQ(back[6], 1.0f);
+    EXPECT_EQ(static_cast<const uint8_t*>(t.data())[4], 0x7F) << "the canonical NaN code";
+    EXPECT_EQ(round_to(fp8, 1e6f), static_cast<float>(max));
+  }
+}
+
+// The reference's rounding, by hand: ties go to the even mantissa; past the largest, saturation.
+TEST(Fp8Reference, HandValues) {
+  using reference::Fp8Kind;
+  using reference::fp8_round;
+  EXPECT_EQ(fp8_round(0.3, Fp8Kind::e4m3), 0.3125);
+  EXPECT_EQ(fp8_round(449.0, Fp8Kind::e4m3), 448.0);
+  EXPECT_EQ(fp8_round(-1e30, Fp8Kind::e4m3), -448.0);
+  EXPECT_EQ(fp8_round(std::ldexp(1.0, -10), Fp8Kind::e4m3), 0.0);  // half of 2^-9: tie to 0 (even)
+  EXPECT_EQ(fp8_round(3 * std::ldexp(1.0, -10), Fp8Kind::e4m3), std::ldexp(1.0, -8));  // 1.5 · 2^-9: to 2 · 2^-9
+  EXPECT_EQ(fp8_round(17.0, Fp8Kind::e4m3), 16.0);   // 16 and 18 neighbour it: tie to 16 (mantissa 0)
+  EXPECT_EQ(fp8_round(19.0, Fp8Kind::e4m3), 20.0);   // 18 (m = 1) and 20 (m = 2): to 20
+  EXPECT_EQ(fp8_round(5.0, Fp8Kind::e5m2), 5.0);
+  EXPECT_EQ(fp8_round(4.5, Fp8Kind::e5m2), 4.0);     // 4 (m = 0) and 5 (m = 1): to 4
+  EXPECT_EQ(fp8_round(60000.0, Fp8Kind::e5m2), 57344.0);
+  EXPECT_EQ(reference::fp8_largest(Fp8Kind::e5m2), 57344.0);
+  EXPECT_TRUE(std::isnan(fp8_round(std::nan(""), Fp8Kind::e5m2)));
+}
+
+// The reference (a list of values, the nearest picked) and runtime/fp8.h (bit arithmetic) agree
+// on fresh random floats across both formats' ranges.
+TEST(Fp8Reference, AgreesWithTheRuntimeConversions) {
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Context ctx(Device::cpu());
+  const Tensor x = bt::random_tensor(ctx, {20000}, DType::f32, seed, -1.0f, 1.0f);
+  const std::vector<float> v = to_floats(x);
+  for (DType fp8 : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    const reference::Fp8Kind kind = fp8 == DType::fp8_e4m3 ? reference::Fp8Kind::e4m3 : reference::Fp8Kind::e5m2;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const float value = std::ldexp(v[i], static_cast<int>(i % 40) - 20);  // 2^-21 .. 2^19 in magnitude
+      ASSERT_EQ(static_cast<double>(round_to(fp8, value)), reference::fp8_round(value, kind))
+          << dtype_name(fp8) << " " << value;
+    }
+  }
+}
+
+class PrecisionOps : public ::testing::TestWithParam<Device> {};
+
+Tensor scalar(Context& ctx, float value) {
+  Tensor t = ctx.empty({1}, DType::f32);
+  from_floats(t, {value});
+  return t;
+}
+Tensor filled(Context& ctx, const std::vector<float>& values, DType dtype) {
+  Tensor t = ctx.empty({static_cast<int64_t>(values.size())}, dtype);
+  from_floats(t, values);
+  return t;
+}
+
+TEST_P(PrecisionOps, AmaxKeepsNanAndInfinity) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor out = scalar(ctx, 123.0f);
+  ops::amax(ctx, filled(ctx, {1.0f, -7.5f, 2.0f}, DType::bf16), out);
+  EXPECT_EQ(to_floats(out)[0], 7.5f);
+  ops::amax(ctx, filled(ctx, {1.0f, -kInf, 2.0f}, DType::f32), out);
+  EXPECT_EQ(to_floats(out)[0], kInf);
+  std::vector<float> with_nan(3000, 0.5f);
+  with_nan[2017] = kNaN;  // in a later block on CUDA
+  with_nan[5] = -1e30f;
+  ops::amax(ctx, filled(ctx, with_nan, DType::f32), out);
+  EXPECT_TRUE(std::isnan(to_floats(out)[0]));
+  ops::amax(ctx, ctx.empty({0, 4}, DType::f16), out);  // nothing: 0, overwriting the NaN
+  EXPECT_EQ(to_floats(out)[0], 0.0f);
+}
+
+TEST_P(PrecisionOps, QuantizeSaturatesKeepsSignsAndNan) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  const Tensor x = filled(ctx, {1e4f, -1e4f, -0.0f, kNaN, 0.3f, 1e-9f}, DType::f32);
+  for (DType fp8 : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    SCOPED_TRACE(dtype_name(fp8));
+    Tensor y = ctx.empty({6}, fp8);
+    ops::quantize(ctx, x, scalar(ctx, 10.0f), y);
+    Context cpu(Device::cpu());
+    const Tensor codes = cpu.copy_from(y);
+    const uint8_t* c = static_cast<const uint8_t*>(codes.data());
+    const uint8_t max_code = fp8 == DType::fp8_e4m3 ? 0x7E : 0x7B;
+    EXPECT_EQ(c[0], max_code);
+    EXPECT_EQ(c[1], 0x80 | max_code);
+    EXPECT_EQ(c[2], 0x80) << "-0 keeps its sign";
+    EXPECT_EQ(c[3], 0x7F) << "NaN: the canonical code";
+    EXPECT_EQ(to_floats(codes)[4], 3.0f);  // 0.3 · 10 = 3 exactly after f32 rounding? 3.0000002 -> 3
+    EXPECT_EQ(c[5], 0x00) << "1e-8 underflows to +0";
+  }
+}
+
+TEST_P(PrecisionOps, RunningAmaxTakesTheMaximumAndNan) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor y = ctx.empty({3}, DType::fp8_e4m3);
+  Tensor running = scalar(ctx, 5.0f);
+  ops::quantize(ctx, filled(ctx, {1.0f, -2.0f, 3.0f}, DType::bf16), scalar(ctx, 1.0f), y, running);
+  EXPECT_EQ(to_floats(running)[0], 5.0f) << "max(5, 3)";
+  ops::quantize(ctx, filled(ctx, {1.0f, -9.0f, 3.0f}, DType::bf16), scalar(ctx, 1.0f), y, running);
+  EXPECT_EQ(to_floats(running)[0], 9.0f);
+  ops::quantize(ctx, filled(ctx, {1.0f, kNaN, 3.0f}, DType::f32), scalar(ctx, 1.0f), y, running);
+  EXPECT_TRUE(std::isnan(to_floats(running)[0]));
+
+  // An empty x: nothing runs, the running amax stays.
+  Tensor kept = scalar(ctx, 2.5f);
+  Tensor none = ctx.empty({0}, DType::fp8_e4m3);
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  ops::quantize(ctx, ctx.empty({0}, DType::f32), scalar(ctx, 1.0f), none, kept);
+  ctx.set_recorder(nullptr);
+  EXPECT_EQ(to_floats(kept)[0], 2.5f);
+  ASSERT_EQ(recorder.ops().size(), 1u);
+  EXPECT_TRUE(recorder.kernels().empty());
+}
+
+// A per-tensor recipe: scale = max / amax(x), then x -> FP8 -> x · (1 / scale). Every value whose
+// scaled magnitude is in the format's normal range comes back within one rounding (u = 2^-4 in
+// e4m3, 2^-3 in e5m2); the largest comes back to within that of itself (no saturation).
+TEST_P(PrecisionOps, RoundTripWithinOneFp8Rounding) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Context ctx(GetParam());
+  const Tensor x = bt::random_tensor(ctx, {37, 129}, DType::bf16, seed, -3.0f, 3.0f);
+  for (DType fp8 : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+    SCOPED_TRACE(dtype_name(fp8));
+    Tensor amax = scalar(ctx, 0.0f);
+    ops::amax(ctx, x, amax);
+    const float a = to_floats(amax)[0];
+    const float max = static_cast<float>(dtype_max_finite(fp8));
+    const float smallest_normal = fp8 == DType::fp8_e4m3 ? 0.015625f : 6.1035156e-05f;  // 2^-6, 2^-14
+    Tensor y = ctx.empty(x.shape(), fp8), back = ctx.empty(x.shape(), DType::f32);
+    ops::quantize(ctx, x, scalar(ctx, max / a), y);
+    ops::dequantize(ctx, y, scalar(ctx, a / max), back);
+    const std::vector<float> in = to_floats(x), out = to_floats(back);
+    int normal = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (std::fabs(in[i]) * (max / a) < smallest_normal) continue;
+      ++normal;
+      EXPECT_LE(std::fabs(out[i] - in[i]), dtype_epsilon(fp8) * std::fabs(in[i]) * (1 + 1e-5)) << i << " " << in[i];
+    }
+    EXPECT_GT(normal, 4000);
+  }
+}
+
+TEST_P(PrecisionOps, RecordedInThePrecisionFamily) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  profiler::Recorder recorder(ctx);
+  ctx.set_recorder(&recorder);
+  Tensor y = ctx.empty({2, 3}, DType::fp8_e5m2), amax = scalar(ctx, 0.0f);
+  ops::quantize(ctx, ctx.empty({2, 3}, DType::bf16), scalar(ctx, 1.0f), y, amax);
+  ctx.set_recorder(nullptr);
+  ASSERT_EQ(recorder.ops().size(), 1u);
+  EXPECT_EQ(recorder.ops()[0].name, "quantize");
+  EXPECT_EQ(recorder.ops()[0].flops, 12.0);         // a multiply and a compare per element
+  EXPECT_EQ(recorder.ops()[0].bytes, 12 + 4 + 6 + 8);  // x bf16, the scale, y FP8, amax read and written
+  ASSERT_EQ(recorder.kernels().size(), 1u);
+  EXPECT_EQ(recorder.kernels()[0].name, "fp8_quantize_amax_kernel");
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, PrecisionOps, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);
+
+}  // namespace
+}  // namespace blockscope
