@@ -601,7 +601,7 @@ const std::vector<DType> kFp8Types = {DType::fp8_e4m3, DType::fp8_e5m2};
 // Scales up to 200 over x in ±4: a share of each case saturates (|x · scale| > 448 in e4m3).
 OpCases quantize_cases() {
   OpCases entry{"quantize", {}, {}};
-  entry.takes_fp8 = true;
+  entry.own_types = true;
   for (const DType fp8 : kFp8Types) {
     for (const Shape& s : kPrecisionShapes) {
       OpCase c;
@@ -694,7 +694,7 @@ OpCases quantize_cases() {
 // normal (above 2^-14).
 OpCases dequantize_cases() {
   OpCases entry{"dequantize", {}, {}};
-  entry.takes_fp8 = true;
+  entry.own_types = true;
   for (const DType fp8 : kFp8Types) {
     for (const Shape& s : kPrecisionShapes) {
       OpCase c;
@@ -765,12 +765,76 @@ OpCases amax_cases() {
   return entry;
 }
 
+// The scale step on its own (the roll, NaN and overflow: precision_test.cpp): the old scale is
+// inputs[0], updated in place; the history is read, not rolled.
+OpCases fp8_scale_update_cases() {
+  OpCases entry{"fp8_scale_update", {}, {}};
+  entry.own_types = true;
+  for (const int64_t h : {int64_t{1}, int64_t{16}, int64_t{33}, int64_t{1024}}) {
+    for (const DType format : kFp8Types) {
+      for (const ops::AmaxAlgo algo : {ops::AmaxAlgo::max, ops::AmaxAlgo::most_recent}) {
+        for (const int margin : {0, 3}) {
+          OpCase c;
+          c.label = "H=" + std::to_string(h) + " " + dtype_name(format) + " " + ops::amax_algo_name(algo) +
+                    " margin " + std::to_string(margin);
+          c.call = sizes({{"H", h}});
+          c.inputs = {fixed({1}, DType::f32, 0.5f, 2.0f), fixed({h}, DType::f32, 0.01f, 20.0f)};
+          c.output = {1};
+          c.in_place_only = true;
+          c.run = [format, algo, margin](Context& ctx, const Tensors& in, Tensor& out) {
+            Tensor history = in[1], inverse = ctx.empty({1}, DType::f32);
+            ops::fp8_scale_update(ctx, history, out, inverse, {format, algo, margin, false});
+          };
+          c.reference = [format, algo, margin](const Refs& in) {
+            double amax = in[1].data[0];
+            if (algo == ops::AmaxAlgo::max)
+              for (double v : in[1].data) amax = std::max(amax, v);
+            RefTensor scale(Shape{1});
+            scale.data[0] = static_cast<float>(reference::fp8_largest(fp8_kind(format)) / amax) / std::pow(2.0, margin);
+            return scale;
+          };
+          c.accuracy = exact();
+          c.bit_identical_across_devices = true;
+          entry.cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  entry.bad_calls = {
+      {"a history longer than one block",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor h = ctx.empty({1025}, DType::f32), s = ctx.empty({1}, DType::f32), i = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_scale_update", h.str(), "1024"};
+         ops::fp8_scale_update(ctx, h, s, i, {});
+       }},
+      {"a bf16 format",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor h = ctx.empty({4}, DType::f32), s = ctx.empty({1}, DType::f32), i = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_scale_update", "bf16", "not an FP8 type"};
+         ops::fp8_scale_update(ctx, h, s, i, {DType::bf16, ops::AmaxAlgo::max, 0, false});
+       }},
+      {"scale_inv is the scale",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor h = ctx.empty({4}, DType::f32), s = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_scale_update", "overlap"};
+         ops::fp8_scale_update(ctx, h, s, s, {});
+       }},
+      {"a negative margin",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor h = ctx.empty({4}, DType::f32), s = ctx.empty({1}, DType::f32), i = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_scale_update", "margin -1"};
+         ops::fp8_scale_update(ctx, h, s, i, {DType::fp8_e4m3, ops::AmaxAlgo::max, -1, false});
+       }},
+  };
+  return entry;
+}
+
 // The FP8 GEMM: x e4m3 and w e4m3 or e5m2, their dequantisation factors about 1/40, into y of
 // the harness's type. The reference multiplies the scaled FP8 values exactly, so the bound is a
 // linear's of y's type (the FP8 inputs are exact). FP8 outputs: test/fp8_linear_test.cpp.
 OpCases fp8_linear_cases() {
   OpCases entry{"fp8_linear", {}, {}};
-  entry.takes_fp8 = true;
+  entry.own_types = true;
   struct Size {
     int64_t rows, in, out;
   };
@@ -1422,7 +1486,7 @@ const std::vector<OpCases>& op_cases() {
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
       rope_cases(),       linear_cases(),      fp8_linear_cases(),      batched_matmul_cases(), attention_cases(),
       kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), quantize_cases(), dequantize_cases(),
-      amax_cases(), all_reduce_cases(),
+      amax_cases(), fp8_scale_update_cases(), all_reduce_cases(),
       row_block_collective_cases("reduce_scatter", ops::reduce_scatter),
       row_block_collective_cases("all_gather", ops::all_gather),
   };

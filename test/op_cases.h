@@ -72,7 +72,9 @@ struct OpCases {
   std::string op;  // the catalogue's key
   std::vector<OpCase> cases;
   std::vector<BadCall> bad_calls;
-  bool takes_fp8 = false;  // the op's record says taking_fp8() (its cases cover FP8; the storage rule's test skips it)
+  // Its tensors' types are its own, not the harness's (FP8 operands, f32 scales): the storage
+  // rule's generic test skips it; its cases and bad calls check those types.
+  bool own_types = false;
 };
 
 // Every op's entry, in catalogue order.

@@ -198,8 +198,9 @@ INSTANTIATE_TEST_SUITE_P(Ops, OpHarness,
 
 // The storage rule (runtime/dtype.h): an op computes in f32, f16 or bf16 and refuses an FP8
 // input or output by that rule's error, before any work -- whether every tensor is FP8 or only
-// the output is (then the op's check of mixed dtypes may answer first). Per op and device, on the op's first case; the ops that take FP8 (takes_fp8)
-// run it in their own cases.
+// the output is (then the op's check of mixed dtypes may answer first). Per op and device, on
+// the op's first case; the ops whose tensors have types of their own (own_types: the FP8 casts
+// and GEMM, the f32 scale step) check those in their own cases.
 class OpStorageRule : public ::testing::TestWithParam<std::tuple<size_t, Device>> {};
 
 TEST_P(OpStorageRule, RefusesFp8TensorsLeavingNoTrace) {
@@ -236,7 +237,7 @@ std::string storage_rule_name(const ::testing::TestParamInfo<std::tuple<size_t, 
 std::vector<size_t> compute_only_entries() {
   std::vector<size_t> indices;
   for (size_t i : entry_indices())
-    if (!bt::op_cases()[i].takes_fp8) indices.push_back(i);
+    if (!bt::op_cases()[i].own_types) indices.push_back(i);
   return indices;
 }
 

@@ -214,6 +214,63 @@ TEST_P(PrecisionOps, RoundTripWithinOneFp8Rounding) {
   }
 }
 
+// The scale step by hand: 448 / 7 = 64 (margin 1: 32), 57344 / 7 = 8192; the inverse exact.
+TEST_P(PrecisionOps, ScaleUpdateWorkedByHand) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor history = filled(ctx, {2.0f, 7.0f, 3.0f}, DType::f32);
+  Tensor scale = scalar(ctx, 1.0f), inverse = scalar(ctx, 0.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 0, false});
+  EXPECT_EQ(to_floats(scale)[0], 64.0f);
+  EXPECT_EQ(to_floats(inverse)[0], 1.0f / 64.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 1, false});
+  EXPECT_EQ(to_floats(scale)[0], 32.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e5m2, ops::AmaxAlgo::max, 0, false});
+  EXPECT_EQ(to_floats(scale)[0], 8192.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::most_recent, 0, false});
+  EXPECT_EQ(to_floats(scale)[0], 224.0f);  // 448 / 2, the newest entry
+  EXPECT_EQ(to_floats(history), (std::vector<float>{2.0f, 7.0f, 3.0f})) << "no roll: the history stays";
+}
+
+// What keeps the scale: a NaN anywhere in a max history, an all-zero history, an infinity; what
+// saturates it: an amax so small the quotient overflows (FLT_MAX, its inverse still finite).
+TEST_P(PrecisionOps, ScaleUpdateKeepsTheScaleOnBadAmaxes) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor scale = scalar(ctx, 5.0f), inverse = scalar(ctx, 0.0f);
+  for (const std::vector<float>& bad : std::vector<std::vector<float>>{{1.0f, kNaN, 2.0f}, {0.0f, 0.0f}, {kInf}}) {
+    Tensor history = filled(ctx, bad, DType::f32);
+    ops::fp8_scale_update(ctx, history, scale, inverse, {});
+    EXPECT_EQ(to_floats(scale)[0], 5.0f);
+    EXPECT_EQ(to_floats(inverse)[0], 0.2f);
+  }
+  Tensor tiny = filled(ctx, {1e-38f}, DType::f32);
+  ops::fp8_scale_update(ctx, tiny, scale, inverse, {});
+  EXPECT_EQ(to_floats(scale)[0], std::numeric_limits<float>::max());
+  EXPECT_GT(to_floats(inverse)[0], 0.0f);
+}
+
+// Delayed scaling over steps, as Transformer Engine's DelayedScaling: each step quantizes with
+// the scale the history gave, accumulating its amax into entry 0, then updates and rolls. A
+// spike (100) sets the scale for as long as it stays in the 2-entry history, then leaves it.
+TEST_P(PrecisionOps, DelayedScalingRollsItsHistory) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor history = filled(ctx, {0.0f, 0.0f}, DType::f32);
+  Tensor scale = scalar(ctx, 1.0f), inverse = scalar(ctx, 1.0f);
+  const std::vector<float> step_amax = {1.0f, 100.0f, 2.0f, 2.0f};
+  const std::vector<float> want_scale = {448.0f, 4.48f, 4.48f, 224.0f};
+  const std::vector<std::vector<float>> want_history = {{0, 1}, {0, 100}, {0, 2}, {0, 2}};
+  Tensor y = ctx.empty({2}, DType::fp8_e4m3);
+  for (size_t step = 0; step < step_amax.size(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    ops::quantize(ctx, filled(ctx, {-step_amax[step], 0.5f}, DType::bf16), scale, y, history.slice(0, 0, 1));
+    ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 0, true});
+    EXPECT_EQ(to_floats(scale)[0], want_scale[step]);
+    EXPECT_EQ(to_floats(history), want_history[step]);
+  }
+}
+
 TEST_P(PrecisionOps, RecordedInThePrecisionFamily) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());
   Context ctx(GetParam());

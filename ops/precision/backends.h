@@ -10,12 +10,14 @@ namespace blockscope::ops::cpu {
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax);
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y);
 void amax(Context& ctx, const Tensor& x, Tensor& amax);
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
 }  // namespace blockscope::ops::cpu
 
 namespace blockscope::ops::cuda {
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax);
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y);
 void amax(Context& ctx, const Tensor& x, Tensor& amax);
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
 }  // namespace blockscope::ops::cuda
 
 // The names the precision ops' kernels are recorded under, one list for both backends (the CPU
@@ -25,4 +27,5 @@ inline constexpr char kQuantize[] = "fp8_quantize_kernel";
 inline constexpr char kQuantizeAmax[] = "fp8_quantize_amax_kernel";
 inline constexpr char kDequantize[] = "fp8_dequantize_kernel";
 inline constexpr char kAmax[] = "amax_kernel";
+inline constexpr char kScaleUpdate[] = "fp8_scale_update_kernel";
 }  // namespace blockscope::ops::kernel_names

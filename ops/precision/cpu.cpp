@@ -9,6 +9,7 @@
 
 #include "ops/common/cpu_rows.h"
 #include "ops/precision/backends.h"
+#include "ops/precision/scale_rule.h"
 #include "profiler/scope.h"
 
 namespace blockscope::ops::cpu {
@@ -94,6 +95,22 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   profiler::KernelScope kernel(ctx, kernel_names::kAmax);
   *amax.data_as<float>() = amax_of(x);
+}
+
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+  profiler::KernelScope kernel(ctx, kernel_names::kScaleUpdate);
+  float* history = amax_history.data_as<float>();
+  const int64_t length = amax_history.numel();
+  float amax = history[0];
+  if (update.algo == AmaxAlgo::max)
+    for (int64_t i = 1; i < length; ++i) amax = scale_rule::max_keeping_nan(amax, history[i]);
+  float* s = scale.data_as<float>();
+  *s = scale_rule::next_scale(amax, *s, static_cast<float>(dtype_max_finite(update.format)), update.margin);
+  *scale_inv.data_as<float>() = 1.0f / *s;
+  if (update.roll) {
+    for (int64_t i = length - 1; i > 0; --i) history[i] = history[i - 1];
+    history[0] = 0.0f;
+  }
 }
 
 }  // namespace blockscope::ops::cpu

@@ -9,6 +9,7 @@
 #include "ops/common/kernel_names.h"
 #include "ops/common/cuda/vector_io.cuh"
 #include "ops/precision/backends.h"
+#include "ops/precision/scale_rule.h"
 #include "runtime/cuda/cuda_backend.h"
 #include "runtime/cuda/cuda_check.h"
 
@@ -69,6 +70,30 @@ __global__ void amax_kernel(const T* x, int64_t n, float* amax) {
   block_amax_into(local, amax);
 }
 
+// One block over the history (blockDim.x >= its length): the amax, the scale, then the roll --
+// every entry read before any is written.
+__global__ void scale_update_kernel(float* history, int length, float* scale, float* scale_inv, float fp8_max,
+                                    int margin, bool take_max, bool roll) {
+  __shared__ float scratch[32];
+  const int i = static_cast<int>(threadIdx.x), lane = i & 31, warp = i >> 5, warps = (blockDim.x + 31) >> 5;
+  const float entry = i < length ? history[i] : 0.0f;
+  float v = (take_max || i == 0) ? entry : 0.0f;
+  for (int offset = 16; offset > 0; offset >>= 1) v = scale_rule::max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (i == 0) {
+    float amax = scratch[0];
+    for (int w = 1; w < warps; ++w) amax = scale_rule::max_keeping_nan(amax, scratch[w]);
+    const float s = scale_rule::next_scale(amax, *scale, fp8_max, margin);
+    *scale = s;
+    *scale_inv = 1.0f / s;
+  }
+  if (roll && i < length) {  // every thread read its entry before the barrier above
+    if (i + 1 < length) history[i + 1] = entry;
+    if (i == 0) history[0] = 0.0f;
+  }
+}
+
 }  // namespace blockscope::ops::cuda::kernels
 
 namespace blockscope::ops::cuda {
@@ -106,6 +131,14 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
     launch(ctx, kernel_names::kDequantize, kernels::dequantize_kernel<T>, blocks_for(ctx, n), kernels::kPrecisionThreads,
            0, static_cast<const unsigned char*>(x.data()), scale_inv.data_as<const float>(), y.data_as<T>(), n, e5m2);
   });
+}
+
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+  const int length = static_cast<int>(amax_history.numel());
+  const unsigned threads = static_cast<unsigned>((length + 31) / 32 * 32);
+  launch(ctx, kernel_names::kScaleUpdate, kernels::scale_update_kernel, 1, threads, 0, amax_history.data_as<float>(),
+         length, scale.data_as<float>(), scale_inv.data_as<float>(),
+         static_cast<float>(dtype_max_finite(update.format)), update.margin, update.algo == AmaxAlgo::max, update.roll);
 }
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {

@@ -68,6 +68,44 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
          [&] { cpu::dequantize(ctx, x, scale_inv, y); }, [&] { cuda::dequantize(ctx, x, scale_inv, y); });
 }
 
+const char* amax_algo_name(AmaxAlgo algo) { return algo == AmaxAlgo::max ? "max" : "most_recent"; }
+
+bool parse_amax_algo(const std::string& text, AmaxAlgo* out) {
+  for (AmaxAlgo algo : {AmaxAlgo::max, AmaxAlgo::most_recent}) {
+    if (text == amax_algo_name(algo)) {
+      *out = algo;
+      return true;
+    }
+  }
+  return false;
+}
+
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+  const char* op = "fp8_scale_update";
+  check_on_context(ctx, op, "amax_history", amax_history);
+  check_contiguous(op, "amax_history", amax_history);
+  BS_CHECK_INPUT(amax_history.dtype() == DType::f32 && amax_history.dim() == 1 && amax_history.numel() >= 1 &&
+                     amax_history.numel() <= kMaxAmaxHistory,
+                 op, ": amax_history ", amax_history.str(), " must be f32 [H], 1 <= H <= ", kMaxAmaxHistory);
+  check_scalar(ctx, op, "scale", scale);
+  check_scalar(ctx, op, "scale_inv", scale_inv);
+  BS_CHECK_INPUT(is_fp8(update.format), op, ": the format ", dtype_name(update.format), " is not an FP8 type");
+  BS_CHECK_INPUT(update.margin >= 0 && update.margin <= 64, op, ": margin ", update.margin, " must be in [0, 64]");
+  const Tensor* written[] = {&amax_history, &scale, &scale_inv};
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j)
+      BS_CHECK_INPUT(!may_overlap(*written[i], *written[j]), op, ": ", written[i]->str(), " and ", written[j]->str(),
+                     " overlap");
+  // Bytes: the history read (and, rolled, written), the scale read, the scale and inverse written.
+  const double history_bytes = static_cast<double>(amax_history.nbytes());
+  run_op(ctx,
+         OpRecord{op, "", profiler::Family::precision, {&amax_history, &scale}, {&scale, &scale_inv},
+                  static_cast<double>(amax_history.numel()) + 2.0}
+             .with_bytes(history_bytes * (update.roll ? 2.0 : 1.0) + 3.0 * static_cast<double>(scale.nbytes())),
+         [&] { cpu::fp8_scale_update(ctx, amax_history, scale, scale_inv, update); },
+         [&] { cuda::fp8_scale_update(ctx, amax_history, scale, scale_inv, update); });
+}
+
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   check_compute_tensor(ctx, "amax", "x", x);
   check_scalar(ctx, "amax", "amax", amax);

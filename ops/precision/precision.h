@@ -5,11 +5,14 @@
 //   quantize    y = fp8(f32(x · scale))   rounded to nearest even, saturating to ±max (satfinite)
 //   dequantize  y = f32(x) · scale_inv    rounded to y's compute type
 //   amax        amax = max |x|            what a recipe derives the next scale from
+//   fp8_scale_update   scale = fp8_max / amax / 2^margin from an amax history (the recipe's step)
 //
 // `scale`, `scale_inv` and `amax` are f32 tensors of one element on the op's device, so a
 // recipe runs without the host reading them back (and inside a CUDA graph). A NaN in x makes
 // amax NaN; max over no elements is 0.
 #pragma once
+
+#include <string>
 
 #include "runtime/context.h"
 
@@ -20,6 +23,21 @@ namespace blockscope::ops {
 inline constexpr double kQuantizeFlopsPerElement = 1.0;
 inline constexpr double kDequantizeFlopsPerElement = 1.0;
 inline constexpr double kAmaxFlopsPerElement = 1.0;
+
+// The longest amax history fp8_scale_update takes (one block of threads reduces and rolls it).
+inline constexpr int64_t kMaxAmaxHistory = 1024;
+
+// How a recipe reads its amax history (Transformer Engine's DelayedScaling amax_compute_algo).
+enum class AmaxAlgo { max, most_recent };
+const char* amax_algo_name(AmaxAlgo algo);
+bool parse_amax_algo(const std::string& text, AmaxAlgo* out);
+
+struct ScaleUpdate {
+  DType format = DType::fp8_e4m3;  // whose largest value the scale maps the amax to
+  AmaxAlgo algo = AmaxAlgo::max;
+  int margin = 0;     // scale = fp8_max / amax / 2^margin: headroom of 2^margin
+  bool roll = false;  // after: entry i + 1 = entry i, entry 0 = 0 (the next step accumulates into it)
+};
 
 // x [...] f32/f16/bf16 -> y [...] fp8_e4m3 or fp8_e5m2, both contiguous, same shape; scale f32
 // [1]. With `amax` (f32 [1]; undefined: none) the same kernel also makes amax = max(amax,
@@ -32,5 +50,13 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
 // x [...] f32/f16/bf16, contiguous -> amax f32 [1] = max |x|. CUDA: a memset and 1 kernel
 // (the blocks' maxima meet in an atomic max); CPU: 1 kernel.
 void amax(Context& ctx, const Tensor& x, Tensor& amax);
+
+// A per-tensor recipe's scale step. amax_history f32 [H], 1 <= H <= kMaxAmaxHistory, entry 0
+// the newest; scale and scale_inv f32 [1]. amax = the history's maximum (AmaxAlgo::max) or
+// entry 0 (most_recent); when it is finite and above 0, scale = format's largest / amax /
+// 2^margin (FLT_MAX where that overflows), else the scale is kept (a NaN or an all-zero
+// history changes nothing); scale_inv = 1 / scale. Then, with `roll`, the history shifts by one.
+// Current scaling is H = 1 without roll (the amax op's output as the history). 1 kernel.
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
 
 }  // namespace blockscope::ops
