@@ -20,19 +20,24 @@ Recorder::Recorder(Context& ctx) : ctx_(ctx), origin_ns_(steady_ns()) {}
 double Recorder::now_us() const { return static_cast<double>(steady_ns() - origin_ns_) / 1000.0; }
 
 int Recorder::begin_op(const std::string& name, const std::string& path, bool is_region,
-                       const std::vector<const Tensor*>& inputs, double flops, double bytes) {
+                       const std::vector<const Tensor*>& inputs, double flops, double bytes,
+                       std::optional<DType> dtype) {
   if (!recording_) return -1;
   OpEvent event;
   event.scope = ctx_.scope_path();
   event.name = name;
   event.path = path;
   event.is_region = is_region;
+  // The op's dtype: stated, or its first input's (the one the catalogue's call is sized by).
+  bool first = true;
   for (const Tensor* t : inputs) {
     if (t != nullptr && t->defined()) {
       event.input_shapes.push_back(t->shape());
-      event.dtype = t->dtype();
+      if (first) event.dtype = t->dtype();
+      first = false;
     }
   }
+  if (dtype) event.dtype = *dtype;
   event.parent = open_.empty() ? -1 : open_.back();
   event.depth = static_cast<int>(open_.size());
   event.step = step_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,8 @@ class Recorder {
 
   // Called by profiler scopes. Return the event index (or -1 when not recording).
   int begin_op(const std::string& name, const std::string& path, bool is_region,
-               const std::vector<const Tensor*>& inputs, double flops, double bytes);
+               const std::vector<const Tensor*>& inputs, double flops, double bytes,
+               std::optional<DType> dtype = std::nullopt);
   void end_op(int index);
   int begin_kernel(const std::string& name);  // CPU time of the launch starts here
   void end_kernel(int index);                 // and ends here

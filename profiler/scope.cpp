@@ -5,7 +5,7 @@
 namespace blockscope::profiler {
 
 OpScope::OpScope(Context& ctx, const char* op, const char* path, Family family,
-                 std::initializer_list<const Tensor*> inputs, double flops, double bytes)
+                 std::initializer_list<const Tensor*> inputs, double flops, double bytes, std::optional<DType> dtype)
     : ctx_(ctx) {
   // Before anything is pushed or recorded: a refused call leaves no trace, like validation.
   for (const Tensor* t : inputs) {
@@ -14,7 +14,7 @@ OpScope::OpScope(Context& ctx, const char* op, const char* path, Family family,
   nvtx_push(op, family);
   ctx_.push_scope(op);
   if (Recorder* recorder = ctx_.recorder()) {
-    event_ = recorder->begin_op(op, path ? path : "", false, std::vector<const Tensor*>(inputs), flops, bytes);
+    event_ = recorder->begin_op(op, path ? path : "", false, std::vector<const Tensor*>(inputs), flops, bytes, dtype);
   }
 }
 

@@ -10,6 +10,8 @@
 // With no recorder attached, OpScope and RegionScope only push NVTX ranges.
 #pragma once
 
+#include <optional>
+
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -23,7 +25,8 @@ namespace blockscope::profiler {
 class OpScope {
  public:
   OpScope(Context& ctx, const char* op, const char* path, Family family,
-          std::initializer_list<const Tensor*> inputs, double flops = 0, double bytes = 0);
+          std::initializer_list<const Tensor*> inputs, double flops = 0, double bytes = 0,
+          std::optional<DType> dtype = std::nullopt);
   ~OpScope();
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;

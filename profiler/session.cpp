@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "profiler/scope.h"
@@ -95,11 +96,11 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   }
 
   // The profiled dtype is the one most ops ran in (regions carry none).
-  int dtype_counts[3] = {0, 0, 0};
+  int dtype_counts[std::size(kDTypes)] = {};
   for (const OpEvent& event : profile.ops) {
     if (!event.is_region && !event.input_shapes.empty()) dtype_counts[static_cast<int>(event.dtype)] += 1;
   }
-  const int most = static_cast<int>(std::max_element(dtype_counts, dtype_counts + 3) - dtype_counts);
+  const int most = static_cast<int>(std::max_element(std::begin(dtype_counts), std::end(dtype_counts)) - dtype_counts);
   const DType dtype = dtype_counts[most] > 0 ? static_cast<DType>(most) : DType::f32;
   profile.dtype = dtype_name(dtype);
   profile.peaks = device_peaks(ctx, dtype);

@@ -277,7 +277,8 @@ TEST_P(PrecisionOps, RecordedInThePrecisionFamily) {
   profiler::Recorder recorder(ctx);
   ctx.set_recorder(&recorder);
   Tensor y = ctx.empty({2, 3}, DType::fp8_e5m2), amax = scalar(ctx, 0.0f);
-  ops::quantize(ctx, ctx.empty({2, 3}, DType::bf16), scalar(ctx, 1.0f), y, amax);
+  const Tensor x = bt::random_tensor(ctx, {2, 3}, DType::bf16, bt::fresh_seed());
+  ops::quantize(ctx, x, scalar(ctx, 1.0f), y, amax);
   ctx.set_recorder(nullptr);
   ASSERT_EQ(recorder.ops().size(), 1u);
   EXPECT_EQ(recorder.ops()[0].name, "quantize");
@@ -285,6 +286,16 @@ TEST_P(PrecisionOps, RecordedInThePrecisionFamily) {
   EXPECT_EQ(recorder.ops()[0].bytes, 12 + 4 + 6 + 8);  // x bf16, the scale, y FP8, amax read and written
   ASSERT_EQ(recorder.kernels().size(), 1u);
   EXPECT_EQ(recorder.kernels()[0].name, "fp8_quantize_amax_kernel");
+  // Each op is recorded under its compute side's dtype (its catalogue call's): quantize its
+  // input's, dequantize its output's -- never FP8, which a profile's dtype must not become.
+  EXPECT_EQ(recorder.ops()[0].dtype, DType::bf16);
+  ctx.set_recorder(&recorder);
+  Tensor back = ctx.empty({2, 3}, DType::f16);
+  ops::dequantize(ctx, y, scalar(ctx, 1.0f), back);
+  ctx.set_recorder(nullptr);
+  ASSERT_EQ(recorder.ops().size(), 2u);
+  EXPECT_EQ(recorder.ops()[1].name, "dequantize");
+  EXPECT_EQ(recorder.ops()[1].dtype, DType::f16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, PrecisionOps, ::testing::ValuesIn(bt::test_devices()), bt::device_test_name);

@@ -50,6 +50,9 @@ struct OpRecord {
   // The op takes FP8 tensors (quantize, dequantize, the FP8 GEMM); every other op refuses one
   // (the storage rule of runtime/dtype.h, check_storage_rule).
   bool takes_fp8 = false;
+  // The dtype the op is recorded under (its catalogue call's): its first input's unless stated
+  // (dequantize and fp8_linear: their output's, the compute side).
+  std::optional<DType> recorded_dtype = std::nullopt;
 
   OpRecord& with_bytes(double bytes) {
     stated_bytes = bytes;
@@ -57,6 +60,10 @@ struct OpRecord {
   }
   OpRecord& taking_fp8() {
     takes_fp8 = true;
+    return *this;
+  }
+  OpRecord& recorded_as(DType dtype) {
+    recorded_dtype = dtype;
     return *this;
   }
   // The stated bytes, or the sizes of the defined inputs and outputs (an undefined tensor --
@@ -86,7 +93,7 @@ void run_op(Context& ctx, const OpRecord& record, OnCpu&& on_cpu, OnCuda&& on_cu
   check_storage_rule(record);
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
-                            record.bytes());
+                            record.bytes(), record.recorded_dtype);
     if (record.empty) {
       // recorded with no work
     } else if (ctx.device().is_cpu()) {
@@ -106,7 +113,7 @@ void run_composite_op(Context& ctx, const OpRecord& record, Body&& body) {
   check_storage_rule(record);
   {
     profiler::OpScope scope(ctx, record.name, record.path, record.family, record.inputs, record.flops,
-                            record.bytes());
+                            record.bytes(), record.recorded_dtype);
     if (!record.empty) body();
   }
   finish_op(ctx, record);

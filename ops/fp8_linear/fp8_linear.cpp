@@ -79,7 +79,8 @@ void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const 
                   {&y, &options.out_amax},
                   linear_flops(m, k, n),
                   m == 0 || n == 0}
-             .taking_fp8(),
+             .taking_fp8()
+             .recorded_as(y.dtype()),
          [&] { cpu::fp8_linear(ctx, x, scale_x_inv, w, scale_w_inv, bias, y, options); },
          [&] { cuda::fp8_linear(ctx, x, scale_x_inv, w, scale_w_inv, bias, y, options); });
 }

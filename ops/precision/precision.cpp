@@ -64,7 +64,8 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
   run_op(ctx,
          OpRecord{"dequantize", "", profiler::Family::precision, {&x, &scale_inv}, {&y},
                   kDequantizeFlopsPerElement * elements(x), x.numel() == 0}
-             .taking_fp8(),
+             .taking_fp8()
+             .recorded_as(y.dtype()),
          [&] { cpu::dequantize(ctx, x, scale_inv, y); }, [&] { cuda::dequantize(ctx, x, scale_inv, y); });
 }
 
