@@ -90,6 +90,8 @@ const char* family_name(ModelFamily family) {
   return "?";
 }
 
+const char* fp8_recipe_name(Fp8Recipe recipe) { return recipe == Fp8Recipe::current ? "current" : "delayed"; }
+
 const char* norm_name(NormKind norm) { return norm == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
 
 const char* weight_init_name(WeightInit init) {

@@ -19,6 +19,7 @@
 #include "ops/common/activations.h"
 #include "ops/common/paths.h"
 #include "ops/kv_cache/kv_cache.h"
+#include "ops/precision/precision.h"
 #include "runtime/device.h"
 #include "runtime/dtype.h"
 
@@ -173,6 +174,26 @@ std::string paths_str(const PathConfig& paths, const std::vector<ops::PathOp>& o
 // paths ("softmax").
 std::string paths_str(const PathConfig& paths, WorkloadKind kind);
 
+// `precision:` -- a linear workload's GEMM in FP8 (docs/FP8.md): the weight quantized once when
+// the workload is made (per tensor, from its own amax), the input each step by the recipe, one
+// FP8 GEMM (ops/fp8_linear) into the workload's dtype.
+enum class Fp8Recipe {
+  current,  // amax of this step's input, then its scale, then the cast (Transformer Engine's current scaling)
+  delayed,  // the cast with the scale of an amax history, then the scale update (DelayedScaling)
+};
+const char* fp8_recipe_name(Fp8Recipe recipe);
+
+struct PrecisionConfig {
+  DType gemm = DType::f32;  // the GEMM's operands: fp8_e4m3, or (not FP8) the workload's dtype
+  Fp8Recipe recipe = Fp8Recipe::current;
+  int64_t amax_history = 16;  // delayed: steps of amax kept (Transformer Engine's amax_history_len)
+  ops::AmaxAlgo amax_algo = ops::AmaxAlgo::max;
+  int margin = 0;
+  bool fast_accum = false;
+
+  bool fp8() const { return is_fp8(gemm); }
+};
+
 struct RunConfig {
   int warmup = 3;
   int iters = 10;
@@ -219,6 +240,7 @@ struct WorkloadConfig {
   ParallelConfig parallel;
   WeightsConfig weights;
   PathConfig paths;
+  PrecisionConfig precision;
   RunConfig run;
   CpuConfig cpu;
   ProfileConfig profile;

@@ -22,7 +22,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {"name",    "workload", "device", "dtype", "seed", "model",  "input",
                                            "shape",   "decode",   "weights", "paths", "run",   "cpu",     "profile",
-                                           "compare", "parallel"};
+                                           "compare", "parallel", "precision"};
 const std::vector<std::string> kModelKeys = {"family",   "d_model",    "n_heads", "n_kv_heads", "head_dim",
                                              "d_ff",     "n_layers",   "norm_eps", "rope_theta", "norm",
                                              "activation", "gated",    "bias",    "rope",       "causal"};
@@ -68,6 +68,7 @@ WorkloadConfig parse_config(Reader& reader, YAML::Node& root, const std::string&
   if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(paths, config.model, config.paths);
   check_decode_path(paths, config.kind, config.paths);
 
+  read_precision(reader, top, config);
   read_run(reader, top, config);
   read_cpu(reader, top, config);
   read_profile(reader, top, config);

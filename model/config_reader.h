@@ -304,6 +304,8 @@ void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& con
 // Refuses a workload whose largest tensors could not exist (more than 2^50 elements), naming
 // the keys whose product it is.
 void check_sizes(const Reader& reader, const YAML::Node& root, const WorkloadConfig& config);
+// `precision:` (linear workloads): the FP8 GEMM and its recipe; reads paths.linear (set first).
+void read_precision(const Reader& reader, const Section& top, WorkloadConfig& config);
 void read_run(const Reader& reader, const Section& top, WorkloadConfig& config);
 void read_cpu(const Reader& reader, const Section& top, WorkloadConfig& config);
 void read_profile(const Reader& reader, const Section& top, WorkloadConfig& config);

@@ -239,6 +239,54 @@ void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& con
   }
 }
 
+void read_precision(const Reader& reader, const Section& top, WorkloadConfig& config) {
+  if (!top.has("precision")) return;
+  Section s(reader, top.value("precision"), "precision",
+            {"gemm", "recipe", "amax_history", "amax_algo", "margin", "fast_accum"});
+  PrecisionConfig& p = config.precision;
+  const std::string gemm = s.get_choice("gemm", dtype_name(config.dtype),
+                                        {dtype_name(config.dtype), dtype_name(DType::fp8_e4m3)}, "GEMM dtype");
+  p.gemm = gemm == dtype_name(DType::fp8_e4m3) ? DType::fp8_e4m3 : config.dtype;
+  p.recipe = s.get_choice("recipe", "current", {"current", "delayed"}, "recipe") == "current" ? Fp8Recipe::current
+                                                                                           : Fp8Recipe::delayed;
+  p.amax_history = s.get_int("amax_history", 16, 1, ops::kMaxAmaxHistory);
+  ops::parse_amax_algo(s.get_choice("amax_algo", "max", {"max", "most_recent"}, "amax algorithm"), &p.amax_algo);
+  p.margin = static_cast<int>(s.get_int("margin", 0, 0, 64));
+  p.fast_accum = s.get_bool("fast_accum", false);
+  if (!p.fp8()) {
+    for (const char* key : {"recipe", "amax_history", "amax_algo", "margin", "fast_accum"})
+      if (s.has(key)) s.fail(key, "applies to FP8 GEMMs: set precision.gemm: fp8_e4m3");
+    return;
+  }
+  if (config.kind != WorkloadKind::linear && config.kind != WorkloadKind::mlp) {
+    s.fail("gemm", std::string("FP8 GEMMs run in linear and mlp workloads so far; workload ") +
+                       workload_kind_name(config.kind) + " computes in its dtype");
+  }
+  if (config.dtype != DType::bf16 && config.dtype != DType::f16) {
+    s.fail("gemm", std::string("the FP8 GEMM writes bf16 or f16 here; the workload's dtype is ") +
+                       dtype_name(config.dtype) + " (set dtype: bf16)");
+  }
+  const bool linear = config.kind == WorkloadKind::linear;
+  const int64_t k = linear ? config.shape.k : config.model.d_model, n = linear ? config.shape.n : config.model.d_ff;
+  if (k % 16 != 0 || n % 16 != 0) {
+    s.fail("gemm", std::string("cuBLASLt's FP8 GEMMs take K and N in multiples of 16; ") +
+                       (linear ? "shape.k is " : "model.d_model is ") + std::to_string(k) +
+                       (linear ? " and shape.n " : " and model.d_ff ") + std::to_string(n));
+  }
+  // One path: the FP8 GEMMs with their epilogues (the config's default paths).
+  const ops::PathOp op = linear ? ops::PathOp::linear : ops::PathOp::mlp;
+  const char* path = config.paths.name(op);
+  const char* want = linear ? "epilogue" : (config.model.gated ? "fused" : "epilogue");
+  if (std::string(path) != want) {
+    s.fail("gemm", std::string("the FP8 ") + (linear ? "GEMM has" : "MLP has") + " one path; paths." +
+                       ops::path_op_name(op) + " is " + path + ": leave it at " + want);
+  }
+  if (p.recipe == Fp8Recipe::current) {
+    for (const char* key : {"amax_history", "amax_algo"})
+      if (s.has(key)) s.fail(key, "applies to the delayed recipe (current scaling uses this step's amax)");
+  }
+}
+
 void read_run(const Reader& reader, const Section& top, WorkloadConfig& config) {
   Section s(reader, top.value("run"), "run", {"warmup", "iters", "cuda_graph", "allow_tf32", "check_finite"});
   config.run.warmup = static_cast<int>(s.get_int("warmup", 3, 0));
@@ -327,6 +375,15 @@ void read_compare(const Reader& reader, const Section& top, WorkloadConfig& conf
     Variant variant;
     std::vector<ops::PathOp> named;
     variant.paths = read_paths(s, config.kind, config.paths, &named);
+    for (ops::PathOp op : {ops::PathOp::linear, ops::PathOp::mlp}) {
+      if (config.precision.fp8() && paths_str(variant.paths, {op}) != paths_str(config.paths, {op})) {
+        s.fail(ops::path_op_name(op), std::string(ops::path_op_name(op)) +
+                                          " paths apply to 16- and 32-bit GEMMs; with precision.gemm " +
+                                          dtype_name(config.precision.gemm) +
+                                          " the GEMMs are FP8 ones (compare precisions with two profiles and "
+                                          "blockscope diff)");
+      }
+    }
     if (is_block_workload(config.kind) || config.kind == WorkloadKind::mlp) check_mlp_path(s, config.model, variant.paths);
     check_decode_path(s, config.kind, variant.paths);
     variant.label = paths_str(variant.paths, named);

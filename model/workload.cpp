@@ -125,6 +125,12 @@ std::map<std::string, std::string> Workload::dump_metadata() const {
   meta["batch"] = config_.input.batch;
   meta["seq_len"] = config_.input.seq_len;
   meta["paths"] = paths_str(paths_);
+  if (config_.precision.fp8()) {
+    const PrecisionConfig& p = config_.precision;
+    meta["precision"] = {{"gemm", dtype_name(p.gemm)}, {"recipe", fp8_recipe_name(p.recipe)},
+                         {"amax_history", p.amax_history}, {"amax_algo", ops::amax_algo_name(p.amax_algo)},
+                         {"margin", p.margin}, {"fast_accum", p.fast_accum}};
+  }
   if (config_.kind == WorkloadKind::decode) {
     meta["prompt_lens"] = config_.decode.prompt_lens;
     meta["new_tokens"] = config_.decode.new_tokens;

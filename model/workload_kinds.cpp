@@ -4,10 +4,12 @@
 #include <cmath>
 #include <map>
 
+#include "model/fp8_layer.h"
 #include "model/init.h"
 #include "model/step_graph.h"
 #include "model/tensor_parallel.h"
 #include "model/workload.h"
+#include "ops/activation/activation.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/decode_step/decode_step.h"
@@ -169,7 +171,12 @@ class GemmRunner final : public WorkloadKindRunner {
 
   MemoryEstimate memory(const std::vector<PathConfig>&) const override {
     const double M = double(config_.shape.m), N = double(config_.shape.n), K = double(config_.shape.k);
-    return in_bytes(config_, K * N + N, M * K + 2 * M * N, 0);
+    MemoryEstimate estimate = in_bytes(config_, K * N + N, M * K + 2 * M * N, 0);
+    if (config_.precision.fp8()) {  // the FP8 copies: the weight, the input (1 byte each)
+      estimate.weights += static_cast<size_t>(K * N);
+      estimate.activations += static_cast<size_t>(M * K);
+    }
+    return estimate;
   }
 
   double flops() const override { return ops::gemm_flops(config_.shape.m, config_.shape.n, config_.shape.k); }
@@ -186,10 +193,13 @@ class GemmRunner final : public WorkloadKindRunner {
     c_ = init::normal_tensor(ctx, names[2], {N}, dtype, seed, 0.0f, 1.0f);
     output_ = ctx.empty({M, N}, dtype);
     named_ = {{names[0], a_}, {names[1], b_}, {names[2], c_}};
+    if (config_.precision.fp8()) fp8_ = Fp8Layer(ctx, b_, M, config_.precision);
   }
 
   void forward(Context& ctx, const PathConfig& paths) override {
-    if (is_linear()) {
+    if (fp8_.defined()) {
+      fp8_.forward(ctx, a_, c_, output_);
+    } else if (is_linear()) {
       ops::linear(ctx, a_, b_, c_, output_, paths.linear, ops::WeightLayout::out_in);
     } else {
       ops::matmul_add(ctx, a_, b_, c_, output_, paths.linear);
@@ -198,6 +208,7 @@ class GemmRunner final : public WorkloadKindRunner {
 
  private:
   Tensor a_, b_, c_;
+  Fp8Layer fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
 };
 
 // mlp: one MLP on [T, d_model] tokens, Hugging Face Llama-style names.
@@ -210,6 +221,13 @@ class MlpRunner final : public WorkloadKindRunner {
   MemoryEstimate memory(const std::vector<PathConfig>& paths) const override {
     const ModelConfig& m = config_.model;
     const double d = double(m.d_model), f = double(m.d_ff), T = double(tokens());
+    if (config_.precision.fp8()) {  // FP8 copies of the weights and the GEMMs' inputs; gate, up, hidden
+      const double weights = (m.gated ? 3 : 2) * f * d;
+      MemoryEstimate estimate = in_bytes(config_, weights + (m.bias ? f + d : 0), 2 * T * d + (m.gated ? 3 : 1) * T * f, 0);
+      estimate.weights += static_cast<size_t>(weights);
+      estimate.activations += static_cast<size_t>((m.gated ? 2 : 1) * T * d + T * f);
+      return estimate;
+    }
     const double packed = any_fused_gated(m, paths) ? 2.0 * f * d : 0.0;
     return in_bytes(config_, (m.gated ? 3 : 2) * f * d + (m.bias ? f + d : 0) + packed,
                     2 * T * d + worst_mlp_scratch(m, tokens(), paths), 0);
@@ -222,6 +240,7 @@ class MlpRunner final : public WorkloadKindRunner {
   void allocate(Context& ctx, const std::vector<PathConfig>& paths) override {
     const ModelConfig& m = config_.model;
     const int64_t T = tokens(), d = m.d_model, f = m.d_ff;
+    const bool fp8 = config_.precision.fp8();
     const DType dtype = config_.dtype;
     input_ = init::normal_tensor(ctx, "input", {T, d}, dtype, config_.seed, 0.0f, 1.0f);
     output_ = ctx.empty({T, d}, dtype);
@@ -238,23 +257,74 @@ class MlpRunner final : public WorkloadKindRunner {
       add("mlp.gate_proj.weight", mlp_.gate_weight, {f, d}, std_in);
       add("mlp.up_proj.weight", mlp_.up_weight, {f, d}, std_in);
       add("mlp.down_proj.weight", mlp_.down_weight, {d, f}, std_out);
-      if (any_fused_gated(m, paths)) ops::pack_gate_up(ctx, mlp_);
+      if (any_fused_gated(m, paths) && !fp8) ops::pack_gate_up(ctx, mlp_);
     } else {
       add("mlp.up_proj.weight", mlp_.fc_weight, {f, d}, std_in);
       if (m.bias) add("mlp.up_proj.bias", mlp_.fc_bias, {f}, 0.02f);
       add("mlp.down_proj.weight", mlp_.proj_weight, {d, f}, std_out);
       if (m.bias) add("mlp.down_proj.bias", mlp_.proj_bias, {d}, 0.02f);
     }
+    if (fp8) allocate_fp8(ctx);
   }
 
   void prepare(Context& ctx, const PathConfig& paths) override {
+    if (config_.precision.fp8()) return;
     if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) ops::pack_gate_up(ctx, mlp_);
   }
 
-  void forward(Context& ctx, const PathConfig& paths) override { ops::mlp(ctx, input_, mlp_, output_, paths.mlp); }
+  void forward(Context& ctx, const PathConfig& paths) override {
+    if (config_.precision.fp8()) {
+      forward_fp8(ctx);
+    } else {
+      ops::mlp(ctx, input_, mlp_, output_, paths.mlp);
+    }
+  }
 
  private:
+  // precision.gemm FP8 (model/fp8_layer.h): every weight quantized once; x and the hidden
+  // activation quantized per step, x once for both of a gated MLP's gate and up GEMMs; the
+  // activation between in the run's dtype. Plain: fc (tanh-GELU in its epilogue, or the
+  // activation op), proj; gated: gate, up, the gated activation, down.
+  void allocate_fp8(Context& ctx) {
+    const ModelConfig& m = config_.model;
+    const PrecisionConfig& p = config_.precision;
+    const int64_t T = tokens();
+    if (m.gated) {
+      weights_fp8_ = {Fp8Weight(ctx, mlp_.gate_weight, p), Fp8Weight(ctx, mlp_.up_weight, p),
+                      Fp8Weight(ctx, mlp_.down_weight, p)};
+      gate_ = ctx.empty({T, m.d_ff}, config_.dtype);
+      up_ = ctx.empty({T, m.d_ff}, config_.dtype);
+    } else {
+      weights_fp8_ = {Fp8Weight(ctx, mlp_.fc_weight, p), Fp8Weight(ctx, mlp_.proj_weight, p)};
+    }
+    x_fp8_ = Fp8Input(ctx, {T, m.d_model}, p);
+    hidden_fp8_ = Fp8Input(ctx, {T, m.d_ff}, p);
+    hidden_ = ctx.empty({T, m.d_ff}, config_.dtype);
+  }
+
+  void forward_fp8(Context& ctx) {
+    const ModelConfig& m = config_.model;
+    const PrecisionConfig& p = config_.precision;
+    x_fp8_.quantize(ctx, input_);
+    if (m.gated) {
+      fp8_gemm(ctx, x_fp8_, weights_fp8_[0], Tensor(), gate_, false, p);
+      fp8_gemm(ctx, x_fp8_, weights_fp8_[1], Tensor(), up_, false, p);
+      ops::gated_activation(ctx, gate_, up_, hidden_, m.activation);
+    } else {
+      const bool gelu_epilogue = m.activation == ops::Activation::gelu_tanh;
+      fp8_gemm(ctx, x_fp8_, weights_fp8_[0], mlp_.fc_bias, hidden_, gelu_epilogue, p);
+      if (!gelu_epilogue) ops::activation(ctx, hidden_, hidden_, m.activation);
+    }
+    x_fp8_.finish_step(ctx);
+    hidden_fp8_.quantize(ctx, hidden_);
+    fp8_gemm(ctx, hidden_fp8_, weights_fp8_.back(), m.gated ? Tensor() : mlp_.proj_bias, output_, false, p);
+    hidden_fp8_.finish_step(ctx);
+  }
+
   ops::MlpWeights mlp_;
+  std::vector<Fp8Weight> weights_fp8_;  // gated: gate, up, down; plain: fc, proj
+  Fp8Input x_fp8_, hidden_fp8_;
+  Tensor gate_, up_, hidden_;
 };
 
 // attention: q [B, H, S, D], k and v [B, Hkv, S, D] seeded N(0, 1).

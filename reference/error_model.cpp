@@ -5,9 +5,9 @@
 namespace blockscope::reference {
 
 double error_bound(const RoundingCount& count, DType dtype) {
-  const double u32 = dtype_epsilon(DType::f32), ud = dtype_epsilon(dtype);
+  const double u32 = dtype_epsilon(DType::f32), ud = dtype_epsilon(dtype), u8 = dtype_epsilon(DType::fp8_e4m3);
   return kErrorMargin * std::sqrt(u32 * u32 * static_cast<double>(count.f32_terms) +
-                                  ud * ud * static_cast<double>(count.stored));
+                                  ud * ud * static_cast<double>(count.stored) + u8 * u8 * static_cast<double>(count.fp8));
 }
 
 RoundingCount gemm_roundings(int64_t k, int64_t epilogue_stores) { return {k, 1 + epilogue_stores}; }
@@ -60,8 +60,16 @@ RoundingCount workload_roundings(const WorkloadConfig& config) {
       return {layer.f32_terms * m.n_layers, layer.stored * m.n_layers};
     }
     case WorkloadKind::matmul_add:
-    case WorkloadKind::linear: return gemm_roundings(config.shape.k, 1);  // the GEMM and its bias
-    case WorkloadKind::mlp: return mlp_roundings(m);
+    case WorkloadKind::linear: {  // the GEMM and its bias; an FP8 GEMM's operands quantized
+      RoundingCount count = gemm_roundings(config.shape.k, 1);
+      if (config.precision.fp8()) count.fp8 = 2;
+      return count;
+    }
+    case WorkloadKind::mlp: {  // FP8: each of the two GEMMs' (gated: of the longest path's) operands
+      RoundingCount count = mlp_roundings(m);
+      if (config.precision.fp8()) count.fp8 = 4;
+      return count;
+    }
     case WorkloadKind::attention: return attention_roundings(m.head_dim, config.input.seq_len);
     case WorkloadKind::softmax: return softmax_roundings(config.shape.n);
     case WorkloadKind::decode: {

@@ -38,16 +38,20 @@ inline constexpr double kUnitScaleLargestScore = 6.0;
 struct RoundingCount {
   int64_t f32_terms = 0;  // terms of f32 sums and f32 evaluations (units of u32²)
   int64_t stored = 0;     // values stored in the run's dtype (units of u_d²)
+  // Operands quantized to fp8_e4m3 on the way (units of u_e4m3² = 2^-8): an FP8 GEMM's two,
+  // each element's rounding of random sign adding like the f32 terms, relative to the output.
+  int64_t fp8 = 0;
 
   RoundingCount& operator+=(const RoundingCount& other) {
     f32_terms += other.f32_terms;
     stored += other.stored;
+    fp8 += other.fp8;
     return *this;
   }
 };
 
-// kErrorMargin · √(u32² · f32_terms + u_d² · stored): the largest error relative to the largest
-// reference value.
+// kErrorMargin · √(u32² · f32_terms + u_d² · stored + u_e4m3² · fp8): the largest error relative
+// to the largest reference value.
 double error_bound(const RoundingCount& count, DType dtype);
 
 // The pieces, for the op tests that bound one op.

@@ -48,6 +48,11 @@ std::vector<std::string> small_overrides(const std::string& name) {
   static const std::map<std::string, std::vector<std::string>> overrides = {
       {"01_matmul_add_4096.yaml", {"shape={m: 96, n: 80, k: 72}"}},
       {"02_linear.yaml", {"shape={m: 96, n: 80, k: 72}"}},
+      {"linear-current.yaml", {"shape={m: 96, n: 80, k: 64}"}},
+      {"linear-delayed.yaml", {"shape={m: 96, n: 80, k: 64}"}},
+      {"linear-small-current.yaml", {"shape={m: 33, n: 48, k: 64}"}},
+      {"mlp-geglu-current.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
+      {"mlp-gpt2-delayed.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
       {"03_mlp_geglu.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
       {"04_attention.yaml", {"input={batch: 1, seq_len: 33}"}},
       {"gpt2-small.yaml", {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=2", "model.d_ff=128"}},
@@ -71,7 +76,7 @@ std::vector<std::string> small_overrides(const std::string& name) {
 
 std::vector<fs::path> shipped_configs() {
   std::vector<fs::path> paths;
-  for (const char* dir : {"configs/series", "configs/blocks", "configs/decode"})
+  for (const char* dir : {"configs/series", "configs/blocks", "configs/decode", "configs/fp8"})
     for (const auto& entry : fs::directory_iterator(source(dir)))
       if (entry.path().extension() == ".yaml") paths.push_back(entry.path());
   std::sort(paths.begin(), paths.end());
@@ -865,6 +870,36 @@ TEST(Cli, InfoPredictAddsPredictedTimesAndNamesBadGpus) {
   for (const char* name : {"'nope'", "h100-sxm", "h200", "a100-sxm"})
     EXPECT_NE(r.err.find(name), std::string::npos) << name << " not in: " << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+// The FP8 linear and MLP workloads (configs/fp8/): each recipe's kernels in the profile with the GEMM, the
+// title naming the precision, and `check` within the FP8 error model's bound.
+TEST(Cli, Fp8LinearProfilesShowTheRecipesKernelsAndCheck) {
+  const std::vector<std::string> linear = {"--device", "cpu", "--set", "shape={m: 40, n: 48, k: 64}"};
+  const std::vector<std::string> mlp = {"--device", "cpu", "--set", "input={batch: 2, seq_len: 8}", "--set",
+                                        "model.d_model=64", "--set", "model.d_ff=96"};
+  const std::map<std::string, std::vector<std::string>> kernels = {
+      {"configs/fp8/linear-current.yaml",
+       {"amax_kernel", "fp8_scale_update_kernel", "fp8_quantize_kernel", "fp8_gemm_bias"}},
+      {"configs/fp8/linear-delayed.yaml", {"fp8_quantize_amax_kernel", "fp8_gemm_bias", "fp8_scale_update_kernel"}},
+      {"configs/fp8/mlp-geglu-current.yaml", {"amax_kernel", "fp8_gemm", "gated_gelu_tanh_mul_kernel"}},
+      {"configs/fp8/mlp-gpt2-delayed.yaml", {"fp8_quantize_amax_kernel", "fp8_gemm_bias_gelu", "fp8_gemm_bias"}}};
+  for (const auto& [config, names] : kernels) {
+    SCOPED_TRACE(config);
+    const std::vector<std::string>& small = config.find("/mlp-") != std::string::npos ? mlp : linear;
+    std::vector<std::string> args = {"profile", source(config)};
+    args.insert(args.end(), small.begin(), small.end());
+    Result r = run_cli(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("(GEMM fp8_e4m3, "), std::string::npos) << r.out;
+    for (const std::string& name : names) EXPECT_NE(r.out.find(name), std::string::npos) << name << " in " << r.out;
+    EXPECT_EQ(r.out.find("\ngemm_bias "), std::string::npos) << "no bf16 GEMM runs: " << r.out;
+    args = {"check", source(config)};
+    args.insert(args.end(), small.begin(), small.end());
+    r = run_cli(args);
+    EXPECT_EQ(r.code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("all paths within the accuracy rule"), std::string::npos) << r.out;
+  }
 }
 
 // The FP8 GEMM is predicted on the FP8 tensor cores: a large one takes less time than the same

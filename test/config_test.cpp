@@ -103,6 +103,10 @@ TEST(Config, EveryShippedConfigsErrorBoundIsFarBelowAWrongElement) {
     if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
     SCOPED_TRACE(path);
     bs::WorkloadConfig config = bs::load_config_file(path);
+    if (config.precision.fp8()) {  // FP8 roundings dominate (Fp8ErrorBoundWorkedByHand): under 0.3,
+      EXPECT_LT(bs::reference::workload_error_bound(config), 0.3);  // where a lost scale costs 1 and more
+      continue;
+    }
     config.dtype = bs::DType::f32;
     const double f32 = bs::reference::workload_error_bound(config);
     EXPECT_GT(f32, 1e-7);
@@ -232,6 +236,56 @@ TEST(Config, ImpossibleShapes) {
                   "model.n_kv_heads: gpt2 has no grouped-query attention");
   expect_error_at("workload: block\nmodel: {family: gpt2, d_model: 64, n_heads: 4, norm_eps: -1}\n", 2, 58,
                   "model.norm_eps: must be positive, got -1");
+}
+
+// The bound of an FP8 linear, by hand (reference/error_model.h): k = 64 f32 terms (2^-48 each),
+// two bf16 stores (2^-16 each: the GEMM's and the bias's), two e4m3-quantized operands (2^-8
+// each): 2·√(64·2^-48 + 2·2^-16 + 2·2^-8) = 0.177122...; the same linear in bf16 without them:
+// 2·√(64·2^-48 + 2·2^-16) = 0.011049.
+TEST(Config, Fp8ErrorBoundWorkedByHand) {
+  const std::string linear = "workload: linear\ndtype: bf16\nshape: {m: 32, n: 48, k: 64}\n";
+  const bs::WorkloadConfig fp8 = bs::load_config_text(linear + "precision: {gemm: fp8_e4m3}\n", "t");
+  EXPECT_NEAR(bs::reference::workload_error_bound(fp8), 0.177122, 1e-6);
+  EXPECT_NEAR(bs::reference::workload_error_bound(bs::load_config_text(linear, "t")), 0.011049, 1e-6);
+}
+
+// precision: a linear workload's FP8 GEMM and its recipe (docs/FP8.md): read, defaults, and
+// every refusal at its key.
+TEST(Config, Fp8PrecisionSection) {
+  const std::string linear = "workload: linear\ndtype: bf16\nshape: {m: 32, n: 48, k: 64}\n";
+  const bs::WorkloadConfig plain = bs::load_config_text(linear, "t");
+  EXPECT_FALSE(plain.precision.fp8());
+  const bs::WorkloadConfig delayed = bs::load_config_text(
+      linear + "precision: {gemm: fp8_e4m3, recipe: delayed, amax_history: 4, amax_algo: most_recent, margin: 2, "
+               "fast_accum: true}\n",
+      "t");
+  EXPECT_TRUE(delayed.precision.fp8());
+  EXPECT_EQ(delayed.precision.gemm, bs::DType::fp8_e4m3);
+  EXPECT_EQ(delayed.precision.recipe, bs::Fp8Recipe::delayed);
+  EXPECT_EQ(delayed.precision.amax_history, 4);
+  EXPECT_EQ(delayed.precision.amax_algo, bs::ops::AmaxAlgo::most_recent);
+  EXPECT_EQ(delayed.precision.margin, 2);
+  EXPECT_TRUE(delayed.precision.fast_accum);
+  const bs::WorkloadConfig current = bs::load_config_text(linear + "precision: {gemm: fp8_e4m3}\n", "t");
+  EXPECT_EQ(current.precision.recipe, bs::Fp8Recipe::current);
+  EXPECT_FALSE(current.precision.fast_accum);
+
+  expect_error_at(linear + "precision: {gemm: fp8_e4m3, amax_history: 4}\n", 4, 43,
+                  "precision.amax_history: applies to the delayed recipe");
+  expect_error_at(linear + "precision: {recipe: delayed}\n", 4, 21,
+                  "precision.recipe: applies to FP8 GEMMs: set precision.gemm: fp8_e4m3");
+  expect_error_at(linear + "precision: {gemm: fp8_e5m2}\n", 4, 19,
+                  "precision.gemm: unknown GEMM dtype 'fp8_e5m2'; did you mean 'fp8_e4m3'?");
+  expect_error_at("workload: linear\ndtype: f32\nshape: {m: 32, n: 48, k: 64}\nprecision: {gemm: fp8_e4m3}\n", 4, 19,
+                  "precision.gemm: the FP8 GEMM writes bf16 or f16 here; the workload's dtype is f32");
+  expect_error_at("workload: linear\ndtype: bf16\nshape: {m: 32, n: 40, k: 64}\nprecision: {gemm: fp8_e4m3}\n", 4, 19,
+                  "precision.gemm: cuBLASLt's FP8 GEMMs take K and N in multiples of 16; shape.k is 64 and shape.n 40");
+  expect_error_at(linear + "precision: {gemm: fp8_e4m3}\ncompare:\n  - {linear: naive}\n", 6, 14,
+                  "compare[0].linear: linear paths apply to 16- and 32-bit GEMMs");
+  expect_error_at(linear + "paths: {linear: naive}\nprecision: {gemm: fp8_e4m3}\n", 5, 19,
+                  "precision.gemm: the FP8 GEMM has one path; paths.linear is naive: leave it at epilogue");
+  expect_error_at(std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\n", 8, 19,
+                  "precision.gemm: FP8 GEMMs run in linear and mlp workloads so far; workload block computes in its dtype");
 }
 
 TEST(Config, UnknownPathDtypeDeviceAndWorkload) {

@@ -29,8 +29,10 @@ namespace blockscope::cli {
 namespace {
 
 // Every path mix that applies to the workload, the all-naive one first (the first op's path
-// varying fastest), from the path table; MLP paths only where they apply (plain or gated).
+// varying fastest), from the path table; MLP paths only where they apply (plain or gated). An
+// FP8 GEMM (precision.gemm) has one path: the config's.
 std::vector<PathConfig> path_mixes(const WorkloadConfig& config) {
+  if (config.precision.fp8()) return {config.paths};
   PathConfig naive = config.paths;
   for (ops::PathOp op : ops::path_ops()) naive.set(op, ops::paths_of(op).front().name);
   std::vector<PathConfig> mixes{naive};

@@ -197,7 +197,11 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
   } else {
     out << " batch=" << config.input.batch << " seq_len=" << config.input.seq_len;
   }
-  out << " " << dtype_name(config.dtype) << " on " << ctx.device().str();
+  out << " " << dtype_name(config.dtype);
+  if (config.precision.fp8())
+    out << " (GEMM " << dtype_name(config.precision.gemm) << ", " << fp8_recipe_name(config.precision.recipe)
+        << " scaling)";
+  out << " on " << ctx.device().str();
   if (config.parallel.tensor > 1)
     out << ", tensor parallel over " << config.parallel.tensor << " ranks"
         << (config.parallel.sequence_parallel ? " with sequence parallelism" : "") << " (per rank)";

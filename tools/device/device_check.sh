@@ -248,7 +248,8 @@ PY
   # ---- tests ------------------------------------------------------------------------------------
   local tests=() t
   for t in cuda_context_test cuda_kernels_test cuda_graph_test core_test linear_test activation_test \
-           elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test profiler_session_test; do
+           elementwise_test softmax_test norm_test rope_test attention_test mlp_test block_test profiler_session_test \
+           precision_test fp8_linear_test op_harness_test; do
     [[ -x "$KIT/bin/$t" ]] && tests+=("$t")
   done
   for t in "${tests[@]}"; do
@@ -298,6 +299,30 @@ PY
       done < <(grep -E "^blockscope: profile: variant '[^']*' skipped on " "$LOGS/profile_$name.log")
     fi
   done
+
+  # ---- FP8 (docs/FP8.md): the configs on cuBLASLt's real FP8 kernels, their check, and what the ---
+  # casts cost against the bf16 linear (its profile saved above). The op table's fp8_linear row
+  # is the FP8 GEMM's TFLOP/s at each shape.
+  for config in "$ROOT"/configs/fp8/*.yaml; do
+    [[ -e "$config" ]] || continue
+    name=fp8_$(basename "$config" .yaml)
+    set_bin blockscope
+    if run_step "profile $name" 60 "$LOGS/profile_$name.log" "${BIN[@]}" profile "$config" --device cuda \
+         --save "$LOGS/profile_$name.json"; then
+      record "profile $name" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+    fi
+  done
+  set_bin blockscope
+  if run_step "check fp8_linear-delayed" 60 "$LOGS/check_fp8_linear-delayed.log" "${BIN[@]}" check \
+       "$ROOT/configs/fp8/linear-delayed.yaml" --device cuda --set "shape={m: 1024, n: 1024, k: 768}"; then
+    record "check fp8_linear-delayed" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+  fi
+  if [[ -f "$LOGS/profile_02_linear.json" && -f "$LOGS/profile_fp8_linear-current.json" ]]; then
+    if run_step "diff bf16 vs fp8 linear" 20 "$DEST/diff_linear_bf16_fp8.txt" "${BIN[@]}" diff \
+         "$LOGS/profile_02_linear.json" "$LOGS/profile_fp8_linear-current.json"; then
+      record "diff bf16 vs fp8 linear" "$(status_of $STEP_RC)" "$STEP_S" "rc $STEP_RC"
+    fi
+  fi
 
   # ---- tensor parallelism over this machine's GPUs (NCCL, one process, a thread per GPU) -------
   # Only with 2 or more GPUs and a kit built with NCCL (DEVICE_CHECK_NCCL=ON at --prepare; the
