@@ -21,13 +21,7 @@
 
 #include <cmath>
 
-#ifndef BS_HOST_DEVICE
-#ifdef __CUDACC__
-#define BS_HOST_DEVICE __host__ __device__
-#else
-#define BS_HOST_DEVICE
-#endif
-#endif
+#include "ops/common/host_device.h"
 
 namespace blockscope::ops {
 

@@ -49,24 +49,29 @@ float amax_of(const Tensor& x) {
   return result;
 }
 
-}  // namespace
-
-void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
-  profiler::KernelScope kernel(ctx, amax.defined() ? kernel_names::kQuantizeAmax : kernel_names::kQuantize);
-  const float s = *scale.data_as<const float>();
+// y = x · s elementwise, both contiguous: each product rounded to f32, then stored in y's type
+// (into FP8: saturating) -- quantize and dequantize alike.
+void scaled_convert(const Tensor& x, float s, Tensor& y) {
   const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
-  const size_t esize = dtype_size(x.dtype());
+  const int64_t x_size = static_cast<int64_t>(dtype_size(x.dtype())), y_size = static_cast<int64_t>(dtype_size(y.dtype()));
 #pragma omp parallel if (n >= kParallelMinElements)
   {
     std::vector<float> row(kChunk);
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t len = std::min(kChunk, n - c * kChunk);
-      load_row(x.dtype(), static_cast<const char*>(x.data()) + c * kChunk * static_cast<int64_t>(esize), row.data(), len);
-      for (int64_t i = 0; i < len; ++i) row[i] *= s;  // rounded to f32, then to FP8 (store_row)
-      store_row(y.dtype(), row.data(), static_cast<uint8_t*>(y.data()) + c * kChunk, len);
+      load_row(x.dtype(), static_cast<const char*>(x.data()) + c * kChunk * x_size, row.data(), len);
+      for (int64_t i = 0; i < len; ++i) row[i] *= s;
+      store_row(y.dtype(), row.data(), static_cast<char*>(y.data()) + c * kChunk * y_size, len);
     }
   }
+}
+
+}  // namespace
+
+void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
+  profiler::KernelScope kernel(ctx, amax.defined() ? kernel_names::kQuantizeAmax : kernel_names::kQuantize);
+  scaled_convert(x, *scale.data_as<const float>(), y);
   if (amax.defined()) {
     float* running = amax.data_as<float>();
     const float a = amax_of(x);
@@ -76,20 +81,7 @@ void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, con
 
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y) {
   profiler::KernelScope kernel(ctx, kernel_names::kDequantize);
-  const float s = *scale_inv.data_as<const float>();
-  const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
-  const size_t esize = dtype_size(y.dtype());
-#pragma omp parallel if (n >= kParallelMinElements)
-  {
-    std::vector<float> row(kChunk);
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t len = std::min(kChunk, n - c * kChunk);
-      load_row(x.dtype(), static_cast<const uint8_t*>(x.data()) + c * kChunk, row.data(), len);
-      for (int64_t i = 0; i < len; ++i) row[i] *= s;
-      store_row(y.dtype(), row.data(), static_cast<char*>(y.data()) + c * kChunk * static_cast<int64_t>(esize), len);
-    }
-  }
+  scaled_convert(x, *scale_inv.data_as<const float>(), y);
 }
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {

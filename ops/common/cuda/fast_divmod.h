@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define BS_HOST_DEVICE __host__ __device__
-#else
-#define BS_HOST_DEVICE
-#endif
+#include "ops/common/host_device.h"
 
 namespace blockscope::ops::cuda::kernels {
 
