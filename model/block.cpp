@@ -184,6 +184,7 @@ void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& p
                    const DecodeStep& step) {
   BS_CHECK(seq_ == 1, "Block::decode on a block built for ", seq_, " tokens per sequence (decode takes 1)");
   BS_CHECK(!sequence_parallel_, "Block::decode: sequence parallelism splits a forward's tokens, not a decode step's");
+  BS_CHECK(fp8_ == nullptr, "Block::decode: FP8 blocks run prefill forwards only");
   check_io(x, y, paths);
   const int64_t d = model_.d_model;
   profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
@@ -225,6 +226,60 @@ void Block::norm_and_gather(Context& ctx, const Tensor& x_rows, const Tensor& we
   ops::all_gather(ctx, rows_normed_, normed_, *comm_);
 }
 
+// The FP8 form of the block's GEMMs: gpt2's fused qkv or the q, k, v projections (reading one
+// cast of the normed input), the output projection, the MLP.
+struct Block::Fp8Gemms {
+  PrecisionConfig precision;
+  Fp8Weight qkv, q, k, v, o;
+  Fp8Input attention_input, heads;
+  Fp8Mlp mlp;
+};
+
+void Block::use_fp8(Context& ctx, const PrecisionConfig& precision) {
+  BS_CHECK(comm_ == nullptr && !sequence_parallel_, "Block::use_fp8: FP8 blocks run on one rank");
+  const int64_t T = batch_ * seq_;
+  auto f = std::make_shared<Fp8Gemms>();
+  f->precision = precision;
+  const bool gpt2 = model_.family == ModelFamily::gpt2;
+  const ops::WeightLayout layout = gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
+  if (gpt2) {
+    f->qkv = Fp8Weight(ctx, qkv_w_, precision, layout);
+  } else {
+    f->q = Fp8Weight(ctx, q_w_, precision, layout);
+    f->k = Fp8Weight(ctx, k_w_, precision, layout);
+    f->v = Fp8Weight(ctx, v_w_, precision, layout);
+  }
+  f->o = Fp8Weight(ctx, o_w_, precision, layout);
+  f->attention_input = Fp8Input(ctx, normed_.shape(), precision);
+  f->heads = Fp8Input(ctx, {T, model_.n_heads * model_.head_dim}, precision);
+  f->mlp = Fp8Mlp(ctx, mlp_, T, normed_.dtype(), precision);
+  fp8_ = std::move(f);
+}
+
+// The q, k, v projections of the normed input (linear, or the FP8 GEMMs after one cast).
+void Block::project_qkv(Context& ctx, const PathConfig& paths) {
+  if (fp8_ != nullptr) {
+    Fp8Gemms& f = *fp8_;
+    f.attention_input.quantize(ctx, normed_);
+    if (model_.family == ModelFamily::gpt2) {
+      fp8_gemm(ctx, f.attention_input, f.qkv, qkv_b_, qkv_, false, f.precision);
+    } else {
+      fp8_gemm(ctx, f.attention_input, f.q, q_b_, q_lin_, false, f.precision);
+      fp8_gemm(ctx, f.attention_input, f.k, k_b_, k_lin_, false, f.precision);
+      fp8_gemm(ctx, f.attention_input, f.v, v_b_, v_lin_, false, f.precision);
+    }
+    f.attention_input.finish_step(ctx);
+    return;
+  }
+  if (model_.family == ModelFamily::gpt2) {
+    ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
+  } else {
+    ops::linear(ctx, normed_, q_w_, q_b_, q_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, k_w_, k_b_, k_lin_, paths.linear, ops::WeightLayout::out_in);
+    ops::linear(ctx, normed_, v_w_, v_b_, v_lin_, paths.linear, ops::WeightLayout::out_in);
+  }
+}
+
 void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write) {
   const int64_t B = batch_, S = seq_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
   if (sequence_parallel_) {
@@ -232,9 +287,9 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
   } else {
     norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
   }
+  project_qkv(ctx, paths);
   if (model_.family == ModelFamily::gpt2) {
     // One fused projection [T, 3d]; its columns are q | k | v, each split into H heads of D.
-    ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
     const Tensor split = qkv_.reshape({B, S, 3, H, D});
     Tensor* targets[3] = {&q_, &k_, &v_};
     for (int64_t i = 0; i < 3; ++i) {
@@ -242,9 +297,6 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
       ops::copy(ctx, split.select(2, i).permute({0, 2, 1, 3}), *targets[i]);
     }
   } else {
-    ops::linear(ctx, normed_, q_w_, q_b_, q_lin_, paths.linear, ops::WeightLayout::out_in);
-    ops::linear(ctx, normed_, k_w_, k_b_, k_lin_, paths.linear, ops::WeightLayout::out_in);
-    ops::linear(ctx, normed_, v_w_, v_b_, v_lin_, paths.linear, ops::WeightLayout::out_in);
     // [T, heads·D] viewed as [B, S, heads, D], permuted to [B, heads, S, D] (strided).
     const Tensor q_view = q_lin_.reshape({B, S, H, D}).permute({0, 2, 1, 3});
     const Tensor k_view = k_lin_.reshape({B, S, Hkv, D}).permute({0, 2, 1, 3});
@@ -272,7 +324,13 @@ void Block::attention_part(Context& ctx, const Tensor& x2d, const PathConfig& pa
 void Block::project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads2d, const PathConfig& paths) {
   const ops::WeightLayout layout =
       model_.family == ModelFamily::gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in;
-  ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
+  if (fp8_ != nullptr) {
+    fp8_->heads.quantize(ctx, heads2d);
+    fp8_gemm(ctx, fp8_->heads, fp8_->o, o_b_, proj_, false, fp8_->precision);
+    fp8_->heads.finish_step(ctx);
+  } else {
+    ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
+  }
   if (sequence_parallel_) {  // this rank's rows of the sum of every rank's heads' share
     ops::reduce_scatter(ctx, proj_, rows_sum_, *comm_);
     Tensor residual_rows = my_rows(residual_);
@@ -342,7 +400,11 @@ void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
     return;
   }
   norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
-  ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
+  if (fp8_ != nullptr) {
+    fp8_->mlp.forward(ctx, normed_, mlp_out_);
+  } else {
+    ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
+  }
   if (comm_ != nullptr) ops::all_reduce(ctx, mlp_out_, *comm_);  // row-parallel: each rank's d_ff share
   ops::add(ctx, residual_, mlp_out_, y2d);
 }

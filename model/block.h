@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "runtime/communicator.h"
 #include "runtime/context.h"
 #include "runtime/index_table.h"
+#include "model/fp8_layer.h"
 #include "model/weights.h"
 
 namespace blockscope {
@@ -100,8 +102,15 @@ class Block {
   // layer: `rows_of`'s when given (a stack's later layers share the first's).
   void split_sequence(Context& ctx, bool gather_output, const Block* rows_of = nullptr);
 
+  // precision.gemm FP8 (docs/FP8.md, model/fp8_layer.h): every GEMM of the block in FP8 from
+  // here on -- the projections' and the MLP's weights quantized now (GPT-2's [in, out] ones
+  // transposed first), each GEMM input cast per forward by the recipe (q, k and v read one cast
+  // of the normed input). Prefill only (forward()); one rank, no sequence parallelism.
+  void use_fp8(Context& ctx, const PrecisionConfig& precision);
+
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
+  void project_qkv(Context& ctx, const PathConfig& paths);
   void decode_attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, ops::KvCache& cache,
                              const DecodeStep& step);
   void check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) const;
@@ -120,6 +129,8 @@ class Block {
 
   ModelConfig model_;
   int64_t layer_, batch_, seq_;
+  struct Fp8Gemms;                    // use_fp8's weights and inputs (block.cpp)
+  std::shared_ptr<Fp8Gemms> fp8_;      // null: the GEMMs run in the run's dtype
   Communicator* comm_ = nullptr;  // tensor parallelism: the ranks proj_ and mlp_out_ are summed over
   bool sequence_parallel_ = false, gather_output_ = false;  // split_sequence
   Tensor rows_normed_, rows_sum_;  // sequence parallelism: [T/R, d] each, this rank's rows
@@ -164,6 +175,10 @@ class BlockStack {
   void split_sequence(Context& ctx) {
     for (size_t i = 0; i < blocks_.size(); ++i)
       blocks_[i].split_sequence(ctx, i + 1 == blocks_.size(), i > 0 ? &blocks_.front() : nullptr);
+  }
+  // Every layer's GEMMs in FP8 (Block::use_fp8), each layer with its own scales.
+  void use_fp8(Context& ctx, const PrecisionConfig& precision) {
+    for (Block& block : blocks_) block.use_fp8(ctx, precision);
   }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].

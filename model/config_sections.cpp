@@ -258,28 +258,45 @@ void read_precision(const Reader& reader, const Section& top, WorkloadConfig& co
       if (s.has(key)) s.fail(key, "applies to FP8 GEMMs: set precision.gemm: fp8_e4m3");
     return;
   }
-  if (config.kind != WorkloadKind::linear && config.kind != WorkloadKind::mlp) {
-    s.fail("gemm", std::string("FP8 GEMMs run in linear and mlp workloads so far; workload ") +
+  const bool block = config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack;
+  if (config.kind != WorkloadKind::linear && config.kind != WorkloadKind::mlp && !block) {
+    s.fail("gemm", std::string("FP8 GEMMs run in linear, mlp, block and stack workloads so far; workload ") +
                        workload_kind_name(config.kind) + " computes in its dtype");
+  }
+  if (config.parallel.tensor > 1) {
+    s.fail("gemm", "FP8 blocks run on one rank so far; parallel.tensor is " + std::to_string(config.parallel.tensor));
   }
   if (config.dtype != DType::bf16 && config.dtype != DType::f16) {
     s.fail("gemm", std::string("the FP8 GEMM writes bf16 or f16 here; the workload's dtype is ") +
                        dtype_name(config.dtype) + " (set dtype: bf16)");
   }
-  const bool linear = config.kind == WorkloadKind::linear;
-  const int64_t k = linear ? config.shape.k : config.model.d_model, n = linear ? config.shape.n : config.model.d_ff;
-  if (k % 16 != 0 || n % 16 != 0) {
-    s.fail("gemm", std::string("cuBLASLt's FP8 GEMMs take K and N in multiples of 16; ") +
-                       (linear ? "shape.k is " : "model.d_model is ") + std::to_string(k) +
-                       (linear ? " and shape.n " : " and model.d_ff ") + std::to_string(n));
+  // Every GEMM's K and N (cuBLASLt's FP8 rule: 16-byte rows), by the key that sets it.
+  const ModelConfig& m = config.model;
+  std::vector<std::pair<std::string, int64_t>> sizes;
+  if (config.kind == WorkloadKind::linear) {
+    sizes = {{"shape.k", config.shape.k}, {"shape.n", config.shape.n}};
+  } else {
+    sizes = {{"model.d_model", m.d_model}, {"model.d_ff", m.d_ff}};
+    if (block) sizes.push_back({"model.n_kv_heads x model.head_dim", m.n_kv_heads * m.head_dim});
+    if (block) sizes.push_back({"model.n_heads x model.head_dim", m.n_heads * m.head_dim});
   }
-  // One path: the FP8 GEMMs with their epilogues (the config's default paths).
-  const ops::PathOp op = linear ? ops::PathOp::linear : ops::PathOp::mlp;
-  const char* path = config.paths.name(op);
-  const char* want = linear ? "epilogue" : (config.model.gated ? "fused" : "epilogue");
-  if (std::string(path) != want) {
-    s.fail("gemm", std::string("the FP8 ") + (linear ? "GEMM has" : "MLP has") + " one path; paths." +
-                       ops::path_op_name(op) + " is " + path + ": leave it at " + want);
+  for (const auto& [key, value] : sizes) {
+    if (value % 16 != 0) {
+      s.fail("gemm", "cuBLASLt's FP8 GEMMs take K and N in multiples of 16; " + key + " is " + std::to_string(value));
+    }
+  }
+  // One path for the GEMMs: the FP8 ones with their epilogues (the config's default linear and
+  // MLP paths). A block's attention keeps its paths (it runs in the run's dtype).
+  std::vector<ops::PathOp> fixed;
+  if (config.kind == WorkloadKind::linear || block) fixed.push_back(ops::PathOp::linear);
+  if (config.kind == WorkloadKind::mlp || block) fixed.push_back(ops::PathOp::mlp);
+  for (ops::PathOp op : fixed) {
+    const std::string path = config.paths.name(op);
+    const std::string want = op == ops::PathOp::linear ? "epilogue" : (m.gated ? "fused" : "epilogue");
+    if (path != want) {
+      s.fail("gemm", std::string("the FP8 GEMMs have one path; paths.") + ops::path_op_name(op) + " is " + path +
+                         ": leave it at " + want);
+    }
   }
   if (p.recipe == Fp8Recipe::current) {
     for (const char* key : {"amax_history", "amax_algo"})

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "ops/activation/activation.h"
+#include "ops/elementwise/elementwise.h"
 #include "ops/fp8_linear/fp8_linear.h"
 #include "ops/precision/precision.h"
 #include "runtime/error.h"
@@ -22,7 +24,13 @@ ops::ScaleUpdate scale_update(const PrecisionConfig& precision, bool roll) {
 
 }  // namespace
 
-Fp8Weight::Fp8Weight(Context& ctx, const Tensor& weight, const PrecisionConfig& precision) {
+Fp8Weight::Fp8Weight(Context& ctx, const Tensor& given, const PrecisionConfig& precision, ops::WeightLayout layout) {
+  Tensor weight = given;
+  if (layout == ops::WeightLayout::in_out) {  // [in, out] -> [out, in], once
+    BS_CHECK_INPUT(given.dim() == 2, "Fp8Weight: the weight ", given.str(), " must be 2-D");
+    weight = ctx.empty({given.size(1), given.size(0)}, given.dtype());
+    ops::copy(ctx, given.transpose(0, 1), weight);
+  }
   BS_CHECK(precision.fp8(), "Fp8Weight: precision.gemm is ", dtype_name(precision.gemm), ", not an FP8 type");
   BS_CHECK_INPUT(weight.dim() == 2, "Fp8Weight: the weight ", weight.str(), " must be [out, in]");
   // The weight has the run's dtype, the FP8 GEMM's output type (a --dtype may have changed it).
@@ -65,6 +73,41 @@ void fp8_gemm(Context& ctx, const Fp8Input& x, const Fp8Weight& w, const Tensor&
   options.gelu = gelu;
   options.fast_accum = precision.fast_accum;
   ops::fp8_linear(ctx, x.codes(), x.scale_inv(), w.codes(), w.scale_inv(), bias, y, options);
+}
+
+Fp8Mlp::Fp8Mlp(Context& ctx, const ops::MlpWeights& w, int64_t rows, DType dtype, const PrecisionConfig& precision)
+    : precision_(precision), gated_(w.gated), activation_(w.activation), fc_bias_(w.fc_bias), proj_bias_(w.proj_bias) {
+  const Tensor& last = w.gated ? w.down_weight : w.proj_weight;
+  const bool out_in = w.layout == ops::WeightLayout::out_in;
+  const int64_t d_model = out_in ? last.size(0) : last.size(1), d_ff = out_in ? last.size(1) : last.size(0);
+  if (w.gated) {
+    weights_ = {Fp8Weight(ctx, w.gate_weight, precision, w.layout), Fp8Weight(ctx, w.up_weight, precision, w.layout),
+                Fp8Weight(ctx, w.down_weight, precision, w.layout)};
+    gate_ = ctx.empty({rows, d_ff}, dtype);
+    up_ = ctx.empty({rows, d_ff}, dtype);
+  } else {
+    weights_ = {Fp8Weight(ctx, w.fc_weight, precision, w.layout), Fp8Weight(ctx, w.proj_weight, precision, w.layout)};
+  }
+  x_ = Fp8Input(ctx, {rows, d_model}, precision);
+  hidden_codes_ = Fp8Input(ctx, {rows, d_ff}, precision);
+  hidden_ = ctx.empty({rows, d_ff}, dtype);
+}
+
+void Fp8Mlp::forward(Context& ctx, const Tensor& x, Tensor& y) {
+  x_.quantize(ctx, x);
+  if (gated_) {
+    fp8_gemm(ctx, x_, weights_[0], Tensor(), gate_, false, precision_);
+    fp8_gemm(ctx, x_, weights_[1], Tensor(), up_, false, precision_);
+    ops::gated_activation(ctx, gate_, up_, hidden_, activation_);
+  } else {
+    const bool gelu_epilogue = activation_ == ops::Activation::gelu_tanh;
+    fp8_gemm(ctx, x_, weights_[0], fc_bias_, hidden_, gelu_epilogue, precision_);
+    if (!gelu_epilogue) ops::activation(ctx, hidden_, hidden_, activation_);
+  }
+  x_.finish_step(ctx);
+  hidden_codes_.quantize(ctx, hidden_);
+  fp8_gemm(ctx, hidden_codes_, weights_.back(), gated_ ? Tensor() : proj_bias_, y, false, precision_);
+  hidden_codes_.finish_step(ctx);
 }
 
 Fp8Layer::Fp8Layer(Context& ctx, const Tensor& weight, int64_t rows, const PrecisionConfig& precision)

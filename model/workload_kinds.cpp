@@ -9,7 +9,6 @@
 #include "model/step_graph.h"
 #include "model/tensor_parallel.h"
 #include "model/workload.h"
-#include "ops/activation/activation.h"
 #include "ops/attention/attention.h"
 #include "ops/decode_attention/decode_attention.h"
 #include "ops/decode_step/decode_step.h"
@@ -141,6 +140,7 @@ class BlockRunner final : public WorkloadKindRunner {
     } else {
       stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
                                             config_.input.seq_len);
+      if (config_.precision.fp8()) stack_->use_fp8(ctx, config_.precision);
     }
     for (const PathConfig& p : paths) stack_->prepare(ctx, p);
     named_.emplace_back("input", input_);
@@ -264,7 +264,7 @@ class MlpRunner final : public WorkloadKindRunner {
       add("mlp.down_proj.weight", mlp_.proj_weight, {d, f}, std_out);
       if (m.bias) add("mlp.down_proj.bias", mlp_.proj_bias, {d}, 0.02f);
     }
-    if (fp8) allocate_fp8(ctx);
+    if (fp8) fp8_ = Fp8Mlp(ctx, mlp_, T, dtype, config_.precision);
   }
 
   void prepare(Context& ctx, const PathConfig& paths) override {
@@ -273,58 +273,16 @@ class MlpRunner final : public WorkloadKindRunner {
   }
 
   void forward(Context& ctx, const PathConfig& paths) override {
-    if (config_.precision.fp8()) {
-      forward_fp8(ctx);
+    if (fp8_.defined()) {
+      fp8_.forward(ctx, input_, output_);
     } else {
       ops::mlp(ctx, input_, mlp_, output_, paths.mlp);
     }
   }
 
  private:
-  // precision.gemm FP8 (model/fp8_layer.h): every weight quantized once; x and the hidden
-  // activation quantized per step, x once for both of a gated MLP's gate and up GEMMs; the
-  // activation between in the run's dtype. Plain: fc (tanh-GELU in its epilogue, or the
-  // activation op), proj; gated: gate, up, the gated activation, down.
-  void allocate_fp8(Context& ctx) {
-    const ModelConfig& m = config_.model;
-    const PrecisionConfig& p = config_.precision;
-    const int64_t T = tokens();
-    if (m.gated) {
-      weights_fp8_ = {Fp8Weight(ctx, mlp_.gate_weight, p), Fp8Weight(ctx, mlp_.up_weight, p),
-                      Fp8Weight(ctx, mlp_.down_weight, p)};
-      gate_ = ctx.empty({T, m.d_ff}, config_.dtype);
-      up_ = ctx.empty({T, m.d_ff}, config_.dtype);
-    } else {
-      weights_fp8_ = {Fp8Weight(ctx, mlp_.fc_weight, p), Fp8Weight(ctx, mlp_.proj_weight, p)};
-    }
-    x_fp8_ = Fp8Input(ctx, {T, m.d_model}, p);
-    hidden_fp8_ = Fp8Input(ctx, {T, m.d_ff}, p);
-    hidden_ = ctx.empty({T, m.d_ff}, config_.dtype);
-  }
-
-  void forward_fp8(Context& ctx) {
-    const ModelConfig& m = config_.model;
-    const PrecisionConfig& p = config_.precision;
-    x_fp8_.quantize(ctx, input_);
-    if (m.gated) {
-      fp8_gemm(ctx, x_fp8_, weights_fp8_[0], Tensor(), gate_, false, p);
-      fp8_gemm(ctx, x_fp8_, weights_fp8_[1], Tensor(), up_, false, p);
-      ops::gated_activation(ctx, gate_, up_, hidden_, m.activation);
-    } else {
-      const bool gelu_epilogue = m.activation == ops::Activation::gelu_tanh;
-      fp8_gemm(ctx, x_fp8_, weights_fp8_[0], mlp_.fc_bias, hidden_, gelu_epilogue, p);
-      if (!gelu_epilogue) ops::activation(ctx, hidden_, hidden_, m.activation);
-    }
-    x_fp8_.finish_step(ctx);
-    hidden_fp8_.quantize(ctx, hidden_);
-    fp8_gemm(ctx, hidden_fp8_, weights_fp8_.back(), m.gated ? Tensor() : mlp_.proj_bias, output_, false, p);
-    hidden_fp8_.finish_step(ctx);
-  }
-
   ops::MlpWeights mlp_;
-  std::vector<Fp8Weight> weights_fp8_;  // gated: gate, up, down; plain: fc, proj
-  Fp8Input x_fp8_, hidden_fp8_;
-  Tensor gate_, up_, hidden_;
+  Fp8Mlp fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
 };
 
 // attention: q [B, H, S, D], k and v [B, Hkv, S, D] seeded N(0, 1).

@@ -53,11 +53,18 @@ RoundingCount block_layer_roundings(const ModelConfig& m, int64_t keys) {
 
 RoundingCount workload_roundings(const WorkloadConfig& config) {
   const ModelConfig& m = config.model;
+  // An FP8 layer: its longest path's four GEMMs (q/k/v, the output projection, the MLP's two),
+  // two quantized operands each.
+  const int64_t fp8_per_layer = config.precision.fp8() ? 8 : 0;
   switch (config.kind) {
-    case WorkloadKind::block: return block_layer_roundings(m, config.input.seq_len);
+    case WorkloadKind::block: {
+      RoundingCount layer = block_layer_roundings(m, config.input.seq_len);
+      layer.fp8 = fp8_per_layer;
+      return layer;
+    }
     case WorkloadKind::stack: {
       const RoundingCount layer = block_layer_roundings(m, config.input.seq_len);
-      return {layer.f32_terms * m.n_layers, layer.stored * m.n_layers};
+      return {layer.f32_terms * m.n_layers, layer.stored * m.n_layers, fp8_per_layer * m.n_layers};
     }
     case WorkloadKind::matmul_add:
     case WorkloadKind::linear: {  // the GEMM and its bias; an FP8 GEMM's operands quantized

@@ -53,6 +53,10 @@ std::vector<std::string> small_overrides(const std::string& name) {
       {"linear-small-current.yaml", {"shape={m: 33, n: 48, k: 64}"}},
       {"mlp-geglu-current.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
       {"mlp-gpt2-delayed.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
+      {"block-llama-3-8b-current.yaml",
+       {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=4", "model.n_kv_heads=2", "model.head_dim=16",
+        "model.d_ff=96"}},
+      {"block-gpt2-delayed.yaml", {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=2", "model.d_ff=128"}},
       {"03_mlp_geglu.yaml", {"input={batch: 2, seq_len: 16}", "model.d_model=64", "model.d_ff=96"}},
       {"04_attention.yaml", {"input={batch: 1, seq_len: 33}"}},
       {"gpt2-small.yaml", {"input={batch: 1, seq_len: 9}", "model.d_model=64", "model.n_heads=2", "model.d_ff=128"}},
@@ -883,10 +887,19 @@ TEST(Cli, Fp8LinearProfilesShowTheRecipesKernelsAndCheck) {
        {"amax_kernel", "fp8_scale_update_kernel", "fp8_quantize_kernel", "fp8_gemm_bias"}},
       {"configs/fp8/linear-delayed.yaml", {"fp8_quantize_amax_kernel", "fp8_gemm_bias", "fp8_scale_update_kernel"}},
       {"configs/fp8/mlp-geglu-current.yaml", {"amax_kernel", "fp8_gemm", "gated_gelu_tanh_mul_kernel"}},
-      {"configs/fp8/mlp-gpt2-delayed.yaml", {"fp8_quantize_amax_kernel", "fp8_gemm_bias_gelu", "fp8_gemm_bias"}}};
+      {"configs/fp8/mlp-gpt2-delayed.yaml", {"fp8_quantize_amax_kernel", "fp8_gemm_bias_gelu", "fp8_gemm_bias"}},
+      {"configs/fp8/block-gpt2-delayed.yaml",
+       {"fp8_quantize_amax_kernel", "fp8_gemm_bias_gelu", "fp8_gemm_bias", "layer_norm_kernel"}},
+      {"configs/fp8/block-llama-3-8b-current.yaml", {"amax_kernel", "fp8_gemm", "gated_silu_mul_kernel", "rope_kernel"}}};
   for (const auto& [config, names] : kernels) {
     SCOPED_TRACE(config);
-    const std::vector<std::string>& small = config.find("/mlp-") != std::string::npos ? mlp : linear;
+    const std::vector<std::string> block = {"--device", "cpu", "--set", "input={batch: 1, seq_len: 9}",  "--set",
+                                            "model.d_model=64", "--set", "model.n_heads=4", "--set",
+                                            "model.n_kv_heads=" + std::string(config.find("llama") != std::string::npos ? "2" : "4"),
+                                            "--set", "model.d_ff=96", "--set", "compare=[]"};
+    const std::vector<std::string>& small = config.find("/mlp-") != std::string::npos     ? mlp
+                                            : config.find("/block-") != std::string::npos ? block
+                                                                                          : linear;
     std::vector<std::string> args = {"profile", source(config)};
     args.insert(args.end(), small.begin(), small.end());
     Result r = run_cli(args);

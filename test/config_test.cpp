@@ -103,8 +103,10 @@ TEST(Config, EveryShippedConfigsErrorBoundIsFarBelowAWrongElement) {
     if (entry.path().extension() != ".yaml" || path.find("/configs/test/") != std::string::npos) continue;
     SCOPED_TRACE(path);
     bs::WorkloadConfig config = bs::load_config_file(path);
-    if (config.precision.fp8()) {  // FP8 roundings dominate (Fp8ErrorBoundWorkedByHand): under 0.3,
-      EXPECT_LT(bs::reference::workload_error_bound(config), 0.3);  // where a lost scale costs 1 and more
+    // FP8 roundings dominate (Fp8ErrorBoundWorkedByHand): 0.18 (a linear) to 0.36 (a block layer),
+    // loose against a block (docs/FP8.md); the FP8 ops' own tests hold the GEMMs tightly.
+    if (config.precision.fp8()) {
+      EXPECT_LT(bs::reference::workload_error_bound(config), 0.4);
       continue;
     }
     config.dtype = bs::DType::f32;
@@ -247,6 +249,17 @@ TEST(Config, Fp8ErrorBoundWorkedByHand) {
   const bs::WorkloadConfig fp8 = bs::load_config_text(linear + "precision: {gemm: fp8_e4m3}\n", "t");
   EXPECT_NEAR(bs::reference::workload_error_bound(fp8), 0.177122, 1e-6);
   EXPECT_NEAR(bs::reference::workload_error_bound(bs::load_config_text(linear, "t")), 0.011049, 1e-6);
+  // An MLP's two GEMMs: 4 quantized operands; a block layer's four on its longest path (q, the
+  // output projection, the MLP's two): 8; a stack of 3 such layers: 24.
+  const std::string mlp = "workload: mlp\ndtype: bf16\nmodel: {d_model: 64, d_ff: 128}\ninput: {batch: 1, seq_len: 8}\n";
+  EXPECT_EQ(bs::reference::workload_roundings(bs::load_config_text(mlp + "precision: {gemm: fp8_e4m3}\n", "t")).fp8, 4);
+  const std::string block = std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\n";
+  EXPECT_EQ(bs::reference::workload_roundings(bs::load_config_text(block, "t")).fp8, 8);
+  bs::WorkloadConfig stack = bs::load_config_text(block, "t");
+  stack.kind = bs::WorkloadKind::stack;
+  stack.model.n_layers = 3;
+  EXPECT_EQ(bs::reference::workload_roundings(stack).fp8, 24);
+  EXPECT_EQ(bs::reference::workload_roundings(bs::load_config_text(kBlock, "t")).fp8, 0);
 }
 
 // precision: a linear workload's FP8 GEMM and its recipe (docs/FP8.md): read, defaults, and
@@ -279,13 +292,25 @@ TEST(Config, Fp8PrecisionSection) {
   expect_error_at("workload: linear\ndtype: f32\nshape: {m: 32, n: 48, k: 64}\nprecision: {gemm: fp8_e4m3}\n", 4, 19,
                   "precision.gemm: the FP8 GEMM writes bf16 or f16 here; the workload's dtype is f32");
   expect_error_at("workload: linear\ndtype: bf16\nshape: {m: 32, n: 40, k: 64}\nprecision: {gemm: fp8_e4m3}\n", 4, 19,
-                  "precision.gemm: cuBLASLt's FP8 GEMMs take K and N in multiples of 16; shape.k is 64 and shape.n 40");
+                  "precision.gemm: cuBLASLt's FP8 GEMMs take K and N in multiples of 16; shape.n is 40");
   expect_error_at(linear + "precision: {gemm: fp8_e4m3}\ncompare:\n  - {linear: naive}\n", 6, 14,
                   "compare[0].linear: linear paths apply to 16- and 32-bit GEMMs");
   expect_error_at(linear + "paths: {linear: naive}\nprecision: {gemm: fp8_e4m3}\n", 5, 19,
-                  "precision.gemm: the FP8 GEMM has one path; paths.linear is naive: leave it at epilogue");
+                  "precision.gemm: the FP8 GEMMs have one path; paths.linear is naive: leave it at epilogue");
+  // A block: every GEMM's K and N, one rank; its attention keeps its paths.
+  const bs::WorkloadConfig block =
+      bs::load_config_text(std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\n", "t");
+  EXPECT_TRUE(block.precision.fp8());
+  EXPECT_NO_THROW(bs::load_config_text(std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\ncompare:\n"
+                                       "  - {attention: naive}\n", "t"));
   expect_error_at(std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\n", 8, 19,
-                  "precision.gemm: FP8 GEMMs run in linear and mlp workloads so far; workload block computes in its dtype");
+                  "precision.gemm: cuBLASLt's FP8 GEMMs take K and N in multiples of 16; model.d_ff is 72",
+                  {"model.d_ff=72"});
+  expect_error_at(std::string(kBlock) + "dtype: bf16\nprecision: {gemm: fp8_e4m3}\nparallel: {tensor: 2}\n", 8, 19,
+                  "precision.gemm: FP8 blocks run on one rank so far; parallel.tensor is 2");
+  expect_error_at("workload: attention\ndtype: bf16\nmodel: {n_heads: 2, head_dim: 16}\ninput: {batch: 1, seq_len: 8}\n"
+                  "precision: {gemm: fp8_e4m3}\n", 5, 19,
+                  "precision.gemm: FP8 GEMMs run in linear, mlp, block and stack workloads so far; workload attention");
 }
 
 TEST(Config, UnknownPathDtypeDeviceAndWorkload) {
