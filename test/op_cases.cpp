@@ -667,6 +667,13 @@ OpCases quantize_cases() {
          *needles = {"quantize", "amax", amax.str(), "f32"};
          ops::quantize(ctx, x, scale, y, amax);
        }},
+      {"y a view of x's bytes",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, DType::f32), scale = ctx.empty({1}, DType::f32);
+         Tensor y(x.storage(), {4, 8}, DType::fp8_e4m3);
+         *needles = {"quantize", "overlaps"};
+         ops::quantize(ctx, x, scale, y);
+       }},
       {"amax is the scale",
        [](Context& ctx, DType dt, Needles* needles) {
          Tensor x = ctx.empty({4, 8}, dt), scale = ctx.empty({1}, DType::f32), y = ctx.empty({4, 8}, DType::fp8_e4m3);

@@ -39,6 +39,7 @@ void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, con
   check_compute_tensor(ctx, "quantize", "x", x);
   check_fp8_tensor(ctx, "quantize", "y", y);
   check_same_shape("quantize", "x", x, "y", y);
+  BS_CHECK_INPUT(!may_overlap(x, y), "quantize: y ", y.str(), " overlaps x ", x.str());
   check_scalar(ctx, "quantize", "scale", scale);
   if (amax.defined()) {
     check_scalar(ctx, "quantize", "amax", amax);
@@ -60,6 +61,7 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
   check_fp8_tensor(ctx, "dequantize", "x", x);
   check_compute_tensor(ctx, "dequantize", "y", y);
   check_same_shape("dequantize", "x", x, "y", y);
+  BS_CHECK_INPUT(!may_overlap(x, y), "dequantize: y ", y.str(), " overlaps x ", x.str());
   check_scalar(ctx, "dequantize", "scale_inv", scale_inv);
   run_op(ctx,
          OpRecord{"dequantize", "", profiler::Family::precision, {&x, &scale_inv}, {&y},
