@@ -5,6 +5,11 @@
 // Shapes: the series' squares 64 and 4096 and the MLP's 8192 x 3072 x 768 on CUDA; small
 // squares on CPU; tiny ones with --smoke.
 //
+// And the FP8 GEMM alone (workload "fp8_linear", variant e4m3: ops::fp8_linear on e4m3 x and w
+// quantized once, bias, bf16 y; docs/FP8.md): its TFLOP/s by shape, beside the bf16 linear at
+// the same shapes — on a GPU against the FP8 tensor cores' peak; on the CPU the codes are
+// widened to f32 (no FP8 arithmetic), so its rows there say what the widening costs.
+//
 // In oneDNN builds, on CPU, also oneDNN's own matmul primitive on the linear shapes, outside
 // blockscope (workload "onednn_matmul", as benchdnn would time it): variant plain_weights
 // passes W [n, k] as stored, blocked_weights passes W reordered once into the layout oneDNN
@@ -13,7 +18,9 @@
 #include <vector>
 
 #include "bench/support/bench_support.h"
+#include "ops/fp8_linear/fp8_linear.h"
 #include "ops/linear/linear.h"
+#include "ops/precision/precision.h"
 
 #ifdef BLOCKSCOPE_WITH_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
@@ -44,6 +51,36 @@ void register_gemm(const char* workload, ops::WeightLayout layout, Device device
     Tensor bias = random_tensor(ctx, {s.n}, dtype, 3);
     Tensor y = ctx.empty({s.m, s.n}, dtype);
     return [&ctx, x, w, bias, y, path, layout]() mutable { ops::linear(ctx, x, w, bias, y, path, layout); };
+  });
+}
+
+// Y [m, n] bf16 = X [m, k] e4m3 · W [n, k] e4m3ᵀ (each with its dequantisation scale) + bias:
+// the operands quantized once in setup (amax, scale, cast), only the GEMM timed.
+void register_fp8_gemm(Device device, const GemmShape& s) {
+  Case c;
+  c.key = workload_key("fp8_linear", "e4m3", DType::bf16, {{"M", s.m}, {"N", s.n}, {"K", s.k}});
+  c.device = device;
+  c.dtype = DType::bf16;
+  set_cost(c, "fp8_linear", {"", "", {{"M", s.m}, {"K", s.k}, {"N", s.n}}, {{"bias", true}}});
+  register_case(c, [=](Context& ctx) {
+    const auto quantized = [&ctx](const Tensor& t, Tensor& scale_inv) {
+      Tensor amax = ctx.empty({1}, DType::f32), scale = ctx.empty({1}, DType::f32);
+      scale_inv = ctx.empty({1}, DType::f32);
+      from_floats(scale, {1.0f});
+      Tensor codes = ctx.empty(t.shape(), DType::fp8_e4m3);
+      ops::amax(ctx, t, amax);
+      ops::fp8_scale_update(ctx, amax, scale, scale_inv, {});
+      ops::quantize(ctx, t, scale, codes);
+      return codes;
+    };
+    Tensor x_scale_inv, w_scale_inv;
+    Tensor x = quantized(random_tensor(ctx, {s.m, s.k}, DType::bf16, 1), x_scale_inv);
+    Tensor w = quantized(random_tensor(ctx, {s.n, s.k}, DType::bf16, 2), w_scale_inv);
+    Tensor bias = random_tensor(ctx, {s.n}, DType::bf16, 3);
+    Tensor y = ctx.empty({s.m, s.n}, DType::bf16);
+    return [&ctx, x, x_scale_inv, w, w_scale_inv, bias, y]() mutable {
+      ops::fp8_linear(ctx, x, x_scale_inv, w, w_scale_inv, bias, y);
+    };
   });
 }
 
@@ -104,11 +141,12 @@ void register_all() {
   const bool smoke = options().smoke;
   for (const Device& device : devices()) {
     std::vector<DType> dtypes;
-    std::vector<GemmShape> squares, linears;
+    std::vector<GemmShape> squares, linears, fp8;
     if (smoke) {
       dtypes = {DType::f32};
       squares = {{64, 64, 64}, {33, 17, 29}};
       linears = {{64, 48, 32}};
+      fp8 = {{64, 48, 32}};
     } else if (device.is_cpu()) {
       dtypes = {DType::f32, DType::bf16};
       squares = {{64, 64, 64}, {256, 256, 256}, {512, 512, 512}};
@@ -116,11 +154,15 @@ void register_all() {
       // c_fc, mlp c_proj): what a CPU GEMM planner chooses between (issue: CPU GEMMs by
       // measurement; bench/NOTES.md).
       linears = {{512, 3072, 768}, {256, 2304, 768}, {256, 768, 768}, {256, 3072, 768}, {256, 768, 3072}};
+      fp8 = {{256, 768, 768}, {256, 3072, 768}};
     } else {
       dtypes = {DType::bf16, DType::f16, DType::f32};
       squares = {{64, 64, 64}, {4096, 4096, 4096}};
       linears = {{8192, 3072, 768}};
+      // Where FP8 pays off, by size: a decode-sized GEMM, the series' linear, large squares.
+      fp8 = {{128, 768, 768}, {8192, 3072, 768}, {4096, 4096, 4096}, {8192, 8192, 8192}};
     }
+    for (const GemmShape& s : fp8) register_fp8_gemm(device, s);
     for (DType dtype : dtypes) {
       for (const GemmShape& s : squares)
         for (ops::LinearPath path : kPaths) register_gemm("matmul_add", ops::WeightLayout::in_out, device, dtype, s, path);

@@ -50,6 +50,7 @@ SHAPE_ORDER = {
     "attention": ["B", "H", "S", "D", "causal"],
     "decode_attention": ["B", "H", "Hkv", "D", "S", "paged", "split_keys"],
     "onednn_matmul": ["M", "N", "K"],
+    "fp8_linear": ["M", "N", "K"],
 }
 
 
@@ -84,11 +85,13 @@ def cost_spec(workload, variant, dtype, s):
     causal softmax over [B, H, S, S] scores, self-attention (Sq = Sk = S, Hkv = H), decode
     attention over B sequences of S cached positions each (L = B * S; the key carries the flag
     split_keys as bench/decode_bench.cpp computed it with flash_decode_splits, and the layout,
-    which changes no cost)."""
+    which changes no cost), the FP8 GEMM with a bias (bench/linear_bench.cpp)."""
     d = f"dtype={dtype}"
     if workload in ("matmul_add", "linear", "onednn_matmul"):
         path = "epilogue" if workload == "onednn_matmul" else variant
         return f"linear/{path}:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
+    if workload == "fp8_linear":  # the FP8 GEMM with a bias, into the key's dtype
+        return f"fp8_linear:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
     if workload in ("mlp_gelu", "mlp_geglu"):
         gated = int(workload == "mlp_geglu")
         return (f"mlp/{variant}:T={s['T']},D={s['D']},F={s['F']},gated={gated},bias={1 - gated},"
