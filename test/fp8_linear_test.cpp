@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/catalogue/catalogue.h"
@@ -81,6 +82,27 @@ TEST_P(Fp8Linear, Fp8OutputThroughOutScaleSaturates) {
       EXPECT_GT(saturated, 0) << "the case must reach saturation";
     }
   }
+}
+
+// A NaN in the result (here from the bias) is skipped by out_amax on both devices, as the
+// simulated cuBLASLt's AMAX_D skips it: the amax is the other elements' largest.
+TEST_P(Fp8Linear, OutAmaxSkipsANan) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  std::vector<float> w_values(16 * 16, 0.0f);
+  for (int j = 0; j < 16; ++j) w_values[static_cast<size_t>(j * 16)] = static_cast<float>(j);  // t[i][j] = j
+  std::vector<float> bias_values(16, 0.0f);
+  bias_values[3] = std::numeric_limits<float>::quiet_NaN();
+  Tensor y = ctx.empty({2, 16}, DType::bf16);
+  ops::Fp8LinearOptions options;
+  options.out_amax = scalar(ctx, -1.0f);
+  ops::fp8_linear(ctx, filled(ctx, {2, 16}, DType::fp8_e4m3, std::vector<float>(32, 1.0f)), scalar(ctx, 1.0f),
+                  filled(ctx, {16, 16}, DType::fp8_e4m3, w_values), scalar(ctx, 1.0f),
+                  filled(ctx, {16}, DType::bf16, bias_values), y, options);
+  const std::vector<float> got = to_floats(y);
+  EXPECT_TRUE(std::isnan(got[3]));
+  EXPECT_EQ(got[15], 15.0f);
+  EXPECT_EQ(to_floats(options.out_amax)[0], 15.0f);
 }
 
 // One shape, two scale tensors: CUDA's cached plan shares its descriptor, and each call sets its

@@ -57,10 +57,7 @@ void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const 
       if (!bias_f32.empty())
         for (int64_t j = 0; j < n; ++j) row[j] += bias_f32[j];
       if (options.gelu) gelu_tanh_row(row, n);
-      for (int64_t j = 0; j < n; ++j) {
-        const float magnitude = std::fabs(row[j]);
-        local = (magnitude > local || magnitude != magnitude) ? magnitude : local;  // NaN stays
-      }
+      for (int64_t j = 0; j < n; ++j) local = std::fmax(local, std::fabs(row[j]));  // NaN skipped, as the sim's AMAX_D
       char* dst = static_cast<char*>(y.data()) + r * n * static_cast<int64_t>(esize);
       if (fp8_out) {
         for (int64_t j = 0; j < n; ++j) scaled[j] = row[j] * out_scale;
@@ -70,7 +67,7 @@ void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const 
       }
     }
 #pragma omp critical
-    amax = (local > amax || local != local) ? local : amax;
+    amax = std::fmax(amax, local);
   }
   if (options.out_amax.defined()) *options.out_amax.data_as<float>() = amax;
 }

@@ -1,7 +1,9 @@
 // The FP8 GEMM of a linear layer, through cuBLASLt's FP8 API on CUDA (docs/FP8.md):
 //   t = (x · scale_x_inv) · (w · scale_w_inv)ᵀ [+ bias] [then tanh-GELU]      accumulated in f32
 //   y = t rounded to y's type, or fp8(out_scale · t) when y is FP8 (saturating)
-//   out_amax = max |t| (before out_scale), when given
+//   out_amax = max |t| (before out_scale) over t's non-NaN elements, when given: cuBLASLt's
+//              AMAX_D as the simulated GPU computes it (a GPU's answer for a NaN: not yet seen;
+//              the amax op, unlike it, keeps a NaN)
 // x and w hold FP8 codes and their dequantisation factors (what the quantize op's scale
 // inverts); the weight is nn.Linear's [out, in] -- cuBLASLt's FP8 layout rule ("TN": the
 // weight transposed) is the natural one. The CPU runs the same arithmetic (codes widened to f32,
