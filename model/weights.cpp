@@ -227,6 +227,13 @@ void load_weights(Context& ctx, const std::vector<WeightSpec>& specs, const Mode
                        ", but the config's model needs " + shape_str(spec.shape) +
                        " (check d_model, n_heads, n_kv_heads, head_dim, d_ff)");
     }
+    // An FP8 checkpoint's weights are codes that a separate tensor scales (weight_scale, per
+    // tensor or per channel); read as values they would be silently wrong.
+    if (is_fp8(entry->dtype)) {
+      throw InputError(shard + ": tensor '" + entry->name + "' is " + dtype_name(entry->dtype) +
+                       ": an FP8 checkpoint's weights are scaled by separate tensors (weight_scale) that blockscope "
+                       "does not apply yet; load a bf16, f16 or f32 checkpoint (docs/FP8.md)");
+    }
     Tensor loaded = tensor_from_entry(host, *entry);
     const std::vector<float> values = to_floats(loaded);
     check_finite(values, dtype, shard + ": tensor '" + entry->name + "'");

@@ -277,6 +277,26 @@ TEST(Weights, FromSafetensorsWithLayerShiftGiveTheSameOutput) {
               std::string::npos)
         << e.message();
   }
+  // An FP8 checkpoint (codes a separate weight_scale tensor scales) is refused, not read as values.
+  for (auto& [name, tensor] : tensors) {
+    if (name == "model.layers.5.mlp.down_proj.weight") {
+      bs::Tensor codes = ctx.empty(tensor.shape(), bs::DType::fp8_e4m3);
+      bs::from_floats(codes, bs::to_floats(tensor));
+      tensor = codes;
+    }
+  }
+  bs::write_safetensors(file, tensors);
+  try {
+    const bs::WorkloadConfig c = bs::load_config_text(block_yaml("llama", seed, model), "t",
+                                                      {"weights={file: " + file + ", layer: 5}"});
+    bs::Workload w(ctx, c, {c.paths});
+    FAIL() << "no error";
+  } catch (const bs::Error& e) {
+    EXPECT_EQ(e.kind(), bs::ErrorKind::invalid_input);
+    EXPECT_NE(e.message().find("tensor 'model.layers.5.mlp.down_proj.weight' is fp8_e4m3: an FP8 checkpoint's weights"),
+              std::string::npos)
+        << e.message();
+  }
   std::filesystem::remove(file);
 }
 
