@@ -214,6 +214,40 @@ TEST_P(PrecisionOps, RoundTripWithinOneFp8Rounding) {
   }
 }
 
+// CUDA's casts read 16-byte packs where x starts 16-byte aligned (and y on its words); views
+// starting elsewhere take the element-by-element loop. Both give the CPU's codes and amax, with
+// a tail past the last whole pack.
+TEST_P(PrecisionOps, UnalignedViewsGiveTheSameCodes) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  const uint64_t seed = bt::fresh_seed();
+  SCOPED_TRACE(seed);
+  Context ctx(GetParam());
+  for (DType dtype : kComputeDTypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const int64_t n = 8 * 37 + 5;
+    const Tensor base = bt::random_tensor(ctx, {n + 3}, dtype, seed, -30.0f, 30.0f);
+    Tensor y_base = ctx.empty({n + 3}, DType::fp8_e4m3);
+    for (int64_t x_offset : {0, 1, 3}) {
+      for (int64_t y_offset : {0, 1}) {
+        const Tensor x = base.slice(0, x_offset, x_offset + n);
+        Tensor y = y_base.slice(0, y_offset, y_offset + n);
+        Tensor amax = scalar(ctx, 0.0f), running = scalar(ctx, 0.0f);
+        ops::quantize(ctx, x, scalar(ctx, 10.0f), y, running);
+        ops::amax(ctx, x, amax);
+        const std::vector<float> in = to_floats(x), got = to_floats(y);
+        float want_amax = 0.0f;
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[static_cast<size_t>(i)], round_to(DType::fp8_e4m3, in[static_cast<size_t>(i)] * 10.0f))
+              << "x offset " << x_offset << " y offset " << y_offset << " element " << i;
+          want_amax = std::max(want_amax, std::fabs(in[static_cast<size_t>(i)]));
+        }
+        EXPECT_EQ(to_floats(amax)[0], want_amax);
+        EXPECT_EQ(to_floats(running)[0], want_amax);
+      }
+    }
+  }
+}
+
 // The scale step by hand: 448 / 7 = 64 (margin 1: 32), 57344 / 7 = 8192; the inverse exact.
 TEST_P(PrecisionOps, ScaleUpdateWorkedByHand) {
   BS_SKIP_IF_UNAVAILABLE(GetParam());

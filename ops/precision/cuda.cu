@@ -1,4 +1,6 @@
-// CUDA precision ops: grid-stride kernels, one element per step. The FP8 codes are cuda_fp8.h's
+// CUDA precision ops: grid-stride kernels. quantize and amax read 16-byte packs (8 bf16/f16 or
+// 4 f32 elements; quantize then writes their 8 or 4 codes in one store) where x starts 16-byte
+// aligned, single elements for the tail and otherwise. The FP8 codes are cuda_fp8.h's
 // (cvt.rn.satfinite on sm_89 and later; its host code on older GPUs and the simulated GPU), the
 // codes runtime/fp8.h gives on the CPU. amax: each block's NaN-propagating maximum meets the
 // others in an atomicMax on the f32 bits -- |x| is never negative, and non-negative floats (NaN
@@ -35,13 +37,49 @@ __device__ __forceinline__ void block_amax_into(float v, float* amax) {
   }
 }
 
-// y[i] = fp8(f32(x[i] · scale)); with amax: *amax = max(*amax, max |x|).
+// The codes of one pack (4 or 8 elements) as one 4- or 8-byte word: what a thread stores at once.
+template <int kSize>
+struct CodeWord;
+template <>
+struct CodeWord<4> {
+  using type = unsigned int;
+};
+template <>
+struct CodeWord<8> {
+  using type = uint2;
+};
+
+// y[i] = fp8(f32(x[i] · scale)); with amax: *amax = max(*amax, max |x|). `packed`: x starts
+// 16-byte aligned (y, from the same allocator and offset, then word-aligned).
 template <typename T, bool kAmax>
-__global__ void quantize_kernel(const T* x, const float* scale, unsigned char* y, int64_t n, bool e5m2, float* amax) {
+__global__ void quantize_kernel(const T* x, const float* scale, unsigned char* y, int64_t n, bool e5m2, float* amax,
+                                bool packed) {
+  constexpr int P = Pack<T>::size;
+  using Word = typename CodeWord<P>::type;
   const float s = *scale;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   float local = 0.0f;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  int64_t done = 0;
+  if (packed) {
+    const int64_t packs = n / P;
+    for (int64_t p = first; p < packs; p += stride) {
+      const Pack<T> in = load_pack(x + p * P);
+      union {
+        Word word;
+        unsigned char codes[P];
+      } out;
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        const float v = to_float(in.v[e]);
+        out.codes[e] = __nv_cvt_float_to_fp8(v * s, __NV_SATFINITE, fp8_kind(e5m2));
+        if (kAmax) local = max_keeping_nan(local, fabsf(v));
+      }
+      *reinterpret_cast<Word*>(y + p * P) = out.word;
+    }
+    done = packs * P;
+  }
+  for (int64_t i = done + first; i < n; i += stride) {
     const float v = to_float(x[i]);
     y[i] = __nv_cvt_float_to_fp8(v * s, __NV_SATFINITE, fp8_kind(e5m2));
     if (kAmax) local = max_keeping_nan(local, fabsf(v));
@@ -60,13 +98,24 @@ __global__ void dequantize_kernel(const unsigned char* x, const float* scale_inv
   }
 }
 
-// *amax = max(*amax, max |x|): *amax is zeroed first by the host.
+// *amax = max(*amax, max |x|): *amax is zeroed first by the host. `packed`: x 16-byte aligned.
 template <typename T>
-__global__ void amax_kernel(const T* x, int64_t n, float* amax) {
+__global__ void amax_kernel(const T* x, int64_t n, float* amax, bool packed) {
+  constexpr int P = Pack<T>::size;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   float local = 0.0f;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    local = max_keeping_nan(local, fabsf(to_float(x[i])));
+  int64_t done = 0;
+  if (packed) {
+    const int64_t packs = n / P;
+    for (int64_t p = first; p < packs; p += stride) {
+      const Pack<T> in = load_pack(x + p * P);
+#pragma unroll
+      for (int e = 0; e < P; ++e) local = max_keeping_nan(local, fabsf(to_float(in.v[e])));
+    }
+    done = packs * P;
+  }
+  for (int64_t i = done + first; i < n; i += stride) local = max_keeping_nan(local, fabsf(to_float(x[i])));
   block_amax_into(local, amax);
 }
 
@@ -104,6 +153,12 @@ unsigned blocks_for(Context& ctx, int64_t n) {
   return grid_for(n, kernels::kPrecisionThreads, cuda_backend(ctx).properties().multiProcessorCount);
 }
 
+// The work items of a packed pass over n elements of T: its packs, or n element by element.
+template <typename T>
+int64_t work_items(int64_t n, bool packed) {
+  return packed ? (n + kernels::Pack<T>::size - 1) / kernels::Pack<T>::size : n;
+}
+
 }  // namespace
 
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
@@ -111,14 +166,18 @@ void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, con
   const bool e5m2 = y.dtype() == DType::fp8_e5m2;
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    // A pack's codes go out as one word: y must then start on that word's boundary too.
+    const bool packed = aligned16(x.data()) &&
+                        reinterpret_cast<uintptr_t>(y.data()) % static_cast<uintptr_t>(kernels::Pack<T>::size) == 0;
+    const unsigned blocks = blocks_for(ctx, work_items<T>(n, packed));
     if (amax.defined()) {
-      launch(ctx, kernel_names::kQuantizeAmax, kernels::quantize_kernel<T, true>, blocks_for(ctx, n),
-             kernels::kPrecisionThreads, 0, x.data_as<const T>(), scale.data_as<const float>(),
-             static_cast<unsigned char*>(y.data()), n, e5m2, amax.data_as<float>());
+      launch(ctx, kernel_names::kQuantizeAmax, kernels::quantize_kernel<T, true>, blocks, kernels::kPrecisionThreads, 0,
+             x.data_as<const T>(), scale.data_as<const float>(), static_cast<unsigned char*>(y.data()), n, e5m2,
+             amax.data_as<float>(), packed);
     } else {
-      launch(ctx, kernel_names::kQuantize, kernels::quantize_kernel<T, false>, blocks_for(ctx, n),
-             kernels::kPrecisionThreads, 0, x.data_as<const T>(), scale.data_as<const float>(),
-             static_cast<unsigned char*>(y.data()), n, e5m2, static_cast<float*>(nullptr));
+      launch(ctx, kernel_names::kQuantize, kernels::quantize_kernel<T, false>, blocks, kernels::kPrecisionThreads, 0,
+             x.data_as<const T>(), scale.data_as<const float>(), static_cast<unsigned char*>(y.data()), n, e5m2,
+             static_cast<float*>(nullptr), packed);
     }
   });
 }
@@ -149,8 +208,9 @@ void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   const int64_t n = x.numel();
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    launch(ctx, kernel_names::kAmax, kernels::amax_kernel<T>, blocks_for(ctx, n), kernels::kPrecisionThreads, 0,
-           x.data_as<const T>(), n, amax.data_as<float>());
+    const bool packed = aligned16(x.data());
+    launch(ctx, kernel_names::kAmax, kernels::amax_kernel<T>, blocks_for(ctx, work_items<T>(n, packed)),
+           kernels::kPrecisionThreads, 0, x.data_as<const T>(), n, amax.data_as<float>(), packed);
   });
 }
 
