@@ -18,20 +18,15 @@ namespace {
 
 constexpr int64_t kChunk = 4096;
 
-// max(a, |v|) for each v, NaN-propagating.
-float fold_amax(float a, const float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float m = std::fabs(v[i]);
-    a = (m > a || m != m) ? m : a;
-    if (a != a) return a;
-  }
-  return a;
-}
+using scale_rule::max_keeping_nan;
 
-// max |x| over x's elements (0 for none), chunk by chunk in parallel.
-float amax_of(const Tensor& x) {
+// One pass over x (contiguous), chunk by chunk in parallel: with y, y = x · s elementwise (each
+// product rounded to f32, then stored in y's type -- into FP8 saturating: quantize and
+// dequantize alike); returns max |x| (0 for no elements, NaN if x holds one) when `amax`.
+float scaled_convert(const Tensor& x, float s, Tensor* y, bool amax) {
   const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
-  const size_t esize = dtype_size(x.dtype());
+  const int64_t x_size = static_cast<int64_t>(dtype_size(x.dtype()));
+  const int64_t y_size = y != nullptr ? static_cast<int64_t>(dtype_size(y->dtype())) : 0;
   float result = 0.0f;
 #pragma omp parallel if (n >= kParallelMinElements)
   {
@@ -40,53 +35,38 @@ float amax_of(const Tensor& x) {
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t len = std::min(kChunk, n - c * kChunk);
-      load_row(x.dtype(), static_cast<const char*>(x.data()) + c * kChunk * static_cast<int64_t>(esize), row.data(), len);
-      local = fold_amax(local, row.data(), len);
+      load_row(x.dtype(), static_cast<const char*>(x.data()) + c * kChunk * x_size, row.data(), len);
+      if (amax)
+        for (int64_t i = 0; i < len; ++i) local = max_keeping_nan(local, std::fabs(row[i]));
+      if (y == nullptr) continue;
+      for (int64_t i = 0; i < len; ++i) row[i] *= s;
+      store_row(y->dtype(), row.data(), static_cast<char*>(y->data()) + c * kChunk * y_size, len);
     }
 #pragma omp critical
-    result = (local > result || local != local) ? local : result;
+    result = max_keeping_nan(result, local);
   }
   return result;
-}
-
-// y = x · s elementwise, both contiguous: each product rounded to f32, then stored in y's type
-// (into FP8: saturating) -- quantize and dequantize alike.
-void scaled_convert(const Tensor& x, float s, Tensor& y) {
-  const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
-  const int64_t x_size = static_cast<int64_t>(dtype_size(x.dtype())), y_size = static_cast<int64_t>(dtype_size(y.dtype()));
-#pragma omp parallel if (n >= kParallelMinElements)
-  {
-    std::vector<float> row(kChunk);
-#pragma omp for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t len = std::min(kChunk, n - c * kChunk);
-      load_row(x.dtype(), static_cast<const char*>(x.data()) + c * kChunk * x_size, row.data(), len);
-      for (int64_t i = 0; i < len; ++i) row[i] *= s;
-      store_row(y.dtype(), row.data(), static_cast<char*>(y.data()) + c * kChunk * y_size, len);
-    }
-  }
 }
 
 }  // namespace
 
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
   profiler::KernelScope kernel(ctx, amax.defined() ? kernel_names::kQuantizeAmax : kernel_names::kQuantize);
-  scaled_convert(x, *scale.data_as<const float>(), y);
+  const float x_amax = scaled_convert(x, *scale.data_as<const float>(), &y, amax.defined());
   if (amax.defined()) {
     float* running = amax.data_as<float>();
-    const float a = amax_of(x);
-    *running = (a > *running || a != a) ? a : *running;
+    *running = max_keeping_nan(*running, x_amax);
   }
 }
 
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y) {
   profiler::KernelScope kernel(ctx, kernel_names::kDequantize);
-  scaled_convert(x, *scale_inv.data_as<const float>(), y);
+  scaled_convert(x, *scale_inv.data_as<const float>(), &y, false);
 }
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   profiler::KernelScope kernel(ctx, kernel_names::kAmax);
-  *amax.data_as<float>() = amax_of(x);
+  *amax.data_as<float>() = scaled_convert(x, 1.0f, nullptr, true);
 }
 
 void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
@@ -95,7 +75,7 @@ void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor&
   const int64_t length = amax_history.numel();
   float amax = history[0];
   if (update.algo == AmaxAlgo::max)
-    for (int64_t i = 1; i < length; ++i) amax = scale_rule::max_keeping_nan(amax, history[i]);
+    for (int64_t i = 1; i < length; ++i) amax = max_keeping_nan(amax, history[i]);
   float* s = scale.data_as<float>();
   *s = scale_rule::next_scale(amax, *s, static_cast<float>(dtype_max_finite(update.format)), update.margin);
   *scale_inv.data_as<float>() = 1.0f / *s;

@@ -19,7 +19,13 @@ namespace blockscope::ops::cuda::kernels {
 
 constexpr int kPrecisionThreads = 256;
 
-__device__ __forceinline__ float max_keeping_nan(float a, float b) { return (b > a || b != b) ? b : a; }
+using scale_rule::max_keeping_nan;
+
+// The warp's max_keeping_nan of v, in every lane.
+__device__ __forceinline__ float warp_max_keeping_nan(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
 
 __device__ __forceinline__ __nv_fp8_interpretation_t fp8_kind(bool e5m2) { return e5m2 ? __NV_E5M2 : __NV_E4M3; }
 
@@ -27,12 +33,11 @@ __device__ __forceinline__ __nv_fp8_interpretation_t fp8_kind(bool e5m2) { retur
 __device__ __forceinline__ void block_amax_into(float v, float* amax) {
   __shared__ float scratch[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  for (int offset = 16; offset > 0; offset >>= 1) v = max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  v = warp_max_keeping_nan(v);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < warps ? scratch[lane] : 0.0f;
-    for (int offset = 16; offset > 0; offset >>= 1) v = max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    v = warp_max_keeping_nan(lane < warps ? scratch[lane] : 0.0f);
     if (lane == 0) atomicMax(reinterpret_cast<unsigned*>(amax), __float_as_uint(v));
   }
 }
@@ -126,13 +131,12 @@ __global__ void scale_update_kernel(float* history, int length, float* scale, fl
   __shared__ float scratch[32];
   const int i = static_cast<int>(threadIdx.x), lane = i & 31, warp = i >> 5, warps = (blockDim.x + 31) >> 5;
   const float entry = i < length ? history[i] : 0.0f;
-  float v = (take_max || i == 0) ? entry : 0.0f;
-  for (int offset = 16; offset > 0; offset >>= 1) v = scale_rule::max_keeping_nan(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  const float v = warp_max_keeping_nan((take_max || i == 0) ? entry : 0.0f);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   if (i == 0) {
     float amax = scratch[0];
-    for (int w = 1; w < warps; ++w) amax = scale_rule::max_keeping_nan(amax, scratch[w]);
+    for (int w = 1; w < warps; ++w) amax = max_keeping_nan(amax, scratch[w]);
     const float s = scale_rule::next_scale(amax, *scale, fp8_max, margin);
     *scale = s;
     *scale_inv = 1.0f / s;
