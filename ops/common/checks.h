@@ -20,6 +20,20 @@ inline void check_contiguous(const char* op, const char* role, const Tensor& t) 
   BS_CHECK_INPUT(t.is_contiguous(), op, ": ", role, " ", t.str(), " must be contiguous");
 }
 
+// The ops that take FP8 tensors (the storage rule, runtime/dtype.h): an FP8 operand, contiguous.
+inline void check_fp8_operand(const Context& ctx, const char* op, const char* role, const Tensor& t) {
+  check_on_context(ctx, op, role, t);
+  check_contiguous(op, role, t);
+  BS_CHECK_INPUT(is_fp8(t.dtype()), op, ": ", role, " ", t.str(), " must be fp8_e4m3 or fp8_e5m2");
+}
+
+// A scale, its inverse or an amax: one f32 element on the context's device.
+inline void check_f32_scalar(const Context& ctx, const char* op, const char* role, const Tensor& t) {
+  check_on_context(ctx, op, role, t);
+  BS_CHECK_INPUT(t.dtype() == DType::f32 && t.numel() == 1, op, ": ", role, " ", t.str(),
+                 " must be an f32 tensor of one element");
+}
+
 inline void check_same_dtype(const char* op, const char* role_a, const Tensor& a, const char* role_b,
                              const Tensor& b) {
   BS_CHECK_INPUT(a.dtype() == b.dtype(), op, ": ", role_a, " ", a.str(), " and ", role_b, " ", b.str(),

@@ -10,29 +10,15 @@
 namespace blockscope::ops {
 
 namespace {
-
 constexpr const char* kOp = "fp8_linear";
-
-void check_scalar(const Context& ctx, const char* role, const Tensor& t) {
-  check_on_context(ctx, kOp, role, t);
-  BS_CHECK_INPUT(t.dtype() == DType::f32 && t.numel() == 1, kOp, ": ", role, " ", t.str(),
-                 " must be an f32 tensor of one element");
-}
-
-void check_operand(const Context& ctx, const char* role, const Tensor& t) {
-  check_on_context(ctx, kOp, role, t);
-  check_contiguous(kOp, role, t);
-  BS_CHECK_INPUT(is_fp8(t.dtype()), kOp, ": ", role, " ", t.str(), " must be fp8_e4m3 or fp8_e5m2");
-}
-
 }  // namespace
 
 void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const Tensor& w, const Tensor& scale_w_inv,
                 const Tensor& bias, Tensor& y, const Fp8LinearOptions& options) {
-  check_operand(ctx, "x", x);
-  check_operand(ctx, "w", w);
-  check_scalar(ctx, "scale_x_inv", scale_x_inv);
-  check_scalar(ctx, "scale_w_inv", scale_w_inv);
+  check_fp8_operand(ctx, kOp, "x", x);
+  check_fp8_operand(ctx, kOp, "w", w);
+  check_f32_scalar(ctx, kOp, "scale_x_inv", scale_x_inv);
+  check_f32_scalar(ctx, kOp, "scale_w_inv", scale_w_inv);
   BS_CHECK_INPUT(!(x.dtype() == DType::fp8_e5m2 && w.dtype() == DType::fp8_e5m2), kOp, ": x ", x.str(), " and w ",
                  w.str(), " are both fp8_e5m2: cuBLASLt multiplies e4m3 by e4m3 or e5m2, not e5m2 by e5m2");
   BS_CHECK_INPUT(x.dim() >= 1 && w.dim() == 2 && w.size(1) == x.size(-1), kOp, ": w ", w.str(),
@@ -52,11 +38,11 @@ void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const 
                  ": y ", y.str(), " is fp8_e5m2 but x and w are e4m3: cuBLASLt writes e5m2 only from an e5m2 operand");
   if (fp8_out) {
     BS_CHECK_INPUT(options.out_scale.defined(), kOp, ": y ", y.str(), " is FP8 and needs options.out_scale");
-    check_scalar(ctx, "out_scale", options.out_scale);
+    check_f32_scalar(ctx, kOp, "out_scale", options.out_scale);
   } else {
     BS_CHECK_INPUT(!options.out_scale.defined(), kOp, ": options.out_scale applies to an FP8 y only; y is ", y.str());
   }
-  if (options.out_amax.defined()) check_scalar(ctx, "out_amax", options.out_amax);
+  if (options.out_amax.defined()) check_f32_scalar(ctx, kOp, "out_amax", options.out_amax);
   if (bias.defined()) {
     check_on_context(ctx, kOp, "bias", bias);
     const DType want = y.dtype() == DType::f16 ? DType::f16 : DType::bf16;

@@ -18,31 +18,18 @@ void check_compute_tensor(const Context& ctx, const char* op, const char* role, 
                  " takes f32, f16 or bf16 there");
 }
 
-void check_fp8_tensor(const Context& ctx, const char* op, const char* role, const Tensor& t) {
-  check_on_context(ctx, op, role, t);
-  check_contiguous(op, role, t);
-  BS_CHECK_INPUT(is_fp8(t.dtype()), op, ": ", role, " ", t.str(), " must be fp8_e4m3 or fp8_e5m2");
-}
-
-// A scale, its inverse or an amax: one f32 element on the context's device.
-void check_scalar(const Context& ctx, const char* op, const char* role, const Tensor& t) {
-  check_on_context(ctx, op, role, t);
-  BS_CHECK_INPUT(t.dtype() == DType::f32 && t.numel() == 1, op, ": ", role, " ", t.str(),
-                 " must be an f32 tensor of one element");
-}
-
 double elements(const Tensor& t) { return static_cast<double>(t.numel()); }
 
 }  // namespace
 
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax) {
   check_compute_tensor(ctx, "quantize", "x", x);
-  check_fp8_tensor(ctx, "quantize", "y", y);
+  check_fp8_operand(ctx, "quantize", "y", y);
   check_same_shape("quantize", "x", x, "y", y);
   BS_CHECK_INPUT(!may_overlap(x, y), "quantize: y ", y.str(), " overlaps x ", x.str());
-  check_scalar(ctx, "quantize", "scale", scale);
+  check_f32_scalar(ctx, "quantize", "scale", scale);
   if (amax.defined()) {
-    check_scalar(ctx, "quantize", "amax", amax);
+    check_f32_scalar(ctx, "quantize", "amax", amax);
     BS_CHECK_INPUT(amax.storage() != scale.storage() || amax.offset() != scale.offset(),
                    "quantize: amax ", amax.str(), " is the scale itself");
   }
@@ -58,11 +45,11 @@ void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, con
 }
 
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y) {
-  check_fp8_tensor(ctx, "dequantize", "x", x);
+  check_fp8_operand(ctx, "dequantize", "x", x);
   check_compute_tensor(ctx, "dequantize", "y", y);
   check_same_shape("dequantize", "x", x, "y", y);
   BS_CHECK_INPUT(!may_overlap(x, y), "dequantize: y ", y.str(), " overlaps x ", x.str());
-  check_scalar(ctx, "dequantize", "scale_inv", scale_inv);
+  check_f32_scalar(ctx, "dequantize", "scale_inv", scale_inv);
   run_op(ctx,
          OpRecord{"dequantize", "", profiler::Family::precision, {&x, &scale_inv}, {&y},
                   kDequantizeFlopsPerElement * elements(x), x.numel() == 0}
@@ -90,8 +77,8 @@ void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor&
   BS_CHECK_INPUT(amax_history.dtype() == DType::f32 && amax_history.dim() == 1 && amax_history.numel() >= 1 &&
                      amax_history.numel() <= kMaxAmaxHistory,
                  op, ": amax_history ", amax_history.str(), " must be f32 [H], 1 <= H <= ", kMaxAmaxHistory);
-  check_scalar(ctx, op, "scale", scale);
-  check_scalar(ctx, op, "scale_inv", scale_inv);
+  check_f32_scalar(ctx, op, "scale", scale);
+  check_f32_scalar(ctx, op, "scale_inv", scale_inv);
   BS_CHECK_INPUT(is_fp8(update.format), op, ": the format ", dtype_name(update.format), " is not an FP8 type");
   BS_CHECK_INPUT(update.margin >= 0 && update.margin <= 64, op, ": margin ", update.margin, " must be in [0, 64]");
   const Tensor* written[] = {&amax_history, &scale, &scale_inv};
@@ -111,7 +98,7 @@ void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor&
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   check_compute_tensor(ctx, "amax", "x", x);
-  check_scalar(ctx, "amax", "amax", amax);
+  check_f32_scalar(ctx, "amax", "amax", amax);
   // No elements still writes amax (0): the op runs, unlike ops whose output is empty.
   run_op(ctx, OpRecord{"amax", "", profiler::Family::precision, {&x}, {&amax}, kAmaxFlopsPerElement * elements(x)},
          [&] { cpu::amax(ctx, x, amax); }, [&] { cuda::amax(ctx, x, amax); });
