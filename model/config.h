@@ -192,6 +192,9 @@ struct PrecisionConfig {
   bool fast_accum = false;
 
   bool fp8() const { return is_fp8(gemm); }
+  // Whether this precision fixes op's path: FP8 GEMMs have one path (the config's, its
+  // epilogues); the attention, in the run's dtype, keeps its paths.
+  bool fixes_path(ops::PathOp op) const { return fp8() && op != ops::PathOp::attention; }
 };
 
 struct RunConfig {

@@ -287,10 +287,8 @@ void read_precision(const Reader& reader, const Section& top, WorkloadConfig& co
   }
   // One path for the GEMMs: the FP8 ones with their epilogues (the config's default linear and
   // MLP paths). A block's attention keeps its paths (it runs in the run's dtype).
-  std::vector<ops::PathOp> fixed;
-  if (config.kind == WorkloadKind::linear || block) fixed.push_back(ops::PathOp::linear);
-  if (config.kind == WorkloadKind::mlp || block) fixed.push_back(ops::PathOp::mlp);
-  for (ops::PathOp op : fixed) {
+  for (ops::PathOp op : path_ops_for(config.kind)) {
+    if (!p.fixes_path(op)) continue;
     const std::string path = config.paths.name(op);
     const std::string want = op == ops::PathOp::linear ? "epilogue" : (m.gated ? "fused" : "epilogue");
     if (path != want) {
@@ -392,8 +390,8 @@ void read_compare(const Reader& reader, const Section& top, WorkloadConfig& conf
     Variant variant;
     std::vector<ops::PathOp> named;
     variant.paths = read_paths(s, config.kind, config.paths, &named);
-    for (ops::PathOp op : {ops::PathOp::linear, ops::PathOp::mlp}) {
-      if (config.precision.fp8() && paths_str(variant.paths, {op}) != paths_str(config.paths, {op})) {
+    for (ops::PathOp op : ops::path_ops()) {
+      if (config.precision.fixes_path(op) && paths_str(variant.paths, {op}) != paths_str(config.paths, {op})) {
         s.fail(ops::path_op_name(op), std::string(ops::path_op_name(op)) +
                                           " paths apply to 16- and 32-bit GEMMs; with precision.gemm " +
                                           dtype_name(config.precision.gemm) +

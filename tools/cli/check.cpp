@@ -32,7 +32,7 @@ namespace {
 // varying fastest), from the path table; MLP paths only where they apply (plain or gated). An
 // FP8 GEMM (precision.gemm) has one path, the config's: with FP8, only attention paths vary.
 std::vector<PathConfig> path_mixes(const WorkloadConfig& config) {
-  const auto varies = [&](ops::PathOp op) { return !config.precision.fp8() || op == ops::PathOp::attention; };
+  const auto varies = [&](ops::PathOp op) { return !config.precision.fixes_path(op); };
   PathConfig naive = config.paths;
   for (ops::PathOp op : ops::path_ops())
     if (varies(op)) naive.set(op, ops::paths_of(op).front().name);
