@@ -139,7 +139,8 @@ size_t Block::buffer_bytes() const {
 }
 
 void Block::prepare(Context& ctx, const PathConfig& paths) {
-  if (mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) {
+  // An FP8 block's MLP (Fp8Mlp) reads the gate and up weights' own FP8 copies, never the pack.
+  if (fp8_ == nullptr && mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) {
     ops::pack_gate_up(ctx, mlp_);
     mlp_.gate_up_weight.storage()->set_read_only();  // a weight like the others
   }
@@ -159,7 +160,7 @@ void Block::check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) 
            seq_, ", ", model_.d_model, "]");
   BS_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype(), "block output ", y.str(), " vs input ", x.str());
   BS_CHECK(y.storage() != x.storage(), "block output must not alias its input");
-  if (mlp_.gated && paths.mlp == ops::MlpPath::fused) {
+  if (fp8_ == nullptr && mlp_.gated && paths.mlp == ops::MlpPath::fused) {
     BS_CHECK(mlp_.gate_up_weight.defined(), "fused MLP path without prepare(): gate|up weights not packed");
   }
 }

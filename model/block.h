@@ -63,7 +63,8 @@ class Block {
   Block(Context& ctx, const ModelConfig& model, DType dtype, const WeightSet& weights, int64_t layer, int64_t batch,
         int64_t seq_len, const Block* buffers_of = nullptr);
 
-  // Packs the concatenated gate|up weight once when a fused MLP path will run.
+  // Packs the concatenated gate|up weight once when a fused MLP path will run (not after
+  // use_fp8: its MLP reads FP8 copies of the gate and up weights).
   void prepare(Context& ctx, const PathConfig& paths);
 
   // x: [B, S, d_model] contiguous -> y: [B, S, d_model] contiguous (y must not alias x).
