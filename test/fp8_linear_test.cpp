@@ -22,12 +22,7 @@ namespace bt = blockscope::testing;
 
 class Fp8Linear : public ::testing::TestWithParam<Device> {};
 
-Tensor filled(Context& ctx, const Shape& shape, DType dtype, const std::vector<float>& values) {
-  Tensor t = ctx.empty(shape, dtype);
-  from_floats(t, values);
-  return t;
-}
-Tensor scalar(Context& ctx, float v) { return filled(ctx, {1}, DType::f32, {v}); }
+Tensor scalar(Context& ctx, float v) { return bt::tensor_of(ctx, {1}, DType::f32, {v}); }
 
 // x = 1 in every element of a [2, 16] row pair, w row j = j / 8 (exact in e4m3 up to j = 15:
 // 0 .. 1.875), scales 0.5 and 2: t[i][j] = 16 · (j / 8) · 1 = 2j, worked by hand.
@@ -37,8 +32,8 @@ TEST_P(Fp8Linear, ValuesWorkedByHand) {
   std::vector<float> w_values;
   for (int j = 0; j < 16; ++j)
     for (int c = 0; c < 16; ++c) w_values.push_back(static_cast<float>(j) / 8.0f);
-  const Tensor x = filled(ctx, {2, 16}, DType::fp8_e4m3, std::vector<float>(32, 1.0f));
-  const Tensor w = filled(ctx, {16, 16}, DType::fp8_e4m3, w_values);
+  const Tensor x = bt::tensor_of(ctx, {2, 16}, DType::fp8_e4m3, std::vector<float>(32, 1.0f));
+  const Tensor w = bt::tensor_of(ctx, {16, 16}, DType::fp8_e4m3, w_values);
   Tensor y = ctx.empty({2, 16}, DType::f32);
   ops::Fp8LinearOptions options;
   options.out_amax = scalar(ctx, -1.0f);
@@ -96,9 +91,9 @@ TEST_P(Fp8Linear, OutAmaxSkipsANan) {
   Tensor y = ctx.empty({2, 16}, DType::bf16);
   ops::Fp8LinearOptions options;
   options.out_amax = scalar(ctx, -1.0f);
-  ops::fp8_linear(ctx, filled(ctx, {2, 16}, DType::fp8_e4m3, std::vector<float>(32, 1.0f)), scalar(ctx, 1.0f),
-                  filled(ctx, {16, 16}, DType::fp8_e4m3, w_values), scalar(ctx, 1.0f),
-                  filled(ctx, {16}, DType::bf16, bias_values), y, options);
+  ops::fp8_linear(ctx, bt::tensor_of(ctx, {2, 16}, DType::fp8_e4m3, std::vector<float>(32, 1.0f)), scalar(ctx, 1.0f),
+                  bt::tensor_of(ctx, {16, 16}, DType::fp8_e4m3, w_values), scalar(ctx, 1.0f),
+                  bt::tensor_of(ctx, {16}, DType::bf16, bias_values), y, options);
   const std::vector<float> got = to_floats(y);
   EXPECT_TRUE(std::isnan(got[3]));
   EXPECT_EQ(got[15], 15.0f);

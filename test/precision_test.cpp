@@ -111,15 +111,10 @@ TEST(Fp8Reference, AgreesWithTheRuntimeConversions) {
 
 class PrecisionOps : public ::testing::TestWithParam<Device> {};
 
-Tensor scalar(Context& ctx, float value) {
-  Tensor t = ctx.empty({1}, DType::f32);
-  from_floats(t, {value});
-  return t;
-}
+Tensor scalar(Context& ctx, float value) { return bt::tensor_of(ctx, {1}, DType::f32, {value}); }
+// A 1-D tensor of `values`.
 Tensor filled(Context& ctx, const std::vector<float>& values, DType dtype) {
-  Tensor t = ctx.empty({static_cast<int64_t>(values.size())}, dtype);
-  from_floats(t, values);
-  return t;
+  return bt::tensor_of(ctx, {static_cast<int64_t>(values.size())}, dtype, values);
 }
 
 TEST_P(PrecisionOps, AmaxKeepsNanAndInfinity) {

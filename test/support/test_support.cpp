@@ -117,6 +117,12 @@ Tensor poisoned_tensor(Context& ctx, const Shape& shape, DType dtype) {
   return t;
 }
 
+Tensor tensor_of(Context& ctx, const Shape& shape, DType dtype, const std::vector<float>& values) {
+  Tensor t = ctx.empty(shape, dtype);
+  from_floats(t, values);
+  return t;
+}
+
 std::vector<double> to_doubles(const Tensor& t) {
   std::vector<float> f = to_floats(t);
   return std::vector<double>(f.begin(), f.end());

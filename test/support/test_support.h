@@ -55,6 +55,8 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, floa
 Tensor random_tensor(Context& ctx, const Shape& shape, DType dtype, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 // A new tensor on ctx's device filled with NaN (poisoned output).
 Tensor poisoned_tensor(Context& ctx, const Shape& shape, DType dtype);
+// A new tensor on ctx's device holding `values` (row-major, rounded to dtype).
+Tensor tensor_of(Context& ctx, const Shape& shape, DType dtype, const std::vector<float>& values);
 
 // Float values of a tensor as double (for the float64 references).
 std::vector<double> to_doubles(const Tensor& t);
