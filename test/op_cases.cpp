@@ -17,6 +17,7 @@
 #include "ops/kv_cache/kv_cache.h"
 #include "ops/elementwise/elementwise.h"
 #include "ops/fp8_linear/fp8_linear.h"
+#include "ops/fp8_weight_linear/fp8_weight_linear.h"
 #include "ops/linear/batched_matmul.h"
 #include "ops/linear/linear.h"
 #include "ops/mlp/mlp.h"
@@ -960,6 +961,117 @@ OpCases fp8_linear_cases() {
   return entry;
 }
 
+// Weight-only FP8: x, bias and y of the harness's type, w FP8 codes with one dequantisation
+// factor per row. The reference multiplies x by the dequantised weight exactly, so the bound is
+// a linear's of y's type. Sizes cross every kernel boundary: M ≤ 16 (the CPU's skinny kernel;
+// one CUDA pass), 17 and 40 (the CPU's panels, 256 rows each at N = 300; two and three CUDA
+// passes), K and N off the vector widths (37, 7: the scalar tails and CUDA's scalar loads).
+OpCases fp8_weight_linear_cases() {
+  OpCases entry{"fp8_weight_linear", {}, {}};
+  entry.own_types = true;
+  struct Size {
+    int64_t rows, in, out;
+  };
+  for (const Size& s : std::vector<Size>{{1, 64, 16}, {3, 37, 7}, {16, 64, 48}, {17, 40, 300}, {40, 24, 9},
+                                         {0, 16, 8}}) {
+    for (const DType w_type : kFp8Types) {
+      for (bool bias : {false, true}) {
+        for (bool gelu : {false, true}) {
+          if (gelu && !bias && s.rows != 3) continue;  // GELU alone once per format is enough
+          OpCase c;
+          c.label = "x [" + std::to_string(s.rows) + ", " + std::to_string(s.in) + "] out " + std::to_string(s.out) +
+                    " w " + dtype_name(w_type) + (bias ? " bias" : "") + (gelu ? " gelu" : "");
+          c.call = sizes({{"M", s.rows}, {"K", s.in}, {"N", s.out}}, {{"bias", bias}, {"gelu", gelu}});
+          c.inputs = {input({s.rows, s.in}, -2.0f, 2.0f), fixed({s.out, s.in}, w_type, -2.0f, 2.0f),
+                      fixed({s.out}, DType::f32, 0.005f, 0.05f), bias ? input({s.out}) : absent()};
+          c.output = {s.rows, s.out};
+          c.run = [gelu](Context& ctx, const Tensors& in, Tensor& out) {
+            ops::fp8_weight_linear(ctx, in[0], in[1], in[2], in[3], out, gelu);
+          };
+          const auto dequantized = [](const Refs& in) {
+            RefTensor w = in[1];
+            const int64_t k = w.shape.back();
+            for (size_t i = 0; i < w.data.size(); ++i) w.data[i] *= in[2].data[i / static_cast<size_t>(k)];
+            return w;
+          };
+          c.reference = [gelu, dequantized](const Refs& in) {
+            const RefTensor pre = reference::linear(in[0], dequantized(in), optional(in[3]), true);
+            return gelu ? reference::activation(pre, ops::Activation::gelu_tanh) : pre;
+          };
+          c.accuracy = absolute([dequantized](const Measured& m) {
+            const RefTensor w = dequantized(m.inputs);
+            const RefTensor pre = reference::linear(m.inputs[0], w, optional(m.inputs[3]), true);
+            const RefTensor magnitude = reference::linear_magnitude(m.inputs[0], w, optional(m.inputs[3]), true);
+            return linear_bound(pre, magnitude, w.shape.back(), m.dtype);
+          });
+          entry.cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  const auto fp8 = [](Context& ctx, Shape shape) { return ctx.empty(std::move(shape), DType::fp8_e4m3); };
+  const auto scales = [](Context& ctx, int64_t n) { return ctx.empty({n}, DType::f32); };
+  entry.bad_calls = {
+      {"an FP8 x",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = fp8(ctx, {4, 16}), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 8}, dt);
+         *needles = {"fp8_weight_linear", x.str(), "fp8_linear"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+      {"a w of the compute type",
+       [scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, dt), w = ctx.empty({8, 16}, dt), y = ctx.empty({4, 8}, dt);
+         *needles = {"fp8_weight_linear", w.str(), "fp8_e4m3 or fp8_e5m2"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+      {"one scale for the whole weight",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, dt), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 8}, dt), s = scales(ctx, 1);
+         *needles = {"fp8_weight_linear", s.str(), "f32[8]", "per row"};
+         ops::fp8_weight_linear(ctx, x, w, s, Tensor(), y);
+       }},
+      {"a bf16 w_scale",
+       [fp8](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, dt), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 8}, dt);
+         Tensor s = ctx.empty({8}, DType::bf16);
+         *needles = {"fp8_weight_linear", s.str(), "f32[8]"};
+         ops::fp8_weight_linear(ctx, x, w, s, Tensor(), y);
+       }},
+      {"K = 0",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 0}, dt), w = fp8(ctx, {8, 0}), y = ctx.empty({4, 8}, dt);
+         *needles = {"fp8_weight_linear", "K = 0"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+      {"y of another dtype than x",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         const DType other = dt == DType::f32 ? DType::bf16 : DType::f32;
+         Tensor x = ctx.empty({4, 16}, dt), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 8}, other);
+         *needles = {"fp8_weight_linear", y.str(), "different dtypes"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+      {"a bias of the wrong length",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, dt), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 8}, dt), b = ctx.empty({16}, dt);
+         *needles = {"fp8_weight_linear", b.str(), "[8]"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), b, y);
+       }},
+      {"y of the wrong shape",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 16}, dt), w = fp8(ctx, {8, 16}), y = ctx.empty({4, 16}, dt);
+         *needles = {"fp8_weight_linear", y.str(), "[4, 8]"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+      {"y over x",
+       [fp8, scales](Context& ctx, DType dt, Needles* needles) {
+         Tensor x = ctx.empty({4, 8}, dt), w = fp8(ctx, {8, 8}), y = x;
+         *needles = {"fp8_weight_linear", "overlaps"};
+         ops::fp8_weight_linear(ctx, x, w, scales(ctx, 8), Tensor(), y);
+       }},
+  };
+  return entry;
+}
+
 // ---- GEMMs ---------------------------------------------------------------------------------
 
 OpCases linear_cases() {
@@ -1491,7 +1603,7 @@ const std::vector<OpCases>& op_cases() {
       add_cases(),        mul_cases(),         scale_cases(),         copy_cases(),
       masked_fill_cases(), masked_fill_inplace_cases(), activation_cases(), gated_activation_cases(),
       layer_norm_cases(), rms_norm_cases(),    softmax_cases(),       softmax_scale_causal_cases(),
-      rope_cases(),       linear_cases(),      fp8_linear_cases(),      batched_matmul_cases(), attention_cases(),
+      rope_cases(),       linear_cases(),      fp8_linear_cases(), fp8_weight_linear_cases(), batched_matmul_cases(), attention_cases(),
       kv_cache_write_cases(), decode_attention_cases(), mlp_cases(), quantize_cases(), dequantize_cases(),
       amax_cases(), fp8_scale_update_cases(), all_reduce_cases(),
       row_block_collective_cases("reduce_scatter", ops::reduce_scatter),

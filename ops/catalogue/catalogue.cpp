@@ -12,6 +12,7 @@
 #include "ops/kv_cache/backends.h"
 #include "ops/elementwise/backends.h"
 #include "ops/fp8_linear/backends.h"
+#include "ops/fp8_weight_linear/backends.h"
 #include "ops/linear/backends.h"
 #include "ops/linear/skinny_gemm.h"
 #include "ops/mlp/mlp.h"
@@ -156,6 +157,13 @@ OpCost fp8_linear_cost(const OpCall& c) {
   const double scalars = 2 + (is_fp8(c.dtype) ? 1 : 0) + (c.flag("amax") ? 1 : 0);
   return {linear_flops(m, k, n), (d(m) * d(k) + d(n) * d(k)) * kFp8Bytes + (c.flag("bias") ? 2 * d(n) : 0.0) +
                                      d(m) * d(n) * elem(c) + scalars * kScalarBytes};
+}
+
+// Weight-only FP8: x, bias and y of the call's dtype; w FP8; one f32 dequantisation factor per row.
+OpCost fp8_weight_linear_cost(const OpCall& c) {
+  const int64_t m = c.size("M"), k = c.size("K"), n = c.size("N");
+  const double bias = c.flag("bias") ? d(n) : 0.0;
+  return {linear_flops(m, k, n), d(n) * d(k) * kFp8Bytes + d(n) * kScalarBytes + (d(m) * d(k) + bias + d(m) * d(n)) * elem(c)};
 }
 
 OpCost batched_matmul_cost(const OpCall& c) {
@@ -352,6 +360,10 @@ Names fp8_linear_kernels(const OpCall& c, DeviceType) {
   return {kernel_names::fp8_gemm(c.flag("bias"), c.flag("gelu"))};
 }
 
+Names fp8_weight_linear_kernels(const OpCall& c, DeviceType) {
+  return {kernel_names::fp8_weight_gemm(c.flag("bias"), c.flag("gelu"))};
+}
+
 Names quantize_kernels(const OpCall& c, DeviceType) {
   return {c.flag("amax") ? kernel_names::kQuantizeAmax : kernel_names::kQuantize};
 }
@@ -407,6 +419,11 @@ std::vector<OpSpec> make_catalogue() {
        "y = (x * sx) (w * sw)^T + b, optional tanh-GELU, accumulated in f32; x [M, K], w [N, K] FP8, y [M, N] "
        "(the call's dtype; FP8 through out_scale); amax: max |y| before out_scale",
        fp8_linear_cost, fp8_linear_kernels},
+      {"fp8_weight_linear", Family::linear, std::nullopt, {"M", "K", "N"}, {{"M", "N"}, {"M", "K"}, {"K", "N"}},
+       {"bias", "gelu"}, false,
+       "y = x (w * w_scale)^T + b, optional tanh-GELU, accumulated in f32; x [M, K], y [M, N] (the call's dtype), "
+       "w [N, K] FP8 codes, w_scale [N] f32 (weight-only FP8)",
+       fp8_weight_linear_cost, fp8_weight_linear_kernels},
       {"batched_matmul", Family::linear, std::nullopt, {"batch", "G", "M", "K", "N"},
        {{"batch", "M", "N"}, {"batch", "M", "K"}, {"batch", "K", "N"}}, {}, false,
        "c[i] = alpha * a[i] * op(b[i / G]); a [batch, M, K], c [batch, M, N]; path = the kernel label",

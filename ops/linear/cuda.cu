@@ -116,36 +116,6 @@ void zero_fill(Context& ctx, Tensor& t) {
   BS_CUDA_CHECK(cudaMemsetAsync(t.data(), 0, t.nbytes(), cuda_backend(ctx).stream()));
 }
 
-// y = x · wᵀ (+ bias, + tanh-GELU) by the weight-streaming kernel (ops/linear/weight_streaming.cuh):
-// one block per group of outputs, as many warps (up to 8) as give each thread about two packs of
-// a weight row. `vector`: every row of x and w is 16-byte aligned (packs over whole packs of `in`,
-// single elements after); else single elements throughout.
-void weight_streaming(Context& ctx, const char* name, const Tensor& x, int64_t ldx, const Tensor& w, const Tensor& bias,
-                      bool gelu, Tensor& y, int64_t rows, int64_t in, int64_t out, bool vector) {
-  const int64_t pack = pack_elems(x.dtype());
-  const int64_t vec_end = vector ? in / pack * pack : 0;
-  const int64_t work = vector ? std::max<int64_t>(vec_end / pack, in - vec_end) : in;  // loads per row
-  const int64_t warps = std::clamp<int64_t>((work + 63) / 64, 1, kernels::kWeightStreamingMaxWarps);
-  const std::string implementation = std::string(dtype_name(x.dtype())) +
-                                     (vector ? ", 16-byte loads" : ", scalar loads (rows not 16-byte aligned)");
-  dispatch_dtype(x.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    const auto run = [&](auto kernel, int outs) {
-      const int64_t blocks = (out + outs - 1) / outs;
-      // The kernel table's Implementation says which dtype and loads ran.
-      launch_described(ctx, name, implementation.c_str(), kernel, dim3(static_cast<unsigned>(blocks)),
-                       dim3(static_cast<unsigned>(32 * warps)), 0, x.data_as<const T>(), ldx, w.data_as<const T>(),
-                       bias.defined() ? bias.data_as<const T>() : nullptr, y.data_as<T>(), static_cast<int>(rows),
-                       static_cast<int>(in), static_cast<int>(out), static_cast<int>(vec_end), gelu);
-    };
-    if (rows <= 1) run(kernels::linear_weight_streaming_kernel<T, 1>, kernels::kWeightStreamingOuts<1>);
-    else if (rows <= 2) run(kernels::linear_weight_streaming_kernel<T, 2>, kernels::kWeightStreamingOuts<2>);
-    else if (rows <= 4) run(kernels::linear_weight_streaming_kernel<T, 4>, kernels::kWeightStreamingOuts<4>);
-    else if (rows <= 8) run(kernels::linear_weight_streaming_kernel<T, 8>, kernels::kWeightStreamingOuts<8>);
-    else run(kernels::linear_weight_streaming_kernel<T, 16>, kernels::kWeightStreamingOuts<16>);
-  });
-}
-
 }  // namespace
 
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, LinearPath path,
@@ -179,15 +149,15 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   const int64_t ldx = rows_stride(x);
   skinny.rows_aligned16 = weight_streaming_rows_aligned16(x.data(), ldx, rows, w.data(), in, out, x.dtype());
   if (use_weight_streaming(skinny, weight_streaming_mode())) {
-    static_assert(kWeightStreamingMaxRows <= 16, "weight_streaming() has row buckets up to 16");
+    static_assert(kWeightStreamingMaxRows <= 16, "launch_weight_streaming has row buckets up to 16");
     if (path == LinearPath::epilogue) {
-      weight_streaming(ctx, kernel_names::gemm_with_epilogue(has_bias, gelu, /*streaming=*/true), x, ldx, w, bias, gelu, y,
-                       rows, in, out, skinny.rows_aligned16);
+      launch_weight_streaming(ctx, kernel_names::gemm_with_epilogue(has_bias, gelu, /*streaming=*/true), x, ldx, w,
+                              Tensor(), bias, gelu, y, rows, in, out, skinny.rows_aligned16);
       return;
     }
     // naive: the product alone, then the bias and GELU kernels as after cuBLASLt's GEMM.
-    weight_streaming(ctx, kernel_names::kWeightStreaming, x, ldx, w, Tensor(), false, y, rows, in, out,
-                     skinny.rows_aligned16);
+    launch_weight_streaming(ctx, kernel_names::kWeightStreaming, x, ldx, w, Tensor(), Tensor(), false, y, rows, in,
+                            out, skinny.rows_aligned16);
     if (has_bias) bias_kernel(ctx, kernel_names::kBiasAdd, true, bias, y, rows, out);
     if (gelu) cuda::activation(ctx, y, y, Activation::gelu_tanh);  // no op scope: part of linear
     return;

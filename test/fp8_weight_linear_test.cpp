@@ -1,0 +1,119 @@
+// fp8_weight_linear's CPU dot products, each version this CPU runs (ops/fp8_weight_linear/
+// cpu_kernels.h): every code widened exactly, in the vector steps and in the tails; sums within
+// f32's bound of a float64 reference on odd shapes. (The op itself, both devices, every dtype:
+// the op harness, test/op_cases.cpp.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ops/fp8_weight_linear/cpu_kernels.h"
+#include "runtime/error.h"
+#include "runtime/fp8.h"
+#include "test/support/test_support.h"
+
+namespace blockscope {
+namespace {
+
+namespace fw = ops::cpu::fp8_weight;
+using testing::fresh_seed;
+using testing::random_floats;
+
+uint32_t bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof(b));
+  return b;
+}
+
+// Row c of w holds code c at column `at` and +0 elsewhere; x is 1 at `at`, 0 elsewhere: each
+// dot is code c's value itself (NaN for the NaN codes, ±inf for e5m2's), bit for bit.
+TEST(Fp8WeightDot, EveryCodeWidensExactlyInTheVectorStepsAndTheTail) {
+  for (const fw::Isa isa : fw::isas_on_this_cpu()) {
+    for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+      // k = 35: columns 0..31 go through both versions' vector steps, 32..34 through the tail.
+      for (const int64_t at : {0, 5, 17, 31, 33}) {
+        SCOPED_TRACE(std::string(fw::isa_name(isa)) + (format == Fp8Format::e5m2 ? " e5m2" : " e4m3") + " column " +
+                     std::to_string(at));
+        constexpr int64_t k = 35, n = 256;
+        std::vector<uint8_t> w(static_cast<size_t>(n * k), 0);
+        for (int64_t c = 0; c < n; ++c) w[static_cast<size_t>(c * k + at)] = static_cast<uint8_t>(c);
+        std::vector<float> x(static_cast<size_t>(k), 0.0f);
+        x[static_cast<size_t>(at)] = 1.0f;
+        std::vector<float> t(static_cast<size_t>(n), -1.0f);
+        fw::dot_rows(isa, x.data(), 1, w.data(), k, 0, n, format == Fp8Format::e5m2, t.data(), n);
+        for (int64_t c = 0; c < n; ++c) {
+          const float want = fp8_to_float(static_cast<uint8_t>(c), format);
+          const float got = t[static_cast<size_t>(c)];
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got)) << "code " << c;
+          } else if (want == 0.0f) {  // -0 (0x80) sums to +0 from the zero the sums start at
+            EXPECT_EQ(got, 0.0f) << "code " << c;
+          } else {
+            EXPECT_EQ(bits(got), bits(want)) << "code " << c << ": " << got << " vs " << want;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Random codes (no NaN or infinity) and x on shapes across the vector widths and row blocks:
+// each sum within f32's accumulation bound of a float64 one, on rows o0..o1 only.
+TEST(Fp8WeightDot, SumsMatchFloat64OnOddShapes) {
+  struct Shape3 {
+    int64_t rows, k, n, o0, o1;
+  };
+  for (const fw::Isa isa : fw::isas_on_this_cpu()) {
+    for (const Shape3& s : std::vector<Shape3>{{1, 1, 3, 0, 3}, {3, 7, 9, 2, 9}, {4, 16, 8, 0, 8}, {5, 17, 6, 1, 5},
+                                               {9, 100, 13, 0, 13}, {16, 301, 21, 4, 21}}) {
+      for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+        const uint64_t seed = fresh_seed();
+        SCOPED_TRACE(std::string(fw::isa_name(isa)) + " rows " + std::to_string(s.rows) + " k " + std::to_string(s.k) +
+                     " seed " + std::to_string(seed));
+        const std::vector<float> x = random_floats(static_cast<size_t>(s.rows * s.k), seed, -2.0f, 2.0f);
+        const std::vector<float> values = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -300.0f, 300.0f);
+        std::vector<uint8_t> w(values.size());
+        for (size_t i = 0; i < w.size(); ++i) w[i] = float_to_fp8(values[i], format);
+        const float poison = std::nanf("");
+        std::vector<float> t(static_cast<size_t>(s.rows * s.n), poison);
+        fw::dot_rows(isa, x.data(), s.rows, w.data(), s.k, s.o0, s.o1, format == Fp8Format::e5m2, t.data(), s.n);
+        for (int64_t m = 0; m < s.rows; ++m) {
+          for (int64_t o = 0; o < s.n; ++o) {
+            const float got = t[static_cast<size_t>(m * s.n + o)];
+            if (o < s.o0 || o >= s.o1) {
+              EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside [o0, o1) was written";
+              continue;
+            }
+            double want = 0.0, magnitude = 0.0;
+            for (int64_t j = 0; j < s.k; ++j) {
+              const double p = double(x[static_cast<size_t>(m * s.k + j)]) *
+                               double(fp8_to_float(w[static_cast<size_t>(o * s.k + j)], format));
+              want += p;
+              magnitude += std::fabs(p);
+            }
+            // f32 sums of k products: |error| ≤ (k + 1) · 2^-24 · Σ|products| (the products exact).
+            const double bound = double(s.k + 1) * std::ldexp(1.0, -24) * magnitude;
+            EXPECT_LE(std::fabs(got - want), bound) << "m " << m << " o " << o;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Fp8WeightDot, RefusesAVersionThisCpuDoesNotRun) {
+  const std::vector<fw::Isa>& available = fw::isas_on_this_cpu();
+  ASSERT_FALSE(available.empty());
+  EXPECT_EQ(available.back(), fw::Isa::scalar) << "the scalar version runs everywhere";
+  for (const fw::Isa isa : {fw::Isa::avx512, fw::Isa::avx2}) {
+    if (std::find(available.begin(), available.end(), isa) != available.end()) continue;
+    float x = 1.0f, t = 0.0f;
+    uint8_t w = 0;
+    EXPECT_THROW(fw::dot_rows(isa, &x, 1, &w, 1, 0, 1, false, &t, 1), Error) << fw::isa_name(isa);
+  }
+}
+
+}  // namespace
+}  // namespace blockscope
