@@ -24,7 +24,9 @@
 // removes. The key: decode_step/<eager|graph>/<dtype>/model=tinyllama,B=..,S=..,paged=0|1 with
 // S the cache length the step attends to; each iteration is the same step (position S - 1: the
 // cache row it writes is rewritten), the cache filled once in setup. CPU: B 1 and 8 at S 1024;
-// CUDA: B 1, 8, 32 at S 128, 1024, 8192.
+// CUDA: B 1, 8, 32 at S 128, 1024, 8192. Beside each eager step, the same step with weight-only
+// FP8 (precision.weights: fp8_e4m3, Block::use_fp8_weights): decode_step/fp8_weights/<dtype>/...,
+// its GEMMs streaming e4m3 codes (half of bf16's weight bytes, a quarter of f32's).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -131,11 +133,17 @@ ModelConfig step_model(bool smoke) {
   return load_config_text("workload: block\nmodel: {family: llama, " + dims + ", n_layers: 1}\ninput: {batch: 1, seq_len: 1}\n", "decode_bench").model;
 }
 
-void register_step(Device device, DType dtype, int64_t batch, int64_t length, ops::KvLayout layout, bool graph) {
-  const bool paged = layout == ops::KvLayout::paged;
+// How a step runs: eager, replayed from a CUDA graph, or eager on weight-only FP8 weights.
+enum class StepKind { eager, graph, fp8_weights };
+const char* step_kind_name(StepKind kind) {
+  return kind == StepKind::eager ? "eager" : kind == StepKind::graph ? "graph" : "fp8_weights";
+}
+
+void register_step(Device device, DType dtype, int64_t batch, int64_t length, ops::KvLayout layout, StepKind kind) {
+  const bool paged = layout == ops::KvLayout::paged, graph = kind == StepKind::graph;
   const bool smoke = options().smoke;
   Case c;
-  c.key = std::string("decode_step/") + (graph ? "graph" : "eager") + "/" + dtype_name(dtype) + "/model=" +
+  c.key = std::string("decode_step/") + step_kind_name(kind) + "/" + dtype_name(dtype) + "/model=" +
           (smoke ? "tiny" : "tinyllama") + ",B=" + std::to_string(batch) + ",S=" + std::to_string(length) +
           ",paged=" + (paged ? "1" : "0");
   c.device = device;
@@ -148,6 +156,7 @@ void register_step(Device device, DType dtype, int64_t batch, int64_t length, op
     paths.attention = ops::AttentionPath::flash;
     paths.mlp = ops::MlpPath::fused;  // gate|up in one GEMM, as the shipped Llama decode configs
     auto stack = std::make_shared<BlockStack>(ctx, model, dtype, *weights, 1, batch, 1);
+    if (kind == StepKind::fp8_weights) stack->use_fp8_weights(ctx, DType::fp8_e4m3);
     stack->prepare(ctx, paths);
     ops::KvCacheShape shape;
     shape.layout = layout;
@@ -217,8 +226,8 @@ void register_all() {
     for (DType dtype : dtypes)
       for (const auto& [batch, length] : steps)
         for (ops::KvLayout layout : layouts)
-          for (bool graph : {false, true})
-            if (!graph || device.is_cuda()) register_step(device, dtype, batch, length, layout, graph);
+          for (StepKind kind : {StepKind::eager, StepKind::graph, StepKind::fp8_weights})
+            if (kind != StepKind::graph || device.is_cuda()) register_step(device, dtype, batch, length, layout, kind);
   }
 }
 

@@ -140,7 +140,7 @@ size_t Block::buffer_bytes() const {
 
 void Block::prepare(Context& ctx, const PathConfig& paths) {
   // An FP8 block's MLP (Fp8Mlp) reads the gate and up weights' own FP8 copies, never the pack.
-  if (fp8_ == nullptr && mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) {
+  if (!fp8_gemms_or_weights() && mlp_.gated && paths.mlp == ops::MlpPath::fused && !mlp_.gate_up_weight.defined()) {
     ops::pack_gate_up(ctx, mlp_);
     mlp_.gate_up_weight.storage()->set_read_only();  // a weight like the others
   }
@@ -160,7 +160,7 @@ void Block::check_io(const Tensor& x, const Tensor& y, const PathConfig& paths) 
            seq_, ", ", model_.d_model, "]");
   BS_CHECK(y.shape() == x.shape() && y.dtype() == x.dtype(), "block output ", y.str(), " vs input ", x.str());
   BS_CHECK(y.storage() != x.storage(), "block output must not alias its input");
-  if (fp8_ == nullptr && mlp_.gated && paths.mlp == ops::MlpPath::fused) {
+  if (!fp8_gemms_or_weights() && mlp_.gated && paths.mlp == ops::MlpPath::fused) {
     BS_CHECK(mlp_.gate_up_weight.defined(), "fused MLP path without prepare(): gate|up weights not packed");
   }
 }
@@ -185,7 +185,7 @@ void Block::decode(Context& ctx, const Tensor& x, Tensor& y, const PathConfig& p
                    const DecodeStep& step) {
   BS_CHECK(seq_ == 1, "Block::decode on a block built for ", seq_, " tokens per sequence (decode takes 1)");
   BS_CHECK(!sequence_parallel_, "Block::decode: sequence parallelism splits a forward's tokens, not a decode step's");
-  BS_CHECK(fp8_ == nullptr, "Block::decode: FP8 blocks run prefill forwards only");
+  BS_CHECK(fp8_ == nullptr, "Block::decode: FP8 GEMM blocks (precision.gemm) run prefill forwards only");
   check_io(x, y, paths);
   const int64_t d = model_.d_model;
   profiler::RegionScope layer(ctx, "block." + std::to_string(layer_));
@@ -238,6 +238,7 @@ struct Block::Fp8Gemms {
 
 void Block::use_fp8(Context& ctx, const PrecisionConfig& precision) {
   BS_CHECK(comm_ == nullptr && !sequence_parallel_, "Block::use_fp8: FP8 blocks run on one rank");
+  BS_CHECK(fp8_weights_ == nullptr, "Block::use_fp8 after use_fp8_weights: one form of FP8 weights at a time");
   const int64_t T = batch_ * seq_;
   auto f = std::make_shared<Fp8Gemms>();
   f->precision = precision;
@@ -257,8 +258,66 @@ void Block::use_fp8(Context& ctx, const PrecisionConfig& precision) {
   fp8_ = std::move(f);
 }
 
-// The q, k, v projections of the normed input (linear, or the FP8 GEMMs after one cast).
+// The weight-only FP8 form of the block's weights (gpt2's fused qkv or q, k, v; o; the MLP's).
+struct Block::Fp8WeightGemms {
+  Fp8RowWeight qkv, q, k, v, o;
+  Fp8WeightMlp mlp;
+};
+
+void Block::use_fp8_weights(Context& ctx, DType format, const Block* codes_of) {
+  BS_CHECK(comm_ == nullptr && !sequence_parallel_, "Block::use_fp8_weights: weight-only FP8 blocks run on one rank");
+  BS_CHECK(fp8_ == nullptr, "Block::use_fp8_weights after use_fp8: one form of FP8 weights at a time");
+  auto f = std::make_shared<Fp8WeightGemms>();
+  std::vector<Fp8RowWeight> mlp_codes;
+  if (codes_of != nullptr) {
+    BS_CHECK(codes_of->fp8_weights_ != nullptr, "Block::use_fp8_weights: the block to share codes with has none");
+    *f = *codes_of->fp8_weights_;  // the codes (shared storage); the MLP's buffers are made below
+    mlp_codes = codes_of->fp8_weights_->mlp.weights();
+  } else {
+    const std::string p = layer_prefix(model_.family, layer_);
+    const auto codes = [&](const Tensor& w, const char* name) {
+      const bool gpt2 = model_.family == ModelFamily::gpt2;  // Conv1D: [in, out]
+      return Fp8RowWeight(ctx, w, format, gpt2 ? ops::WeightLayout::in_out : ops::WeightLayout::out_in, p + name);
+    };
+    if (model_.family == ModelFamily::gpt2) {
+      f->qkv = codes(qkv_w_, "attn.c_attn.weight");
+      f->o = codes(o_w_, "attn.c_proj.weight");
+    } else {
+      f->q = codes(q_w_, "self_attn.q_proj.weight");
+      f->k = codes(k_w_, "self_attn.k_proj.weight");
+      f->v = codes(v_w_, "self_attn.v_proj.weight");
+      f->o = codes(o_w_, "self_attn.o_proj.weight");
+    }
+    mlp_codes = fp8_mlp_weights(ctx, mlp_, format, p + "mlp.");
+  }
+  f->mlp = Fp8WeightMlp(ctx, mlp_, std::move(mlp_codes), batch_ * seq_, normed_.dtype());
+  fp8_weights_ = std::move(f);
+}
+
+size_t Block::fp8_weight_bytes() const {
+  if (fp8_weights_ == nullptr) return 0;
+  const Fp8WeightGemms& f = *fp8_weights_;
+  size_t total = 0;
+  for (const Fp8RowWeight* w : {&f.qkv, &f.q, &f.k, &f.v, &f.o})
+    if (w->defined()) total += w->nbytes();
+  for (const Fp8RowWeight& w : f.mlp.weights()) total += w.nbytes();
+  return total;
+}
+
+// The q, k, v projections of the normed input (linear, the FP8 GEMMs after one cast, or the
+// weight-only FP8 GEMMs).
 void Block::project_qkv(Context& ctx, const PathConfig& paths) {
+  if (fp8_weights_ != nullptr) {
+    const Fp8WeightGemms& f = *fp8_weights_;
+    if (model_.family == ModelFamily::gpt2) {
+      fp8_weight_gemm(ctx, normed_, f.qkv, qkv_b_, qkv_);
+    } else {
+      fp8_weight_gemm(ctx, normed_, f.q, q_b_, q_lin_);
+      fp8_weight_gemm(ctx, normed_, f.k, k_b_, k_lin_);
+      fp8_weight_gemm(ctx, normed_, f.v, v_b_, v_lin_);
+    }
+    return;
+  }
   if (fp8_ != nullptr) {
     Fp8Gemms& f = *fp8_;
     f.attention_input.quantize(ctx, normed_);
@@ -329,6 +388,8 @@ void Block::project_and_add(Context& ctx, const Tensor& x2d, const Tensor& heads
     fp8_->heads.quantize(ctx, heads2d);
     fp8_gemm(ctx, fp8_->heads, fp8_->o, o_b_, proj_, false, fp8_->precision);
     fp8_->heads.finish_step(ctx);
+  } else if (fp8_weights_ != nullptr) {
+    fp8_weight_gemm(ctx, heads2d, fp8_weights_->o, o_b_, proj_);
   } else {
     ops::linear(ctx, heads2d, o_w_, o_b_, proj_, paths.linear, layout);
   }
@@ -347,16 +408,13 @@ void Block::decode_attention_part(Context& ctx, const Tensor& x2d, const PathCon
   const int64_t B = batch_, H = model_.n_heads, Hkv = model_.n_kv_heads, D = model_.head_dim;
   norm(ctx, x2d, norm1_w_, norm1_b_, normed_);
   // The new token's q [B, H, 1, D] into q_; its k and v [B, Hkv, 1, D] appended to the cache.
+  project_qkv(ctx, paths);
   if (model_.family == ModelFamily::gpt2) {
-    ops::linear(ctx, normed_, qkv_w_, qkv_b_, qkv_, paths.linear, ops::WeightLayout::in_out);
     const Tensor split = qkv_.reshape({B, 1, 3, H, D});
     ops::copy(ctx, split.select(2, 0).permute({0, 2, 1, 3}), q_);
     ops::kv_cache_write(ctx, split.select(2, 1).permute({0, 2, 1, 3}), split.select(2, 2).permute({0, 2, 1, 3}), cache,
                         step.positions, step.ones);
   } else {
-    ops::linear(ctx, normed_, q_w_, q_b_, q_lin_, paths.linear, ops::WeightLayout::out_in);
-    ops::linear(ctx, normed_, k_w_, k_b_, k_lin_, paths.linear, ops::WeightLayout::out_in);
-    ops::linear(ctx, normed_, v_w_, v_b_, v_lin_, paths.linear, ops::WeightLayout::out_in);
     const Tensor q_view = q_lin_.reshape({B, 1, H, D}).permute({0, 2, 1, 3});
     const Tensor k_view = k_lin_.reshape({B, 1, Hkv, D}).permute({0, 2, 1, 3});
     const Tensor v_view = v_lin_.reshape({B, 1, Hkv, D}).permute({0, 2, 1, 3});
@@ -403,6 +461,8 @@ void Block::mlp_part(Context& ctx, Tensor& y2d, const PathConfig& paths) {
   norm(ctx, residual_, norm2_w_, norm2_b_, normed_);
   if (fp8_ != nullptr) {
     fp8_->mlp.forward(ctx, normed_, mlp_out_);
+  } else if (fp8_weights_ != nullptr) {
+    fp8_weights_->mlp.forward(ctx, normed_, mlp_out_);
   } else {
     ops::mlp(ctx, normed_, mlp_, mlp_out_, paths.mlp);
   }

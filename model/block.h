@@ -64,7 +64,7 @@ class Block {
         int64_t seq_len, const Block* buffers_of = nullptr);
 
   // Packs the concatenated gate|up weight once when a fused MLP path will run (not after
-  // use_fp8: its MLP reads FP8 copies of the gate and up weights).
+  // use_fp8 or use_fp8_weights: their MLPs read FP8 copies of the gate and up weights).
   void prepare(Context& ctx, const PathConfig& paths);
 
   // x: [B, S, d_model] contiguous -> y: [B, S, d_model] contiguous (y must not alias x).
@@ -108,6 +108,15 @@ class Block {
   // transposed first), each GEMM input cast per forward by the recipe (q, k and v read one cast
   // of the normed input). Prefill only (forward()); one rank, no sequence parallelism.
   void use_fp8(Context& ctx, const PrecisionConfig& precision);
+  // precision.weights FP8 (weight-only, docs/FP8.md): from here on the projections' and the MLP's
+  // weights are read as FP8 codes of `format` with one scale per output row (made now; GPT-2's
+  // [in, out] ones read transposed), each GEMM one ops::fp8_weight_linear on the run's-dtype
+  // activations. Prefill and decode alike; one rank, no sequence parallelism. With `codes_of` (a
+  // block of the same layer after its use_fp8_weights: a decode's prefill and step blocks), its
+  // codes are shared, not made again.
+  void use_fp8_weights(Context& ctx, DType format, const Block* codes_of = nullptr);
+  // Bytes of the FP8 weight copies use_fp8_weights made or shares (0 without).
+  size_t fp8_weight_bytes() const;
 
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
@@ -132,6 +141,10 @@ class Block {
   int64_t layer_, batch_, seq_;
   struct Fp8Gemms;                    // use_fp8's weights and inputs (block.cpp)
   std::shared_ptr<Fp8Gemms> fp8_;      // null: the GEMMs run in the run's dtype
+  // Either FP8 form: the MLP reads FP8 copies, never the gate|up pack.
+  bool fp8_gemms_or_weights() const { return fp8_ != nullptr || fp8_weights_ != nullptr; }
+  struct Fp8WeightGemms;               // use_fp8_weights's weights (block.cpp)
+  std::shared_ptr<Fp8WeightGemms> fp8_weights_;  // null: the weights as loaded
   Communicator* comm_ = nullptr;  // tensor parallelism: the ranks proj_ and mlp_out_ are summed over
   bool sequence_parallel_ = false, gather_output_ = false;  // split_sequence
   Tensor rows_normed_, rows_sum_;  // sequence parallelism: [T/R, d] each, this rank's rows
@@ -180,6 +193,18 @@ class BlockStack {
   // Every layer's GEMMs in FP8 (Block::use_fp8), each layer with its own scales.
   void use_fp8(Context& ctx, const PrecisionConfig& precision) {
     for (Block& block : blocks_) block.use_fp8(ctx, precision);
+  }
+  // Every layer's weights as FP8 codes (Block::use_fp8_weights): made, or shared with `codes_of`'s
+  // layers (a stack of the same weights, after its own call).
+  void use_fp8_weights(Context& ctx, DType format, const BlockStack* codes_of = nullptr) {
+    for (size_t i = 0; i < blocks_.size(); ++i)
+      blocks_[i].use_fp8_weights(ctx, format, codes_of != nullptr ? &codes_of->blocks_.at(i) : nullptr);
+  }
+  // Bytes of the FP8 weight copies, every layer's.
+  size_t fp8_weight_bytes() const {
+    size_t total = 0;
+    for (const Block& block : blocks_) total += block.fp8_weight_bytes();
+    return total;
   }
   size_t buffer_bytes() const;
   // After forward(): the last layer's x + attention, [T, d].

@@ -174,9 +174,13 @@ std::string paths_str(const PathConfig& paths, const std::vector<ops::PathOp>& o
 // paths ("softmax").
 std::string paths_str(const PathConfig& paths, WorkloadKind kind);
 
-// `precision:` -- a linear workload's GEMM in FP8 (docs/FP8.md): the weight quantized once when
-// the workload is made (per tensor, from its own amax), the input each step by the recipe, one
-// FP8 GEMM (ops/fp8_linear) into the workload's dtype.
+// `precision:` -- FP8 in two forms (docs/FP8.md), one at a time:
+//   gemm: fp8_e4m3     the GEMMs in FP8: each weight quantized once when the workload is made
+//                      (per tensor, from its own amax), each input every step by the recipe, one
+//                      FP8 GEMM (ops/fp8_linear) into the workload's dtype;
+//   weights: fp8_e4m3  weight-only FP8 (or fp8_e5m2): each weight stored as FP8 codes with one
+//                      scale per output row, made once; the inputs stay in the workload's dtype
+//                      and each GEMM widens the codes as it streams them (ops/fp8_weight_linear).
 enum class Fp8Recipe {
   current,  // amax of this step's input, then its scale, then the cast (Transformer Engine's current scaling)
   delayed,  // the cast with the scale of an amax history, then the scale update (DelayedScaling)
@@ -190,11 +194,13 @@ struct PrecisionConfig {
   ops::AmaxAlgo amax_algo = ops::AmaxAlgo::max;
   int margin = 0;
   bool fast_accum = false;
+  DType weights = DType::f32;  // weight-only FP8's code format, or (not FP8) the workload's dtype
 
   bool fp8() const { return is_fp8(gemm); }
-  // Whether this precision fixes op's path: FP8 GEMMs have one path (the config's, its
-  // epilogues); the attention, in the run's dtype, keeps its paths.
-  bool fixes_path(ops::PathOp op) const { return fp8() && op != ops::PathOp::attention; }
+  bool weight_only() const { return is_fp8(weights); }
+  // Whether this precision fixes op's path: FP8 GEMMs (either form) have one path (the config's,
+  // its epilogues); the attention, in the run's dtype, keeps its paths.
+  bool fixes_path(ops::PathOp op) const { return (fp8() || weight_only()) && op != ops::PathOp::attention; }
 };
 
 struct RunConfig {

@@ -239,14 +239,58 @@ void read_parallel(const Reader& reader, const Section& top, WorkloadConfig& con
   }
 }
 
+// FP8 GEMMs (either form) have one path: the FP8 kernels with their epilogues (the config's
+// default linear and MLP paths). A block's attention keeps its paths (it runs in the run's dtype).
+void require_one_gemm_path(const Section& s, const WorkloadConfig& config, const char* key, const char* gemms) {
+  for (ops::PathOp op : path_ops_for(config.kind)) {
+    if (!config.precision.fixes_path(op)) continue;
+    const std::string path = config.paths.name(op);
+    const std::string want = op == ops::PathOp::linear ? "epilogue" : (config.model.gated ? "fused" : "epilogue");
+    if (path != want) {
+      s.fail(key, std::string(gemms) + " have one path; paths." + ops::path_op_name(op) + " is " + path +
+                      ": leave it at " + want);
+    }
+  }
+}
+
+// precision.weights FP8 (weight-only): the other keys belong to FP8 GEMMs; the workloads whose
+// GEMMs are block linears.
+void read_weight_only(const Section& s, const WorkloadConfig& config) {
+  if (config.precision.fp8()) {
+    s.fail("weights", "and precision.gemm are two forms of FP8 weights (weight-only, or FP8 GEMMs); choose one");
+  }
+  for (const char* key : {"recipe", "amax_history", "amax_algo", "margin", "fast_accum"})
+    if (s.has(key)) s.fail(key, "applies to FP8 GEMMs (precision.gemm); weight-only FP8 scales each weight row once");
+  const bool block = config.kind == WorkloadKind::block || config.kind == WorkloadKind::stack ||
+                     config.kind == WorkloadKind::decode;
+  if (!block) {
+    s.fail("weights", std::string("weight-only FP8 runs in block, stack and decode workloads so far; workload ") +
+                          workload_kind_name(config.kind) + " keeps its weights in its dtype");
+  }
+  if (config.parallel.tensor > 1) {
+    s.fail("weights",
+           "weight-only FP8 runs on one rank so far; parallel.tensor is " + std::to_string(config.parallel.tensor));
+  }
+  require_one_gemm_path(s, config, "weights", "the weight-only FP8 GEMMs");
+}
+
 void read_precision(const Reader& reader, const Section& top, WorkloadConfig& config) {
   if (!top.has("precision")) return;
   Section s(reader, top.value("precision"), "precision",
-            {"gemm", "recipe", "amax_history", "amax_algo", "margin", "fast_accum"});
+            {"gemm", "weights", "recipe", "amax_history", "amax_algo", "margin", "fast_accum"});
   PrecisionConfig& p = config.precision;
   const std::string gemm = s.get_choice("gemm", dtype_name(config.dtype),
                                         {dtype_name(config.dtype), dtype_name(DType::fp8_e4m3)}, "GEMM dtype");
   p.gemm = gemm == dtype_name(DType::fp8_e4m3) ? DType::fp8_e4m3 : config.dtype;
+  const std::string weights =
+      s.get_choice("weights", dtype_name(config.dtype),
+                   {dtype_name(config.dtype), dtype_name(DType::fp8_e4m3), dtype_name(DType::fp8_e5m2)}, "weight dtype");
+  p.weights = config.dtype;
+  if (weights != dtype_name(config.dtype)) parse_dtype(weights, &p.weights);
+  if (p.weight_only()) {
+    read_weight_only(s, config);
+    return;
+  }
   p.recipe = s.get_choice("recipe", "current", {"current", "delayed"}, "recipe") == "current" ? Fp8Recipe::current
                                                                                            : Fp8Recipe::delayed;
   p.amax_history = s.get_int("amax_history", 16, 1, ops::kMaxAmaxHistory);
@@ -285,17 +329,7 @@ void read_precision(const Reader& reader, const Section& top, WorkloadConfig& co
       s.fail("gemm", "cuBLASLt's FP8 GEMMs take K and N in multiples of 16; " + key + " is " + std::to_string(value));
     }
   }
-  // One path for the GEMMs: the FP8 ones with their epilogues (the config's default linear and
-  // MLP paths). A block's attention keeps its paths (it runs in the run's dtype).
-  for (ops::PathOp op : path_ops_for(config.kind)) {
-    if (!p.fixes_path(op)) continue;
-    const std::string path = config.paths.name(op);
-    const std::string want = op == ops::PathOp::linear ? "epilogue" : (m.gated ? "fused" : "epilogue");
-    if (path != want) {
-      s.fail("gemm", std::string("the FP8 GEMMs have one path; paths.") + ops::path_op_name(op) + " is " + path +
-                         ": leave it at " + want);
-    }
-  }
+  require_one_gemm_path(s, config, "gemm", "the FP8 GEMMs");
   if (p.recipe == Fp8Recipe::current) {
     for (const char* key : {"amax_history", "amax_algo"})
       if (s.has(key)) s.fail(key, "applies to the delayed recipe (current scaling uses this step's amax)");

@@ -10,6 +10,7 @@
 // scale, recording this step's amax into it, the GEMMs, then fp8_scale_update with roll.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -89,6 +90,56 @@ class Fp8Layer {
   PrecisionConfig precision_;
   Fp8Weight weight_;
   Fp8Input input_;
+};
+
+// ---- weight-only FP8 (precision.weights) -------------------------------------------------------
+
+// A weight as FP8 codes [out, in] with one f32 dequantisation factor per row: row r scaled by
+// max_finite / amax(row r) before the cast (scale 1 for a row of zeros), its factor the inverse.
+// Made once on the host from the weight's values (GPT-2's [in, out] ones read transposed); a
+// non-finite weight is refused by name.
+class Fp8RowWeight {
+ public:
+  Fp8RowWeight() = default;
+  Fp8RowWeight(Context& ctx, const Tensor& weight, DType format, ops::WeightLayout layout, const std::string& name);
+  bool defined() const { return codes_.defined(); }
+  const Tensor& codes() const { return codes_; }
+  const Tensor& scale() const { return scale_; }
+  size_t nbytes() const { return codes_.nbytes() + scale_.nbytes(); }
+
+ private:
+  Tensor codes_, scale_;
+};
+
+// y [rows, out] = x · (codes · scale)ᵀ (+ bias) (then tanh-GELU): one ops::fp8_weight_linear.
+void fp8_weight_gemm(Context& ctx, const Tensor& x, const Fp8RowWeight& w, const Tensor& bias, Tensor& y,
+                     bool gelu = false);
+
+// An MLP's weights as FP8 codes (Fp8RowWeight each): gated gate, up, down; plain fc, proj. name:
+// the layer's weight prefix, for errors ("h.0.mlp.").
+std::vector<Fp8RowWeight> fp8_mlp_weights(Context& ctx, const ops::MlpWeights& weights, DType format,
+                                          const std::string& name);
+
+// An MLP on weight-only FP8 weights: plain fc (+ bias, tanh-GELU in its epilogue, else the
+// activation op), proj; gated gate, up, the gated activation, down -- the activations in the run's
+// dtype throughout.
+class Fp8WeightMlp {
+ public:
+  Fp8WeightMlp() = default;
+  // weights: the MLP's as loaded (its kind, activation, biases); codes: fp8_mlp_weights of them
+  // (shared with other MLPs on the same weights); rows: the tokens of every x.
+  Fp8WeightMlp(Context& ctx, const ops::MlpWeights& weights, std::vector<Fp8RowWeight> codes, int64_t rows,
+               DType dtype);
+  void forward(Context& ctx, const Tensor& x, Tensor& y);
+  bool defined() const { return !weights_.empty(); }
+  const std::vector<Fp8RowWeight>& weights() const { return weights_; }
+
+ private:
+  bool gated_ = false;
+  ops::Activation activation_ = ops::Activation::gelu_tanh;
+  Tensor fc_bias_, proj_bias_;
+  std::vector<Fp8RowWeight> weights_;  // gated: gate, up, down; plain: fc, proj
+  Tensor gate_, up_, hidden_;
 };
 
 }  // namespace blockscope

@@ -131,6 +131,9 @@ std::map<std::string, std::string> Workload::dump_metadata() const {
                          {"amax_history", p.amax_history}, {"amax_algo", ops::amax_algo_name(p.amax_algo)},
                          {"margin", p.margin}, {"fast_accum", p.fast_accum}};
   }
+  if (config_.precision.weight_only()) {
+    meta["precision"] = {{"weights", dtype_name(config_.precision.weights)}, {"scales", "one per output row"}};
+  }
   if (config_.kind == WorkloadKind::decode) {
     meta["prompt_lens"] = config_.decode.prompt_lens;
     meta["new_tokens"] = config_.decode.new_tokens;

@@ -75,6 +75,25 @@ void load_layer_weights(Context& ctx, const WorkloadConfig& config, int64_t laye
   for (const auto& [name, weight] : weights.items()) weight.storage()->set_read_only();
 }
 
+// The FP8 copies `layers` blocks make, in bytes (0 without FP8): each 2-D weight's codes (1 byte
+// each) and its scales -- one f32 per output row for weight-only FP8 (precision.weights), one per
+// tensor for FP8 GEMMs (precision.gemm), which also keep each GEMM input's codes for `tokens`
+// rows (the normed input, the heads, the MLP's input and hidden activation).
+double fp8_copy_bytes(const WorkloadConfig& config, int64_t layers, int64_t tokens) {
+  const PrecisionConfig& p = config.precision;
+  if (!p.fp8() && !p.weight_only()) return 0.0;
+  const ModelConfig& m = config.model;
+  const bool in_out = m.family == ModelFamily::gpt2;  // Conv1D weights are [in, out]
+  double per_layer = 0;
+  for (const WeightSpec& spec : block_weight_specs(m, 0)) {
+    if (spec.shape.size() != 2) continue;
+    const double out_rows = double(spec.shape[in_out ? 1 : 0]);
+    per_layer += double(spec.shape[0]) * double(spec.shape[1]) + 4.0 * (p.weight_only() ? out_rows : 1.0);
+  }
+  if (p.fp8()) per_layer += double(tokens) * double(2 * m.d_model + m.n_heads * m.head_dim + m.d_ff);
+  return double(layers) * per_layer;
+}
+
 // block and stack: n_layers transformer blocks (model/block.h).
 class BlockRunner final : public WorkloadKindRunner {
  public:
@@ -95,8 +114,10 @@ class BlockRunner final : public WorkloadKindRunner {
     const double ranks = double(config_.parallel.tensor);
     const double weights = double(layers()) * (per_layer + packed) * (ranks > 1 ? 1.0 + 1.0 / ranks : 1.0);
     const double rows = config_.parallel.sequence_parallel ? 2.0 * double(tokens()) / ranks * double(m.d_model) : 0.0;
-    return in_bytes(config_, weights, io + buffers + rows + worst_mlp_scratch(m, tokens(), paths),
-                    worst_score_elements(config_, paths));
+    MemoryEstimate estimate = in_bytes(config_, weights, io + buffers + rows + worst_mlp_scratch(m, tokens(), paths),
+                                       worst_score_elements(config_, paths));
+    estimate.weights += static_cast<size_t>(fp8_copy_bytes(config_, layers(), tokens()));
+    return estimate;
   }
 
   size_t packable_weight_bytes(const std::vector<PathConfig>& paths) const override {
@@ -141,6 +162,7 @@ class BlockRunner final : public WorkloadKindRunner {
       stack_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), config_.input.batch,
                                             config_.input.seq_len);
       if (config_.precision.fp8()) stack_->use_fp8(ctx, config_.precision);
+      if (config_.precision.weight_only()) stack_->use_fp8_weights(ctx, config_.precision.weights);
     }
     for (const PathConfig& p : paths) stack_->prepare(ctx, p);
     named_.emplace_back("input", input_);
@@ -380,6 +402,7 @@ class DecodeRunner final : public WorkloadKindRunner {
     MemoryEstimate estimate = in_bytes(config_, double(layers()) * (per_layer + packed), io + buffers + scratch,
                                        worst_score_elements(config_, paths) + decode_scores);
     estimate.kv_cache = static_cast<size_t>(double(layers()) * cache_shape().bytes(config_.dtype));
+    estimate.weights += static_cast<size_t>(fp8_copy_bytes(config_, layers(), batch() * prompt()));  // shared by both stacks
     return estimate;
   }
 
@@ -415,6 +438,10 @@ class DecodeRunner final : public WorkloadKindRunner {
     output_ = ctx.empty({T, B, 1, d}, config_.dtype);
     prefill_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), B, P);
     step_ = std::make_unique<BlockStack>(ctx, m, config_.dtype, weights_, layers(), B, 1);
+    if (config_.precision.weight_only()) {  // the codes made once, the steps reading the prefill's
+      prefill_->use_fp8_weights(ctx, config_.precision.weights);
+      step_->use_fp8_weights(ctx, config_.precision.weights, prefill_.get());
+    }
     for (const PathConfig& p : paths) prepare(ctx, p);
     // Paged caches hand their pages out in a seeded random order, as an allocator leaves them
     // after sequences come and go: the kernels must follow the block table.

@@ -6,7 +6,9 @@
 
 #include "reference/attention_reference.h"
 #include "reference/families.h"
+#include "reference/fp8_reference.h"
 #include "reference/ops_reference.h"
+#include "model/weights.h"
 
 namespace blockscope::reference::blockref {
 
@@ -161,6 +163,21 @@ RefTensor decode_forward(const WorkloadConfig& config, const Named& named, RefTe
     }
   }
   return out;
+}
+
+void dequantize_fp8_weights(const WorkloadConfig& config, Named& named) {
+  if (!config.precision.weight_only()) return;
+  const Fp8Kind kind = config.precision.weights == DType::fp8_e5m2 ? Fp8Kind::e5m2 : Fp8Kind::e4m3;
+  const bool in_out = config.model.family == ModelFamily::gpt2;  // Conv1D weights: [in, out]
+  const int64_t layers = config.kind == WorkloadKind::block ? 1 : config.model.n_layers;
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    for (const WeightSpec& spec : block_weight_specs(config.model, layer)) {
+      if (spec.shape.size() != 2) continue;
+      auto found = named.find(spec.name);
+      if (found == named.end()) throw std::invalid_argument("dequantize_fp8_weights: no weight " + spec.name);
+      found->second = row_dequantized(found->second, in_out, kind);
+    }
+  }
 }
 
 RefTensor workload_output(const WorkloadConfig& config, const Named& named) {

@@ -28,6 +28,12 @@ RefTensor block_forward(const ModelConfig& model, const Named& weights, const Re
 // when given, receives the prompts' rows [B, P, d] (padding rows 0).
 RefTensor decode_forward(const WorkloadConfig& config, const Named& named, RefTensor* prefill = nullptr);
 
+// Weight-only FP8 (precision.weights): each layer's 2-D weights (the GEMMs') in `named` replaced by
+// the values their FP8 codes stand for (fp8_reference.h's row_dequantized), so the reference
+// computes with the weights the run reads and check holds it to its dtype's own bound. No-op
+// without weight-only FP8.
+void dequantize_fp8_weights(const WorkloadConfig& config, Named& named);
+
 // The output of a workload from its named inputs and weights (Workload::inputs_and_weights()).
 RefTensor workload_output(const WorkloadConfig& config, const Named& named);
 

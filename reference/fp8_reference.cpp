@@ -1,5 +1,6 @@
 #include "reference/fp8_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -51,11 +52,12 @@ double fp8_round(double v, Fp8Kind kind) {
   const std::vector<double>& table = values(kind);
   const double magnitude = std::fabs(v);
   double result = table.back();  // saturation
-  for (size_t i = 0; i + 1 < table.size(); ++i) {
-    if (magnitude > table[i + 1]) continue;
+  // The first value at or above the magnitude, table[i + 1], and the one below it.
+  const auto upper = std::lower_bound(table.begin() + 1, table.end(), magnitude);
+  if (upper != table.end()) {
+    const size_t i = static_cast<size_t>(upper - table.begin()) - 1;
     const double below = magnitude - table[i], above = table[i + 1] - magnitude;
     result = below < above ? table[i] : above < below ? table[i + 1] : (i % 2 == 0 ? table[i] : table[i + 1]);
-    break;
   }
   return std::signbit(v) ? -result : result;
 }
@@ -70,6 +72,32 @@ RefTensor quantize(const RefTensor& x, double scale, Fp8Kind kind) {
 RefTensor dequantize(const RefTensor& x, double scale_inv) {
   RefTensor y(x.shape);
   for (size_t i = 0; i < x.data.size(); ++i) y.data[i] = x.data[i] * scale_inv;
+  return y;
+}
+
+RefTensor row_dequantized(const RefTensor& w, bool in_out, Fp8Kind kind) {
+  const int64_t rows = w.shape.at(0), cols = w.shape.at(1);
+  const int64_t outs = in_out ? cols : rows, ins = in_out ? rows : cols;
+  const auto index = [&](int64_t out, int64_t in) { return static_cast<size_t>(in_out ? in * cols + out : out * cols + in); };
+  RefTensor y(w.shape);
+  const float largest = static_cast<float>(fp8_largest(kind));
+  for (int64_t o = 0; o < outs; ++o) {
+    double amax = 0.0;
+    for (int64_t i = 0; i < ins; ++i) amax = std::max(amax, std::fabs(w.data[index(o, i)]));
+    // In f32, as the scale is made: largest / amax, capped at f32's largest; 1 for a row of zeros.
+    float scale = 1.0f;
+    if (amax > 0.0) {
+      const double quotient = static_cast<double>(largest / static_cast<float>(amax));
+      scale = quotient > std::numeric_limits<float>::max() ? std::numeric_limits<float>::max()
+                                                           : static_cast<float>(quotient);
+    }
+    const double factor = static_cast<double>(1.0f / scale);
+    for (int64_t i = 0; i < ins; ++i) {
+      const size_t at = index(o, i);
+      y.data[at] = fp8_round(static_cast<double>(static_cast<float>(w.data[at] * static_cast<double>(scale))), kind) *
+                   factor;
+    }
+  }
   return y;
 }
 

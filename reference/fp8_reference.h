@@ -22,6 +22,11 @@ double fp8_largest(Fp8Kind kind);
 RefTensor quantize(const RefTensor& x, double scale, Fp8Kind kind);
 // y = x · scale_inv, exactly (the op rounds it once to f32 and once to its output type).
 RefTensor dequantize(const RefTensor& x, double scale_inv);
+// Weight-only FP8 (precision.weights) of a 2-D weight w, as the runtime makes it: per output row
+// (w's rows, or its columns when in_out: GPT-2's [in, out] Conv1D), scale = f32(largest /
+// f32(amax)) (capped at f32's largest; 1 for a row of zeros), each code fp8_round(f32(w · scale)),
+// standing for code · f32(1 / scale) -- the values returned, exactly, in w's layout.
+RefTensor row_dequantized(const RefTensor& w, bool in_out, Fp8Kind kind);
 // [1]: max |x| (0 for no elements; NaN if x holds one).
 RefTensor amax(const RefTensor& x);
 

@@ -944,6 +944,39 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
+// Weight-only FP8 (precision.weights): a decode's and a block's GEMMs are fp8_weight_gemm kernels
+// (no GEMM of the run's dtype), the profile's title names the precision, and `check` holds every
+// device to the bound of the run's own dtype -- its reference computes with the values of the codes.
+TEST(Cli, WeightOnlyFp8ProfilesShowTheKernelsAndCheckOnEveryDevice) {
+  const std::vector<std::string> small_decode = {
+      "--set", "model={family: llama, d_model: 64, n_heads: 4, n_kv_heads: 2, head_dim: 16, d_ff: 96, n_layers: 2}",
+      "--set", "decode={prompt_lens: [5, 9], new_tokens: 3}", "--set", "compare=[]"};
+  const std::map<std::string, std::vector<std::string>> cases = {
+      {"configs/fp8/llama-decode-fp8-weights.yaml", small_decode},
+      {"configs/fp8/gpt2-decode-fp8-weights.yaml",
+       {"--set", "model={family: gpt2, d_model: 64, n_heads: 4, n_layers: 2}", "--set",
+        "decode={prompt_lens: [4, 6, 2], new_tokens: 2}"}},
+      {"configs/blocks/tiny-llama.yaml", {"--set", "precision.weights=fp8_e5m2", "--set", "compare=[]"}}};
+  for (const auto& [config, small] : cases) {
+    SCOPED_TRACE(config);
+    Result r = run_cli(with(with({"profile", source(config), "--device", "cpu"}, small), kOneStep));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("weights fp8_e"), std::string::npos) << "the title names the precision: " << r.out;
+    EXPECT_NE(r.out.find("fp8_weight_gemm"), std::string::npos) << r.out;
+    for (const char* gemm : {"\ngemm ", "\ngemm_bias ", "\ngemm_bias_gelu "})
+      EXPECT_EQ(r.out.find(gemm), std::string::npos) << "no GEMM of the run's dtype: " << r.out;
+    // In f32, where a quantization error (about 2^-5 relative) would stand far above the bound.
+    r = run_cli(with({"check", source(config), "--format", "json", "--set", "dtype=f32"}, small));
+    EXPECT_EQ(r.code, 0) << r.err << r.out;
+    const nlohmann::json out = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(out.is_discarded()) << r.out;
+    EXPECT_EQ(out["ok"], true) << r.out;
+    for (const nlohmann::json& row : out["results"]) {
+      EXPECT_LT(row["bound"].get<double>(), 1e-3) << row.dump();
+    }
+  }
+}
+
 TEST(Cli, ProfilePredictShowsTheSeriesLessonsLabelledAsPredictions) {
   // The series' attention on the CPU, its step predicted on an H100: flash < fused_softmax <
   // inplace < naive, as on a GPU; each variant labelled predicted, with target and model.

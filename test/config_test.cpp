@@ -313,6 +313,38 @@ TEST(Config, Fp8PrecisionSection) {
                   "precision.gemm: FP8 GEMMs run in linear, mlp, block and stack workloads so far; workload attention");
 }
 
+// precision.weights: weight-only FP8 (docs/FP8.md) -- read, its error count by hand, and every
+// refusal at its key.
+TEST(Config, WeightOnlyFp8PrecisionSection) {
+  const bs::WorkloadConfig e4m3 = bs::load_config_text(std::string(kBlock) + "precision: {weights: fp8_e4m3}\n", "t");
+  EXPECT_TRUE(e4m3.precision.weight_only());
+  EXPECT_FALSE(e4m3.precision.fp8());
+  EXPECT_EQ(e4m3.precision.weights, bs::DType::fp8_e4m3);
+  EXPECT_EQ(e4m3.dtype, bs::DType::f32) << "weight-only FP8 keeps any compute dtype";
+  EXPECT_TRUE(e4m3.precision.fixes_path(bs::ops::PathOp::linear));
+  EXPECT_FALSE(e4m3.precision.fixes_path(bs::ops::PathOp::attention));
+  const bs::WorkloadConfig e5m2 = bs::load_config_text(std::string(kBlock) + "precision: {weights: fp8_e5m2}\n", "t");
+  EXPECT_EQ(e5m2.precision.weights, bs::DType::fp8_e5m2);
+  EXPECT_FALSE(bs::load_config_text(kBlock, "t").precision.weight_only());
+  // The oracle computes with the values of the codes (reference::blockref::dequantize_fp8_weights):
+  // no FP8 term in the bound, which stays the dtype's own.
+  EXPECT_EQ(bs::reference::workload_roundings(e5m2).fp8, 0);
+  EXPECT_EQ(bs::reference::workload_error_bound(e5m2), bs::reference::workload_error_bound(bs::load_config_text(kBlock, "t")));
+
+  expect_error_at(std::string(kBlock) + "precision: {weights: fp8_e4m3, gemm: fp8_e4m3}\n", 7, 22,
+                  "precision.weights: and precision.gemm are two forms of FP8 weights");
+  expect_error_at(std::string(kBlock) + "precision: {weights: fp8_e4m3, recipe: delayed}\n", 7, 40,
+                  "precision.recipe: applies to FP8 GEMMs (precision.gemm); weight-only FP8 scales each weight row once");
+  expect_error_at(std::string(kBlock) + "precision: {weights: int8}\n", 7, 22, "precision.weights: unknown weight dtype 'int8'");
+  expect_error_at("workload: linear\nshape: {m: 4, n: 8, k: 8}\nprecision: {weights: fp8_e4m3}\n", 3, 22,
+                  "precision.weights: weight-only FP8 runs in block, stack and decode workloads so far; workload linear");
+  expect_error_at(std::string(kBlock) + "precision: {weights: fp8_e4m3}\nparallel: {tensor: 2}\n", 7, 22,
+                  "precision.weights: weight-only FP8 runs on one rank so far; parallel.tensor is 2");
+  expect_error_at(std::string(kBlock) + "paths: {linear: naive}\nprecision: {weights: fp8_e4m3}\n", 8, 22,
+                  "precision.weights: the weight-only FP8 GEMMs have one path; paths.linear is naive: leave it at "
+                  "epilogue");
+}
+
 TEST(Config, UnknownPathDtypeDeviceAndWorkload) {
   expect_error_at(std::string(kBlock) + "paths: {attention: flashy}\n", 7, 20,
                   "paths.attention: unknown attention path 'flashy'; did you mean 'flash'?");

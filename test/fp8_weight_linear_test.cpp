@@ -1,17 +1,22 @@
-// fp8_weight_linear's CPU dot products, each version this CPU runs (ops/fp8_weight_linear/
-// cpu_kernels.h): every code widened exactly, in the vector steps and in the tails; sums within
-// f32's bound of a float64 reference on odd shapes. (The op itself, both devices, every dtype:
-// the op harness, test/op_cases.cpp.)
+// Weight-only FP8: fp8_weight_linear's CPU dot products, each version this CPU runs
+// (ops/fp8_weight_linear/cpu_kernels.h) -- every code widened exactly, in the vector steps and in
+// the tails; sums within f32's bound of a float64 reference on odd shapes -- and the weights'
+// codes and row scales (model/fp8_layer.h's Fp8RowWeight) worked out by hand. (The op itself,
+// both devices, every dtype: the op harness, test/op_cases.cpp; whole workloads: cli_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "model/fp8_layer.h"
 #include "ops/fp8_weight_linear/cpu_kernels.h"
+#include "runtime/context.h"
 #include "runtime/error.h"
 #include "runtime/fp8.h"
+#include "test/op_test_helpers.h"
 #include "test/support/test_support.h"
 
 namespace blockscope {
@@ -113,6 +118,47 @@ TEST(Fp8WeightDot, RefusesAVersionThisCpuDoesNotRun) {
     uint8_t w = 0;
     EXPECT_THROW(fw::dot_rows(isa, &x, 1, &w, 1, 0, 1, false, &t, 1), Error) << fw::isa_name(isa);
   }
+}
+
+// Row scales and codes by hand (e4m3, largest 448):
+//   row 0  [1, -2, 0.5, 4]      amax 4: scale 112, codes 112, -224, 56, 448 (all exact), factor 1/112
+//   row 1  zeros                scale 1 (the rule keeps it), codes 0, factor 1
+//   row 2  [1344, 1, -3, 0]     amax 1344: scale f32(1/3); 1344·scale rounds to 448; 1·scale =
+//                               0.3333 lies between e4m3's 0.3125 and 0.34375, nearer the latter;
+//                               -3·scale = -1 exactly (f32(1/3)·3 rounds to 1)
+// Stored [out, in] or, for GPT-2's Conv1D, [in, out]: the same codes either way.
+TEST(Fp8RowWeight, ScalesAndCodesWorkedByHand) {
+  Context ctx(Device::cpu());
+  const std::vector<float> rows = {1, -2, 0.5f, 4, 0, 0, 0, 0, 1344, 1, -3, 0};
+  std::vector<float> columns(12);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) columns[static_cast<size_t>(c * 3 + r)] = rows[static_cast<size_t>(r * 4 + c)];
+  const Tensor out_in = testing::tensor_of(ctx, {3, 4}, DType::f32, rows);
+  const Tensor in_out = testing::tensor_of(ctx, {4, 3}, DType::f32, columns);
+  for (const auto& [weight, layout] : {std::make_pair(out_in, ops::WeightLayout::out_in),
+                                       std::make_pair(in_out, ops::WeightLayout::in_out)}) {
+    SCOPED_TRACE(layout == ops::WeightLayout::in_out ? "in_out" : "out_in");
+    const Fp8RowWeight w(ctx, weight, DType::fp8_e4m3, layout, "w");
+    ASSERT_EQ(w.codes().shape(), Shape({3, 4}));
+    EXPECT_EQ(w.codes().dtype(), DType::fp8_e4m3);
+    EXPECT_EQ(to_floats(w.codes()), std::vector<float>({112, -224, 56, 448, 0, 0, 0, 0, 448, 0.34375f, -1, 0}));
+    const float third = 1.0f / 3.0f;  // f32(448 / 1344)
+    EXPECT_EQ(to_floats(w.scale()), std::vector<float>({1.0f / 112.0f, 1.0f, 1.0f / third}));
+    EXPECT_EQ(w.nbytes(), 12u + 3u * 4u);
+  }
+}
+
+TEST(Fp8RowWeight, RefusesANonFiniteWeightByNameAndPosition) {
+  Context ctx(Device::cpu());
+  std::vector<float> values(12, 0.5f);
+  values[7] = std::numeric_limits<float>::infinity();  // [1, 3] as stored [3, 4]
+  const Tensor weight = testing::tensor_of(ctx, {3, 4}, DType::f32, values);
+  testing::expect_input_error([&] { Fp8RowWeight(ctx, weight, DType::fp8_e5m2, ops::WeightLayout::out_in, "h.0.mlp.fc"); },
+                              {"precision.weights", "h.0.mlp.fc", "inf", "[1, 3]", "finite"});
+  // [4, 3] as stored for in_out: element 7 is [2, 1], output row 1.
+  const Tensor conv1d = testing::tensor_of(ctx, {4, 3}, DType::f32, values);
+  testing::expect_input_error([&] { Fp8RowWeight(ctx, conv1d, DType::fp8_e4m3, ops::WeightLayout::in_out, "c_fc"); },
+                              {"c_fc", "[2, 1]"});
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ namespace {
 
 // Every path mix that applies to the workload, the all-naive one first (the first op's path
 // varying fastest), from the path table; MLP paths only where they apply (plain or gated). An
-// FP8 GEMM (precision.gemm) has one path, the config's: with FP8, only attention paths vary.
+// FP8 GEMM (precision.gemm or .weights) has one path, the config's: with FP8, only attention paths vary.
 std::vector<PathConfig> path_mixes(const WorkloadConfig& config) {
   const auto varies = [&](ops::PathOp op) { return !config.precision.fixes_path(op); };
   PathConfig naive = config.paths;
@@ -192,7 +192,8 @@ class CheckRun {
     // run gave it: at the output the rounding of every op before hides a path's own error, at
     // the op where the path differs nothing does. Each measure's name is the path op's. (Not
     // under tensor parallelism: a rank's op tensors are its shard, the reference's the whole.)
-    // Nor with FP8 GEMMs: the op measures' bounds are for GEMMs in the run's dtype.
+    // Nor with FP8 GEMMs: the op measures' bounds are for GEMMs in the run's dtype. (Weight-only
+    // FP8 keeps them: the reference computes with the values of its codes.)
     per_op_ = (config_.kind == WorkloadKind::block || config_.kind == WorkloadKind::stack) &&
               config_.parallel.tensor == 1 && !config_.precision.fp8();
     measures_ = {"output"};
@@ -258,6 +259,7 @@ class CheckRun {
 
   void compute_reference(Workload& workload) {
     for (const auto& [name, tensor] : workload.inputs_and_weights()) named_[name] = reference::from_tensor(tensor);
+    reference::blockref::dequantize_fp8_weights(config_, named_);  // weight-only FP8: what the codes stand for
     session_.set_activity("computing the float64 reference of " + std::string(workload_kind_name(config_.kind)));
     const auto started = std::chrono::steady_clock::now();
     progress_->note("computing the float64 reference output (" + std::to_string(reference::reference_threads()) +

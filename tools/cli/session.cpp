@@ -201,6 +201,8 @@ std::string workload_title(const WorkloadConfig& config, const Context& ctx) {
   if (config.precision.fp8())
     out << " (GEMM " << dtype_name(config.precision.gemm) << ", " << fp8_recipe_name(config.precision.recipe)
         << " scaling)";
+  if (config.precision.weight_only())
+    out << " (weights " << dtype_name(config.precision.weights) << ", one scale per output row)";
   out << " on " << ctx.device().str();
   if (config.parallel.tensor > 1)
     out << ", tensor parallel over " << config.parallel.tensor << " ranks"
