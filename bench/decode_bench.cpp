@@ -152,6 +152,8 @@ void register_step(Device device, DType dtype, int64_t batch, int64_t length, op
     const ModelConfig model = step_model(smoke);
     auto weights = std::make_shared<WeightSet>();
     init_weights(ctx, block_weight_specs(model, 0), dtype, 5, WeightInit::scaled, *weights);
+    // Read-only, as a workload's loaded weights are: the CPU's GEMM planner may pack them.
+    for (const auto& [name, weight] : weights->items()) weight.storage()->set_read_only();
     PathConfig paths;
     paths.attention = ops::AttentionPath::flash;
     paths.mlp = ops::MlpPath::fused;  // gate|up in one GEMM, as the shipped Llama decode configs

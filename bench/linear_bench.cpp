@@ -10,6 +10,12 @@
 // the same shapes — on a GPU against the FP8 tensor cores' peak; on the CPU the codes are
 // widened to f32 (no FP8 arithmetic), so its rows there say what the widening costs.
 //
+// And decode's skinny GEMMs (M = batch rows 1 and 8; TinyLlama-1.1B's gate/up and down shapes):
+// weight-only FP8 (workload "fp8_weight_linear", variant e4m3: ops::fp8_weight_linear on e4m3
+// codes with one scale per row, x, bias and y of the key's dtype; docs/FP8.md) beside
+// "linear/epilogue" at the same shapes on a loaded (read-only) weight, as a decode step runs it:
+// what streaming half (bf16) or a quarter (f32) of the weight bytes buys on this CPU.
+//
 // In oneDNN builds, on CPU, also oneDNN's own matmul primitive on the linear shapes, outside
 // blockscope (workload "onednn_matmul", as benchdnn would time it): variant plain_weights
 // passes W [n, k] as stored, blocked_weights passes W reordered once into the layout oneDNN
@@ -19,6 +25,7 @@
 
 #include "bench/support/bench_support.h"
 #include "ops/fp8_linear/fp8_linear.h"
+#include "model/fp8_layer.h"
 #include "ops/linear/linear.h"
 #include "ops/precision/precision.h"
 
@@ -84,6 +91,43 @@ void register_fp8_gemm(Device device, const GemmShape& s) {
   });
 }
 
+// Y [m, n] = X [m, k] · (codes · w_scale)ᵀ + bias: the weight quantized to e4m3 once in setup.
+void register_fp8_weight_gemm(Device device, DType dtype, const GemmShape& s) {
+  Case c;
+  c.key = workload_key("fp8_weight_linear", "e4m3", dtype, {{"M", s.m}, {"N", s.n}, {"K", s.k}});
+  c.device = device;
+  c.dtype = dtype;
+  set_cost(c, "fp8_weight_linear", {"", "", {{"M", s.m}, {"K", s.k}, {"N", s.n}}, {{"bias", true}}});
+  register_case(c, [=](Context& ctx) {
+    const Fp8RowWeight w(ctx, random_tensor(ctx, {s.n, s.k}, DType::f32, 2), DType::fp8_e4m3,
+                         ops::WeightLayout::out_in, "w");
+    Tensor x = random_tensor(ctx, {s.m, s.k}, dtype, 1);
+    Tensor bias = random_tensor(ctx, {s.n}, dtype, 3);
+    Tensor y = ctx.empty({s.m, s.n}, dtype);
+    return [&ctx, x, w, bias, y]() mutable { fp8_weight_gemm(ctx, x, w, bias, y); };
+  });
+}
+
+// linear's epilogue path on a read-only weight (a loaded one: the CPU's GEMM planner may keep a
+// packed copy of it), the bf16/f32 twin of register_fp8_weight_gemm's rows.
+void register_loaded_linear(Device device, DType dtype, const GemmShape& s) {
+  Case c;
+  c.key = workload_key("linear", "epilogue", dtype, {{"M", s.m}, {"N", s.n}, {"K", s.k}});
+  c.device = device;
+  c.dtype = dtype;
+  set_cost(c, "linear", {"epilogue", "", {{"M", s.m}, {"K", s.k}, {"N", s.n}}, {{"bias", true}}});
+  register_case(c, [=](Context& ctx) {
+    Tensor x = random_tensor(ctx, {s.m, s.k}, dtype, 1);
+    Tensor w = random_tensor(ctx, {s.n, s.k}, dtype, 2);
+    w.storage()->set_read_only();
+    Tensor bias = random_tensor(ctx, {s.n}, dtype, 3);
+    Tensor y = ctx.empty({s.m, s.n}, dtype);
+    return [&ctx, x, w, bias, y]() mutable {
+      ops::linear(ctx, x, w, bias, y, ops::LinearPath::epilogue, ops::WeightLayout::out_in);
+    };
+  });
+}
+
 #ifdef BLOCKSCOPE_WITH_ONEDNN
 // Y [m, n] = X [m, k] · Wᵀ + bias, W stored [n, k]: one oneDNN matmul primitive, created once.
 void register_onednn_matmul(Device device, DType dtype, const GemmShape& s, bool blocked_weights) {
@@ -141,12 +185,13 @@ void register_all() {
   const bool smoke = options().smoke;
   for (const Device& device : devices()) {
     std::vector<DType> dtypes;
-    std::vector<GemmShape> squares, linears, fp8;
+    std::vector<GemmShape> squares, linears, fp8, decode;
     if (smoke) {
       dtypes = {DType::f32};
       squares = {{64, 64, 64}, {33, 17, 29}};
       linears = {{64, 48, 32}};
       fp8 = {{64, 48, 32}};
+      decode = {{2, 40, 24}};
     } else if (device.is_cpu()) {
       dtypes = {DType::f32, DType::bf16};
       squares = {{64, 64, 64}, {256, 256, 256}, {512, 512, 512}};
@@ -155,15 +200,24 @@ void register_all() {
       // measurement; bench/NOTES.md).
       linears = {{512, 3072, 768}, {256, 2304, 768}, {256, 768, 768}, {256, 3072, 768}, {256, 768, 3072}};
       fp8 = {{256, 768, 768}, {256, 3072, 768}};
+      for (int64_t m : {1, 8}) {
+        decode.push_back({m, 5632, 2048});  // gate, up
+        decode.push_back({m, 2048, 5632});  // down
+      }
     } else {
       dtypes = {DType::bf16, DType::f16, DType::f32};
       squares = {{64, 64, 64}, {4096, 4096, 4096}};
       linears = {{8192, 3072, 768}};
       // Where FP8 pays off, by size: a decode-sized GEMM, the series' linear, large squares.
       fp8 = {{128, 768, 768}, {8192, 3072, 768}, {4096, 4096, 4096}, {8192, 8192, 8192}};
+      for (int64_t m : {1, 8}) decode.push_back({m, 14336, 4096});  // Llama-3-8B's gate/up
     }
     for (const GemmShape& s : fp8) register_fp8_gemm(device, s);
     for (DType dtype : dtypes) {
+      for (const GemmShape& s : decode) {
+        register_fp8_weight_gemm(device, dtype, s);
+        register_loaded_linear(device, dtype, s);
+      }
       for (const GemmShape& s : squares)
         for (ops::LinearPath path : kPaths) register_gemm("matmul_add", ops::WeightLayout::in_out, device, dtype, s, path);
       for (const GemmShape& s : linears)

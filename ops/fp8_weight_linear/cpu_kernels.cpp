@@ -19,7 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#define BS_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
+#define BS_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 #define BS_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
 
@@ -51,8 +51,8 @@ float tail_dot(const float* x_row, const uint8_t* w_row, int64_t from, int64_t k
   return s;
 }
 
-// One block of kOuts weight rows (w_rows) against mb ≤ kMaxRows rows of x, into out[m · ldt + g].
-// Each version below follows this shape; the scalar one is the plain form.
+// One block of kOuts weight rows (w_rows) against mb rows of x, into out[m · ldt + g]. Each
+// version below follows this shape; the scalar one is the plain form.
 template <int kOuts>
 void block_scalar(const float* x, int mb, int64_t k, const uint8_t* const* w_rows, bool e5m2, float* out,
                   int64_t ldt) {
@@ -63,43 +63,46 @@ void block_scalar(const float* x, int mb, int64_t k, const uint8_t* const* w_row
 
 #ifdef BLOCKSCOPE_FP8_WEIGHT_X86
 
-// 16 codes' bits as f16 (see cpu_kernels.h), in the 16-bit lanes of c (zero-extended codes).
+// The codes' bits as f16 (see cpu_kernels.h), from the codes sign-extended to 16 bits (sx: the
+// code in bits 0-7, its sign copied into bits 8-15). e5m2: sx << 8. e4m3: sx << 7 puts exponent
+// and mantissa in bits 7-13 and the sign in bit 15 (and a copy in bit 14, cleared); a NaN code
+// (the low 7 bits all set) gets bit 14 too, making f16's NaN exponent. AVX-512VL: one ternary
+// logic op selects bit 14 from the NaN mask and the rest from the shifted code.
 template <bool kE5m2>
-BS_TARGET_AVX2 inline __m256i f16_bits_256(__m256i c) {
+BS_TARGET_AVX512 inline __m256i f16_bits_256(__m256i sx) {
   if constexpr (kE5m2) {
-    return _mm256_slli_epi16(c, 8);
+    return _mm256_slli_epi16(sx, 8);
   } else {
-    const __m256i magnitude = _mm256_and_si256(c, _mm256_set1_epi16(0x7F));
-    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(c, _mm256_set1_epi16(0x80)), 8);
-    const __m256i nan = _mm256_and_si256(_mm256_cmpeq_epi16(magnitude, _mm256_set1_epi16(0x7F)),
-                                         _mm256_set1_epi16(0x7C00));
-    return _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi16(magnitude, 7), sign), nan);
+    const __m256i nan = _mm256_cmpeq_epi16(_mm256_or_si256(sx, _mm256_set1_epi16(static_cast<short>(0xFF80))),
+                                           _mm256_set1_epi16(-1));
+    constexpr int kSelectByC = 0xE4;  // C ? A : B, bit by bit
+    return _mm256_ternarylogic_epi32(_mm256_slli_epi16(sx, 7), nan, _mm256_set1_epi16(static_cast<short>(0xBFFF)),
+                                     kSelectByC);
   }
 }
 
-// The same for 8 codes in the 16-bit lanes of a 128-bit c.
+// The same for 8 codes in a 128-bit sx, with AVX2's logic ops.
 template <bool kE5m2>
-BS_TARGET_AVX2 inline __m128i f16_bits_128(__m128i c) {
+BS_TARGET_AVX2 inline __m128i f16_bits_128(__m128i sx) {
   if constexpr (kE5m2) {
-    return _mm_slli_epi16(c, 8);
+    return _mm_slli_epi16(sx, 8);
   } else {
-    const __m128i magnitude = _mm_and_si128(c, _mm_set1_epi16(0x7F));
-    const __m128i sign = _mm_slli_epi16(_mm_and_si128(c, _mm_set1_epi16(0x80)), 8);
-    const __m128i nan = _mm_and_si128(_mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7F)), _mm_set1_epi16(0x7C00));
-    return _mm_or_si128(_mm_or_si128(_mm_slli_epi16(magnitude, 7), sign), nan);
+    const __m128i nan = _mm_cmpeq_epi16(_mm_or_si128(sx, _mm_set1_epi16(static_cast<short>(0xFF80))), _mm_set1_epi16(-1));
+    return _mm_or_si128(_mm_and_si128(_mm_slli_epi16(sx, 7), _mm_set1_epi16(static_cast<short>(0xBFFF))),
+                        _mm_and_si128(nan, _mm_set1_epi16(0x4000)));
   }
 }
 
 template <bool kE5m2>
 BS_TARGET_AVX512 inline __m512 widen16(const uint8_t* p) {
-  const __m256i c = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm512_cvtph_ps(f16_bits_256<kE5m2>(c));
+  const __m256i sx = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm512_cvtph_ps(f16_bits_256<kE5m2>(sx));
 }
 
 template <bool kE5m2>
 BS_TARGET_AVX2 inline __m256 widen8(const uint8_t* p) {
-  const __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_cvtph_ps(f16_bits_128<kE5m2>(c));
+  const __m128i sx = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_cvtph_ps(f16_bits_128<kE5m2>(sx));
 }
 
 BS_TARGET_AVX2 inline float sum8(__m256 v) {
@@ -148,37 +151,39 @@ BS_TARGET_AVX2 void block_avx2(const float* x, int64_t k, const uint8_t* const* 
       out[m * ldt + g] = (sum8(acc[m][g]) + tail_dot(x + m * k, w_rows[g], j, k, values)) * unit(kE5m2);
 }
 
-// Weight rows per block: as many sums as the registers hold beside the widened rows (4 × 4 + 4 + 1
-// of AVX-512's 32 zmm; 4 × 2 + 2 + 1 of AVX2's 16 ymm).
-constexpr int kAvx512Outs = 4, kAvx2Outs = 2;
 #endif
 
-constexpr int kMaxRows = 4;  // x rows per block; more rows take more blocks over the same weights
+// f(std::integral_constant<int, mb>) for a run-time 1 ≤ mb ≤ kRows: the blocks' row counts are
+// template arguments, so their sums stay in registers.
+template <int kRows, typename F>
+void with_rows(int mb, F&& f) {
+  if constexpr (kRows > 1) {
+    if (mb < kRows) return with_rows<kRows - 1>(mb, f);
+  }
+  f(std::integral_constant<int, kRows>{});
+}
 
-// The block of `outs` weight rows (the ISA's width, or 1 for the last few) against mb x rows.
-template <Isa kIsa, bool kE5m2, int kOuts>
+// One block: kOuts weight rows against mb x rows, by the ISA's version.
+template <Isa kIsa, bool kE5m2, int kMaxRows, int kOuts>
 void run_block(const float* x, int mb, int64_t k, const uint8_t* const* w_rows, float* out, int64_t ldt) {
 #ifdef BLOCKSCOPE_FP8_WEIGHT_X86
   if constexpr (kIsa == Isa::avx512) {
-    switch (mb) {
-      case 1: return block_avx512<kE5m2, 1, kOuts>(x, k, w_rows, out, ldt);
-      case 2: return block_avx512<kE5m2, 2, kOuts>(x, k, w_rows, out, ldt);
-      case 3: return block_avx512<kE5m2, 3, kOuts>(x, k, w_rows, out, ldt);
-      default: return block_avx512<kE5m2, 4, kOuts>(x, k, w_rows, out, ldt);
-    }
+    return with_rows<kMaxRows>(mb, [&](auto rows) {
+      block_avx512<kE5m2, decltype(rows)::value, kOuts>(x, k, w_rows, out, ldt);
+    });
   } else if constexpr (kIsa == Isa::avx2) {
-    switch (mb) {
-      case 1: return block_avx2<kE5m2, 1, kOuts>(x, k, w_rows, out, ldt);
-      case 2: return block_avx2<kE5m2, 2, kOuts>(x, k, w_rows, out, ldt);
-      case 3: return block_avx2<kE5m2, 3, kOuts>(x, k, w_rows, out, ldt);
-      default: return block_avx2<kE5m2, 4, kOuts>(x, k, w_rows, out, ldt);
-    }
+    return with_rows<kMaxRows>(mb, [&](auto rows) {
+      block_avx2<kE5m2, decltype(rows)::value, kOuts>(x, k, w_rows, out, ldt);
+    });
   }
 #endif
   block_scalar<kOuts>(x, mb, k, w_rows, kE5m2, out, ldt);
 }
 
-template <Isa kIsa, bool kE5m2, int kOuts>
+// Rows o0..o1 of w in blocks of kOuts (then one at a time), each block against x's rows in
+// chunks of up to kMaxRows: the block's weight rows are read from memory once, the later
+// chunks finding them in the cache.
+template <Isa kIsa, bool kE5m2, int kMaxRows, int kOuts>
 void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
                  int64_t ldt) {
   int64_t o = o0;
@@ -189,7 +194,7 @@ void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int6
       for (int g = 0; g < kN; ++g) w_rows[g] = w + (o + g) * k;
       for (int64_t m0 = 0; m0 < rows; m0 += kMaxRows) {
         const int mb = static_cast<int>(std::min<int64_t>(kMaxRows, rows - m0));
-        run_block<kIsa, kE5m2, kN>(x + m0 * k, mb, k, w_rows, t + m0 * ldt + o, ldt);
+        run_block<kIsa, kE5m2, kMaxRows, kN>(x + m0 * k, mb, k, w_rows, t + m0 * ldt + o, ldt);
       }
     }
   };
@@ -197,13 +202,31 @@ void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int6
   blocks(std::integral_constant<int, 1>{});  // the last rows, one at a time
 }
 
-template <Isa kIsa, int kOuts>
+// The block shapes: as many f32 sums as the registers hold beside the widened weight rows and
+// one x vector. AVX-512's 32 zmm: up to 2 x rows × 8 weight rows (16 + 8 + 1: more loads in
+// flight for decode's batch 1), up to 4 × 4 (16 + 4 + 1), or up to 8 × 2 (16 + 2 + 1: a batch of
+// 8 widens each code once, not twice). AVX2's 16 ymm: 4 × 2 (8 + 2 + 1).
+template <Isa kIsa, bool kE5m2>
+void dot_rows_shaped(const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
+                     int64_t ldt) {
+  if constexpr (kIsa == Isa::avx512) {
+    if (rows <= 2) return dot_rows_on<kIsa, kE5m2, 2, 8>(x, rows, w, k, o0, o1, t, ldt);
+    if (rows <= 4) return dot_rows_on<kIsa, kE5m2, 4, 4>(x, rows, w, k, o0, o1, t, ldt);
+    return dot_rows_on<kIsa, kE5m2, 8, 2>(x, rows, w, k, o0, o1, t, ldt);
+  } else if constexpr (kIsa == Isa::avx2) {
+    return dot_rows_on<kIsa, kE5m2, 4, 2>(x, rows, w, k, o0, o1, t, ldt);
+  } else {
+    return dot_rows_on<kIsa, kE5m2, 4, 1>(x, rows, w, k, o0, o1, t, ldt);
+  }
+}
+
+template <Isa kIsa>
 void dot_rows_isa(const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,
                   float* t, int64_t ldt) {
   if (e5m2) {
-    dot_rows_on<kIsa, true, kOuts>(x, rows, w, k, o0, o1, t, ldt);
+    dot_rows_shaped<kIsa, true>(x, rows, w, k, o0, o1, t, ldt);
   } else {
-    dot_rows_on<kIsa, false, kOuts>(x, rows, w, k, o0, o1, t, ldt);
+    dot_rows_shaped<kIsa, false>(x, rows, w, k, o0, o1, t, ldt);
   }
 }
 
@@ -224,7 +247,7 @@ const std::vector<Isa>& isas_on_this_cpu() {
 #ifdef BLOCKSCOPE_FP8_WEIGHT_X86
     __builtin_cpu_init();
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (avx2 && __builtin_cpu_supports("avx512f")) found.push_back(Isa::avx512);
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) found.push_back(Isa::avx512);
     if (avx2) found.push_back(Isa::avx2);
 #endif
     found.push_back(Isa::scalar);
@@ -239,10 +262,10 @@ void dot_rows(Isa isa, const float* x, int64_t rows, const uint8_t* w, int64_t k
   BS_CHECK(std::find(available.begin(), available.end(), isa) != available.end(), "fp8_weight::dot_rows: ",
            isa_name(isa), " does not run on this CPU");
 #ifdef BLOCKSCOPE_FP8_WEIGHT_X86
-  if (isa == Isa::avx512) return dot_rows_isa<Isa::avx512, kAvx512Outs>(x, rows, w, k, o0, o1, e5m2, t, ldt);
-  if (isa == Isa::avx2) return dot_rows_isa<Isa::avx2, kAvx2Outs>(x, rows, w, k, o0, o1, e5m2, t, ldt);
+  if (isa == Isa::avx512) return dot_rows_isa<Isa::avx512>(x, rows, w, k, o0, o1, e5m2, t, ldt);
+  if (isa == Isa::avx2) return dot_rows_isa<Isa::avx2>(x, rows, w, k, o0, o1, e5m2, t, ldt);
 #endif
-  dot_rows_isa<Isa::scalar, 1>(x, rows, w, k, o0, o1, e5m2, t, ldt);
+  dot_rows_isa<Isa::scalar>(x, rows, w, k, o0, o1, e5m2, t, ldt);
 }
 
 }  // namespace blockscope::ops::cpu::fp8_weight

@@ -1,8 +1,11 @@
 // The CPU's FP8-weight dot products (the inner loops of fp8_weight_linear's skinny kernel), one
 // version per instruction set so a test can run each on one machine:
-//   avx512  16 codes per step: zero-extended to 16 bits, moved into f16's bit layout, widened by
-//           VCVTPH2PS (AVX-512F); 4 weight rows × up to 4 x rows of f32 sums in registers;
-//   avx2    8 codes per step the same way (AVX2, F16C, FMA); 2 weight rows × up to 4 x rows;
+//   avx512  16 codes per step: sign-extended to 16 bits, moved into f16's bit layout (a shift, a
+//           compare and one ternary-logic op: AVX-512VL), widened by VCVTPH2PS (AVX-512F); 4
+//           weight rows × up to 4 x rows of f32 sums in registers, or 2 × up to 8 for larger
+//           batches (each code widened once per 8 rows);
+//   avx2    8 codes per step the same way (AVX2, F16C, FMA; two ANDs and an OR for the select);
+//           2 weight rows × up to 4 x rows;
 //   scalar  a 256-entry table of the codes' values.
 // Through f16: an e5m2 code is f16's top byte (its value exactly); an e4m3 code's exponent and
 // mantissa moved up 7 bits read as an f16 2^8 times smaller (the exponent biases differ by 8,

@@ -51,6 +51,7 @@ SHAPE_ORDER = {
     "decode_attention": ["B", "H", "Hkv", "D", "S", "paged", "split_keys"],
     "onednn_matmul": ["M", "N", "K"],
     "fp8_linear": ["M", "N", "K"],
+    "fp8_weight_linear": ["M", "N", "K"],
 }
 
 
@@ -85,13 +86,14 @@ def cost_spec(workload, variant, dtype, s):
     causal softmax over [B, H, S, S] scores, self-attention (Sq = Sk = S, Hkv = H), decode
     attention over B sequences of S cached positions each (L = B * S; the key carries the flag
     split_keys as bench/decode_bench.cpp computed it with flash_decode_splits, and the layout,
-    which changes no cost), the FP8 GEMM with a bias (bench/linear_bench.cpp)."""
+    which changes no cost), the FP8 GEMMs with a bias, both operands FP8 or the weight
+    alone (bench/linear_bench.cpp)."""
     d = f"dtype={dtype}"
     if workload in ("matmul_add", "linear", "onednn_matmul"):
         path = "epilogue" if workload == "onednn_matmul" else variant
         return f"linear/{path}:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
-    if workload == "fp8_linear":  # the FP8 GEMM with a bias, into the key's dtype
-        return f"fp8_linear:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
+    if workload in ("fp8_linear", "fp8_weight_linear"):  # FP8 GEMMs with a bias, into the key's dtype
+        return f"{workload}:M={s['M']},K={s['K']},N={s['N']},bias=1,{d}"
     if workload in ("mlp_gelu", "mlp_geglu"):
         gated = int(workload == "mlp_geglu")
         return (f"mlp/{variant}:T={s['T']},D={s['D']},F={s['F']},gated={gated},bias={1 - gated},"
