@@ -108,6 +108,73 @@ TEST(Fp8WeightDot, SumsMatchFloat64OnOddShapes) {
   }
 }
 
+uint16_t bf16_bits(float v) { return static_cast<uint16_t>(bits(v) >> 16); }  // exact for the values used
+
+// The bf16-x version (VDPBF16PS) where this CPU has AVX512_BF16: every code exact (x one-hot), in
+// the 32-code steps and the tail; random sums on odd shapes within f32's bound.
+TEST(Fp8WeightDot, Bf16VersionWidensEveryCodeAndSumsLikeFloat64) {
+  if (!fw::bf16_dot_on_this_cpu()) {
+    GTEST_SKIP() << "this CPU has no AVX512_BF16: the bf16 version does not run here (the others are tested above)";
+  }
+  for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+    for (const int64_t at : {0, 16, 31, 33}) {  // k = 35: 32 in the vector step, 3 in the tail
+      SCOPED_TRACE(std::string(format == Fp8Format::e5m2 ? "e5m2" : "e4m3") + " column " + std::to_string(at));
+      constexpr int64_t k = 35, n = 256;
+      std::vector<uint8_t> w(static_cast<size_t>(n * k), 0);
+      for (int64_t c = 0; c < n; ++c) w[static_cast<size_t>(c * k + at)] = static_cast<uint8_t>(c);
+      std::vector<uint16_t> x(static_cast<size_t>(k), 0);
+      x[static_cast<size_t>(at)] = bf16_bits(1.0f);
+      std::vector<float> t(static_cast<size_t>(n), -1.0f);
+      fw::dot_rows_bf16(x.data(), 1, w.data(), k, 0, n, format == Fp8Format::e5m2, t.data(), n);
+      for (int64_t c = 0; c < n; ++c) {
+        const float want = fp8_to_float(static_cast<uint8_t>(c), format), got = t[static_cast<size_t>(c)];
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << "code " << c;
+        } else {
+          EXPECT_EQ(got, want) << "code " << c;  // ±0 compare equal
+        }
+      }
+    }
+  }
+  struct Shape3 {
+    int64_t rows, k, n, o0, o1;
+  };
+  for (const Shape3& s : std::vector<Shape3>{{1, 1, 3, 0, 3}, {2, 31, 17, 0, 17}, {3, 64, 9, 2, 9}, {5, 100, 6, 1, 5},
+                                             {8, 301, 13, 0, 13}, {16, 96, 21, 4, 21}}) {
+    for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
+      const uint64_t seed = fresh_seed();
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " k " + std::to_string(s.k) + " seed " + std::to_string(seed));
+      const std::vector<float> raw = random_floats(static_cast<size_t>(s.rows * s.k), seed, -2.0f, 2.0f);
+      std::vector<uint16_t> x(raw.size());
+      for (size_t i = 0; i < raw.size(); ++i) x[i] = bf16_bits(raw[i]);  // truncated: some bf16 value
+      const std::vector<float> values = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -300.0f, 300.0f);
+      std::vector<uint8_t> w(values.size());
+      for (size_t i = 0; i < w.size(); ++i) w[i] = float_to_fp8(values[i], format);
+      std::vector<float> t(static_cast<size_t>(s.rows * s.n), std::nanf(""));
+      fw::dot_rows_bf16(x.data(), s.rows, w.data(), s.k, s.o0, s.o1, format == Fp8Format::e5m2, t.data(), s.n);
+      for (int64_t m = 0; m < s.rows; ++m) {
+        for (int64_t o = 0; o < s.n; ++o) {
+          const float got = t[static_cast<size_t>(m * s.n + o)];
+          if (o < s.o0 || o >= s.o1) {
+            EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside [o0, o1) was written";
+            continue;
+          }
+          double want = 0.0, magnitude = 0.0;
+          for (int64_t j = 0; j < s.k; ++j) {
+            const uint32_t wide = static_cast<uint32_t>(x[static_cast<size_t>(m * s.k + j)]) << 16;
+            float xv;
+            std::memcpy(&xv, &wide, sizeof(xv));
+            const double p = double(xv) * double(fp8_to_float(w[static_cast<size_t>(o * s.k + j)], format));
+            want += p;
+            magnitude += std::fabs(p);
+          }
+          EXPECT_LE(std::fabs(got - want), double(s.k + 1) * std::ldexp(1.0, -24) * magnitude) << "m " << m << " o " << o;
+        }
+      }
+    }
+  }
+}
+
 TEST(Fp8WeightDot, RefusesAVersionThisCpuDoesNotRun) {
   const std::vector<fw::Isa>& available = fw::isas_on_this_cpu();
   ASSERT_FALSE(available.empty());
@@ -117,6 +184,12 @@ TEST(Fp8WeightDot, RefusesAVersionThisCpuDoesNotRun) {
     float x = 1.0f, t = 0.0f;
     uint8_t w = 0;
     EXPECT_THROW(fw::dot_rows(isa, &x, 1, &w, 1, 0, 1, false, &t, 1), Error) << fw::isa_name(isa);
+  }
+  if (!fw::bf16_dot_on_this_cpu()) {
+    const uint16_t x = 0;
+    float t = 0.0f;
+    uint8_t w = 0;
+    EXPECT_THROW(fw::dot_rows_bf16(&x, 1, &w, 1, 0, 1, false, &t, 1), Error);
   }
 }
 

@@ -1,9 +1,11 @@
-// CPU fp8_weight_linear: x widened to f32 once, then
+// CPU fp8_weight_linear:
 //   M ≤ kFp8WeightSkinnyRows  the skinny kernel: the codes streamed once through cpu_kernels.h's
-//                             dot products (the CPU's best version), output rows split over the
-//                             threads;
-//   larger M                  the weight dequantized (code value · w_scale, rounded to f32) in
-//                             panels of kPanelRows rows, each panel one sgemm into its columns;
+//                             dot products, output rows split over the threads -- on bf16 x as it
+//                             is where the CPU has AVX512_BF16 (VDPBF16PS), else on x widened to
+//                             f32 once by the CPU's best version;
+//   larger M                  x widened to f32, the weight dequantized (code value · w_scale,
+//                             rounded to f32) in panels of kPanelRows rows, each panel one sgemm
+//                             into its columns;
 // then w_scale (skinny only), bias, tanh-GELU and the single rounding into y, row by row.
 // Recorded as one work item under the CUDA kernel's name; the implementation column says which.
 #include <algorithm>
@@ -36,15 +38,14 @@ std::vector<float> widened_rows(const Tensor& x, int64_t rows, int64_t k) {
   return out;
 }
 
-// t [m, n] (+= nothing): Σ_k x · code values, per output row times w_scale afterwards.
-void skinny(const std::vector<float>& xf, int64_t m, const uint8_t* w, const float* scale, int64_t k, int64_t n,
-            bool e5m2, std::vector<float>& t) {
-  const fp8_weight::Isa isa = fp8_weight::isas_on_this_cpu().front();
+// t [m, n] = (Σ_k x · code values) · w_scale, `dot` giving the sums of output rows [o0, o1).
+template <typename Dot>
+void skinny(int64_t m, const float* scale, int64_t k, int64_t n, std::vector<float>& t, Dot dot) {
   const int64_t chunks = (n + kSkinnyChunk - 1) / kSkinnyChunk;
 #pragma omp parallel for if (n * k >= kParallelMinElements) schedule(static)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t o0 = c * kSkinnyChunk, o1 = std::min(n, o0 + kSkinnyChunk);
-    fp8_weight::dot_rows(isa, xf.data(), m, w, k, o0, o1, e5m2, t.data(), n);
+    dot(o0, o1);
     for (int64_t r = 0; r < m; ++r)
       for (int64_t o = o0; o < o1; ++o) t[r * n + o] *= scale[o];
   }
@@ -78,13 +79,23 @@ void fp8_weight_linear(Context& ctx, const Tensor& x, const Tensor& w, const Ten
   const bool e5m2 = w.dtype() == DType::fp8_e5m2;
   const auto* codes = static_cast<const uint8_t*>(w.data());
   const float* scale = w_scale.data_as<const float>();
-  const std::vector<float> xf = widened_rows(x, m, k);
   std::vector<float> t(static_cast<size_t>(m * n));
-  if (m <= kFp8WeightSkinnyRows) {
-    skinny(xf, m, codes, scale, k, n, e5m2, t);
-    kernel.set_implementation(std::string("FP8-weight skinny kernel, ") +
-                              fp8_weight::isa_name(fp8_weight::isas_on_this_cpu().front()));
+  if (m <= kFp8WeightSkinnyRows && x.dtype() == DType::bf16 && fp8_weight::bf16_dot_on_this_cpu()) {
+    // bf16 x as it is: two products per lane per instruction (VDPBF16PS).
+    const auto* xb = static_cast<const uint16_t*>(x.data());
+    skinny(m, scale, k, n, t, [&](int64_t o0, int64_t o1) {
+      fp8_weight::dot_rows_bf16(xb, m, codes, k, o0, o1, e5m2, t.data(), n);
+    });
+    kernel.set_implementation("FP8-weight skinny kernel, avx512_bf16 (VDPBF16PS on bf16 x)");
+  } else if (m <= kFp8WeightSkinnyRows) {
+    const std::vector<float> xf = widened_rows(x, m, k);
+    const fp8_weight::Isa isa = fp8_weight::isas_on_this_cpu().front();
+    skinny(m, scale, k, n, t, [&](int64_t o0, int64_t o1) {
+      fp8_weight::dot_rows(isa, xf.data(), m, codes, k, o0, o1, e5m2, t.data(), n);
+    });
+    kernel.set_implementation(std::string("FP8-weight skinny kernel, ") + fp8_weight::isa_name(isa));
   } else {
+    const std::vector<float> xf = widened_rows(x, m, k);
     panels(xf, m, codes, scale, k, n, fp8_format(w.dtype()), t);
     kernel.set_implementation(std::string("FP8 weights dequantized to f32 in panels of ") +
                               std::to_string(kPanelRows) + " rows, " + blockscope::cpu::sgemm_implementation());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <type_traits>
 
 #include "runtime/error.h"
@@ -21,6 +22,7 @@
 #endif
 #define BS_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 #define BS_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define BS_TARGET_AVX512_BF16 __attribute__((target("avx512bf16,avx512f,avx512vl,avx2,fma,f16c")))
 #endif
 
 namespace blockscope::ops::cpu::fp8_weight {
@@ -151,6 +153,39 @@ BS_TARGET_AVX2 void block_avx2(const float* x, int64_t k, const uint8_t* const* 
       out[m * ldt + g] = (sum8(acc[m][g]) + tail_dot(x + m * k, w_rows[g], j, k, values)) * unit(kE5m2);
 }
 
+// A bf16 x element's value.
+inline float bf16_value(uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float v;
+  std::memcpy(&v, &wide, sizeof(v));
+  return v;
+}
+
+template <bool kE5m2, int kRows, int kOuts>
+BS_TARGET_AVX512_BF16 void block_bf16(const uint16_t* x, int64_t k, const uint8_t* const* w_rows, float* out,
+                                      int64_t ldt) {
+  __m512 acc[kRows][kOuts];
+  for (int m = 0; m < kRows; ++m)
+    for (int g = 0; g < kOuts; ++g) acc[m][g] = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 32 <= k; j += 32) {
+    __m512bh w[kOuts];
+    for (int g = 0; g < kOuts; ++g)  // lanes 0-15: codes j..j+15, 16-31: j+16..j+31, as x's
+      w[g] = _mm512_cvtne2ps_pbh(widen16<kE5m2>(w_rows[g] + j + 16), widen16<kE5m2>(w_rows[g] + j));
+    for (int m = 0; m < kRows; ++m) {
+      const __m512bh xv = reinterpret_cast<__m512bh>(_mm512_loadu_si512(x + m * k + j));
+      for (int g = 0; g < kOuts; ++g) acc[m][g] = _mm512_dpbf16_ps(acc[m][g], xv, w[g]);
+    }
+  }
+  const std::array<float, 256>& values = unit_values(kE5m2);
+  for (int m = 0; m < kRows; ++m) {
+    for (int g = 0; g < kOuts; ++g) {
+      float tail = 0.0f;
+      for (int64_t i = j; i < k; ++i) tail += bf16_value(x[m * k + i]) * values[w_rows[g][i]];
+      out[m * ldt + g] = (_mm512_reduce_add_ps(acc[m][g]) + tail) * unit(kE5m2);
+    }
+  }
+}
 #endif
 
 // f(std::integral_constant<int, mb>) for a run-time 1 ≤ mb ≤ kRows: the blocks' row counts are
@@ -230,6 +265,39 @@ void dot_rows_isa(const float* x, int64_t rows, const uint8_t* w, int64_t k, int
   }
 }
 
+#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
+// dot_rows_on's order for the bf16 kernel: blocks of kOuts weight rows, x in chunks of kMaxRows.
+template <bool kE5m2, int kMaxRows, int kOuts>
+void dot_rows_bf16_on(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
+                      int64_t ldt) {
+  int64_t o = o0;
+  const auto blocks = [&](auto outs_tag) {
+    constexpr int kN = decltype(outs_tag)::value;
+    for (; o + kN <= o1; o += kN) {
+      const uint8_t* w_rows[kN];
+      for (int g = 0; g < kN; ++g) w_rows[g] = w + (o + g) * k;
+      for (int64_t m0 = 0; m0 < rows; m0 += kMaxRows) {
+        const int mb = static_cast<int>(std::min<int64_t>(kMaxRows, rows - m0));
+        with_rows<kMaxRows>(mb, [&](auto rows_tag) {
+          block_bf16<kE5m2, decltype(rows_tag)::value, kN>(x + m0 * k, k, w_rows, t + m0 * ldt + o, ldt);
+        });
+      }
+    }
+  };
+  blocks(std::integral_constant<int, kOuts>{});
+  blocks(std::integral_constant<int, 1>{});
+}
+
+// AVX-512's shapes (dot_rows_shaped), two more registers for the halves being packed.
+template <bool kE5m2>
+void dot_rows_bf16_shaped(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1,
+                          float* t, int64_t ldt) {
+  if (rows <= 2) return dot_rows_bf16_on<kE5m2, 2, 8>(x, rows, w, k, o0, o1, t, ldt);
+  if (rows <= 4) return dot_rows_bf16_on<kE5m2, 4, 4>(x, rows, w, k, o0, o1, t, ldt);
+  dot_rows_bf16_on<kE5m2, 8, 2>(x, rows, w, k, o0, o1, t, ldt);
+}
+#endif
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -254,6 +322,30 @@ const std::vector<Isa>& isas_on_this_cpu() {
     return found;
   }();
   return isas;
+}
+
+bool bf16_dot_on_this_cpu() {
+#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
+  static const bool available = [] {
+    const std::vector<Isa>& isas = isas_on_this_cpu();
+    return isas.front() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
+void dot_rows_bf16(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,
+                   float* t, int64_t ldt) {
+  BS_CHECK(bf16_dot_on_this_cpu(), "fp8_weight::dot_rows_bf16: this CPU has no AVX512_BF16");
+#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
+  if (e5m2) {
+    dot_rows_bf16_shaped<true>(x, rows, w, k, o0, o1, t, ldt);
+  } else {
+    dot_rows_bf16_shaped<false>(x, rows, w, k, o0, o1, t, ldt);
+  }
+#endif
 }
 
 void dot_rows(Isa isa, const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,

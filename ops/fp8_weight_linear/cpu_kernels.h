@@ -28,4 +28,12 @@ const std::vector<Isa>& isas_on_this_cpu();
 void dot_rows(Isa isa, const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,
               float* t, int64_t ldt);
 
+// The same with x in bf16 (its bits, [rows, k] contiguous), by AVX512_BF16's VDPBF16PS: 32 codes
+// per step widened as above, then packed into bf16 pairs (exact: every FP8 value is a bf16), each
+// instruction two products per lane into the f32 sums -- twice the multiply-adds of an FMA, which
+// is what a batch's rows need. Where the CPU has it (bf16_dot_on_this_cpu(); InternalError else).
+bool bf16_dot_on_this_cpu();
+void dot_rows_bf16(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,
+                   float* t, int64_t ldt);
+
 }  // namespace blockscope::ops::cpu::fp8_weight
