@@ -1,8 +1,8 @@
 // CPU fp8_weight_linear:
 //   M ≤ kFp8WeightSkinnyRows  the skinny kernel: the codes streamed once through cpu_kernels.h's
-//                             dot products, output rows split over the threads -- on bf16 x as it
-//                             is where the CPU has AVX512_BF16 (VDPBF16PS), else on x widened to
-//                             f32 once by the CPU's best version;
+//                             dot products, output rows split over the threads -- for 2 rows or
+//                             more of bf16 x, on x as it is where the CPU has AVX512_BF16
+//                             (VDPBF16PS), else on x widened to f32 once by the CPU's best version;
 //   larger M                  x widened to f32, the weight dequantized (code value · w_scale,
 //                             rounded to f32) in panels of kPanelRows rows, each panel one sgemm
 //                             into its columns;
@@ -80,8 +80,10 @@ void fp8_weight_linear(Context& ctx, const Tensor& x, const Tensor& w, const Ten
   const auto* codes = static_cast<const uint8_t*>(w.data());
   const float* scale = w_scale.data_as<const float>();
   std::vector<float> t(static_cast<size_t>(m * n));
-  if (m <= kFp8WeightSkinnyRows && x.dtype() == DType::bf16 && fp8_weight::bf16_dot_on_this_cpu()) {
-    // bf16 x as it is: two products per lane per instruction (VDPBF16PS).
+  if (m >= 2 && m <= kFp8WeightSkinnyRows && x.dtype() == DType::bf16 && fp8_weight::bf16_dot_on_this_cpu()) {
+    // bf16 x as it is: two products per lane per instruction (VDPBF16PS) -- for a batch; one row
+    // has a product per code, and packing the codes into bf16 costs what it would save (measured:
+    // bench/NOTES.md).
     const auto* xb = static_cast<const uint16_t*>(x.data());
     skinny(m, scale, k, n, t, [&](int64_t o0, int64_t o1) {
       fp8_weight::dot_rows_bf16(xb, m, codes, k, o0, o1, e5m2, t.data(), n);
