@@ -977,6 +977,42 @@ TEST(Cli, WeightOnlyFp8ProfilesShowTheKernelsAndCheckOnEveryDevice) {
   }
 }
 
+// profile --predict prices the FP8 GEMMs of a measured step by shape, as info --predict does: an
+// FP8 linear on the FP8 tensor cores (the series' 8192 x 768 -> 3072: 35.0 us on an H100,
+// bench/NOTES.md's table -- not the CUDA cores' 800 us its recorded FLOPs alone would give), a
+// weight-only FP8 linear on the weight-streaming kernel.
+TEST(Cli, ProfilePredictPricesFp8GemmsByShape) {
+  Result r = run_cli(with({"profile", source("configs/fp8/linear-current.yaml"), "--device", "cpu", "--predict", "h100",
+                           "--format", "json"},
+                          kOneStep));
+  ASSERT_EQ(r.code, 0) << r.err;
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const nlohmann::json& op : out["variants"][0]["prediction"]["ops"]) {
+    if (op["name"] != "fp8_linear") continue;
+    found = true;
+    EXPECT_NEAR(op["predicted_us"].get<double>(), 35.0, 1.0) << op.dump();
+    EXPECT_EQ(op["bound"], "compute") << op.dump();
+  }
+  EXPECT_TRUE(found) << r.out.substr(0, 2000);
+}
+
+// The weight-only FP8 kernel streams the codes once per pass of 16 rows of x: at K = N = 8192
+// (64 MiB of codes, past the H100's 50 MB L2, so every pass comes from HBM) 64 rows take 4
+// passes: bytes (4 · 64 + 1 + 1 + 0.03125) / (64 + 0.25 + 0.25 + 0.03125) MiB (codes, x, y,
+// scales) = 3.998 times 16 rows', and so the memory time.
+TEST(Cli, InfoPredictStreamsFp8WeightsOncePerPass) {
+  const auto memory_us = [](int64_t m) {
+    const Result r = run_cli({"info", "--predict", "h100", "--cost",
+                              "fp8_weight_linear:M=" + std::to_string(m) + ",K=8192,N=8192,dtype=bf16"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["costs"][0]["predicted_kernels"][0]["memory_us"].get<double>();
+  };
+  const double one = memory_us(16), four = memory_us(64);
+  EXPECT_NEAR(four / one, 3.998, 0.01);
+  EXPECT_NEAR(memory_us(1), one, 0.02 * one) << "one pass either way";
+}
+
 TEST(Cli, ProfilePredictShowsTheSeriesLessonsLabelledAsPredictions) {
   // The series' attention on the CPU, its step predicted on an H100: flash < fused_softmax <
   // inplace < naive, as on a GPU; each variant labelled predicted, with target and model.

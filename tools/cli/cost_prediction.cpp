@@ -2,6 +2,7 @@
 #include "tools/cli/cost_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -182,6 +183,12 @@ std::vector<PredictedKernel> op_kernels(const profiler::GpuSpec& gpu, const ops:
   if (name == "masked_fill") {  // out of place: the copy, then the fill of the masked elements
     const double all = d(c.size("B")) * d(c.size("Sq")) * d(c.size("Sk"));
     return {{kernels[0], stream(gpu, 0, 2 * all * elem)}, {kernels[1], stream(gpu, 0, cost.bytes - 2 * all * elem)}};
+  }
+  if (name == "fp8_weight_linear") {
+    // The weight-streaming kernel on FP8 codes (ops/fp8_weight_linear): FMAs on the CUDA cores,
+    // the codes streamed once per pass of 16 rows of x.
+    const double passes = std::ceil(d(c.size("M")) / 16.0), weight = d(c.size("N")) * d(c.size("K"));
+    return {{kernels.front(), stream(gpu, cost.flops, cost.bytes + (passes - 1) * weight)}};
   }
   // One kernel: the catalogue's cost; several (decode attention): the cost shared evenly.
   std::vector<PredictedKernel> out;

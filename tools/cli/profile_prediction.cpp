@@ -36,12 +36,17 @@ std::optional<ops::OpCall> call_of(const OpEvent& e, int ranks) {
   c.path = e.path;
   c.dtype = e.dtype;
   const std::vector<Shape>& in = e.input_shapes;
-  if (e.name == "linear" && in.size() >= 2 && !in[0].empty()) {
-    // x [..., K], w [N, K] or [K, N], bias [N]: M rows of x; N from the FLOPs (2·M·N·K).
+  // The linears: x [..., K] first, M rows of it; N from the FLOPs (2·M·N·K); the bias [N] at its
+  // place in the inputs -- linear (x, w, bias), fp8_linear (x, scale_x_inv, w, scale_w_inv, bias,
+  // out_scale), fp8_weight_linear (x, w, w_scale, bias).
+  const std::map<std::string, size_t> bias_at = {{"linear", 2}, {"fp8_linear", 4}, {"fp8_weight_linear", 3}};
+  if (bias_at.count(e.name) && in.size() >= 2 && !in[0].empty()) {
     const int64_t k = in[0].back(), m = round_size(numel(in[0]) / std::max<int64_t>(k, 1));
     if (m <= 0 || k <= 0) return std::nullopt;
-    c.sizes = {{"M", m}, {"K", k}, {"N", round_size(e.flops / (2.0 * static_cast<double>(m) * static_cast<double>(k)))}};
-    c.flags["bias"] = in.size() >= 3;
+    const int64_t n = round_size(e.flops / (2.0 * static_cast<double>(m) * static_cast<double>(k)));
+    c.sizes = {{"M", m}, {"K", k}, {"N", n}};
+    const size_t b = bias_at.at(e.name);
+    c.flags["bias"] = in.size() > b && in[b] == Shape{n};
     return c;
   }
   if (e.name == "batched_matmul" && in.size() >= 2 && in[0].size() >= 2) {
