@@ -64,45 +64,58 @@ TEST(Fp8WeightDot, EveryCodeWidensExactlyInTheVectorStepsAndTheTail) {
   }
 }
 
+// One call's shape: x [rows, k], w [n, k], sums wanted for weight rows [o0, o1).
+struct DotShape {
+  int64_t rows, k, n, o0, o1;
+};
+
+// t [rows, n] (poisoned with NaN before the call) against float64 sums of x's values times the
+// codes' values: rows [o0, o1) within f32's accumulation bound -- (k + 1) · 2^-24 · Σ|products|,
+// the products exact -- the others untouched.
+void expect_sums(const DotShape& s, const std::vector<float>& x, const std::vector<uint8_t>& w, Fp8Format format,
+                 const std::vector<float>& t) {
+  for (int64_t m = 0; m < s.rows; ++m) {
+    for (int64_t o = 0; o < s.n; ++o) {
+      const float got = t[static_cast<size_t>(m * s.n + o)];
+      if (o < s.o0 || o >= s.o1) {
+        EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside [o0, o1) was written";
+        continue;
+      }
+      double want = 0.0, magnitude = 0.0;
+      for (int64_t j = 0; j < s.k; ++j) {
+        const double p = double(x[static_cast<size_t>(m * s.k + j)]) *
+                         double(fp8_to_float(w[static_cast<size_t>(o * s.k + j)], format));
+        want += p;
+        magnitude += std::fabs(p);
+      }
+      EXPECT_LE(std::fabs(got - want), double(s.k + 1) * std::ldexp(1.0, -24) * magnitude) << "m " << m << " o " << o;
+    }
+  }
+}
+
+// Random codes (no NaN or infinity) of values up to ±300.
+std::vector<uint8_t> random_codes(size_t n, uint64_t seed, Fp8Format format) {
+  const std::vector<float> values = random_floats(n, seed, -300.0f, 300.0f);
+  std::vector<uint8_t> w(n);
+  for (size_t i = 0; i < n; ++i) w[i] = float_to_fp8(values[i], format);
+  return w;
+}
+
 // Random codes (no NaN or infinity) and x on shapes across the vector widths and row blocks:
 // each sum within f32's accumulation bound of a float64 one, on rows o0..o1 only.
 TEST(Fp8WeightDot, SumsMatchFloat64OnOddShapes) {
-  struct Shape3 {
-    int64_t rows, k, n, o0, o1;
-  };
   for (const fw::Isa isa : fw::isas_on_this_cpu()) {
-    for (const Shape3& s : std::vector<Shape3>{{1, 1, 3, 0, 3}, {3, 7, 9, 2, 9}, {4, 16, 8, 0, 8}, {5, 17, 6, 1, 5},
-                                               {9, 100, 13, 0, 13}, {16, 301, 21, 4, 21}}) {
+    for (const DotShape& s : std::vector<DotShape>{{1, 1, 3, 0, 3}, {3, 7, 9, 2, 9}, {4, 16, 8, 0, 8}, {5, 17, 6, 1, 5},
+                                                   {9, 100, 13, 0, 13}, {16, 301, 21, 4, 21}}) {
       for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
         const uint64_t seed = fresh_seed();
         SCOPED_TRACE(std::string(fw::isa_name(isa)) + " rows " + std::to_string(s.rows) + " k " + std::to_string(s.k) +
                      " seed " + std::to_string(seed));
         const std::vector<float> x = random_floats(static_cast<size_t>(s.rows * s.k), seed, -2.0f, 2.0f);
-        const std::vector<float> values = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -300.0f, 300.0f);
-        std::vector<uint8_t> w(values.size());
-        for (size_t i = 0; i < w.size(); ++i) w[i] = float_to_fp8(values[i], format);
-        const float poison = std::nanf("");
-        std::vector<float> t(static_cast<size_t>(s.rows * s.n), poison);
+        const std::vector<uint8_t> w = random_codes(static_cast<size_t>(s.n * s.k), seed + 1, format);
+        std::vector<float> t(static_cast<size_t>(s.rows * s.n), std::nanf(""));
         fw::dot_rows(isa, x.data(), s.rows, w.data(), s.k, s.o0, s.o1, format == Fp8Format::e5m2, t.data(), s.n);
-        for (int64_t m = 0; m < s.rows; ++m) {
-          for (int64_t o = 0; o < s.n; ++o) {
-            const float got = t[static_cast<size_t>(m * s.n + o)];
-            if (o < s.o0 || o >= s.o1) {
-              EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside [o0, o1) was written";
-              continue;
-            }
-            double want = 0.0, magnitude = 0.0;
-            for (int64_t j = 0; j < s.k; ++j) {
-              const double p = double(x[static_cast<size_t>(m * s.k + j)]) *
-                               double(fp8_to_float(w[static_cast<size_t>(o * s.k + j)], format));
-              want += p;
-              magnitude += std::fabs(p);
-            }
-            // f32 sums of k products: |error| ≤ (k + 1) · 2^-24 · Σ|products| (the products exact).
-            const double bound = double(s.k + 1) * std::ldexp(1.0, -24) * magnitude;
-            EXPECT_LE(std::fabs(got - want), bound) << "m " << m << " o " << o;
-          }
-        }
+        expect_sums(s, x, w, format, t);
       }
     }
   }
@@ -136,41 +149,23 @@ TEST(Fp8WeightDot, Bf16VersionWidensEveryCodeAndSumsLikeFloat64) {
       }
     }
   }
-  struct Shape3 {
-    int64_t rows, k, n, o0, o1;
-  };
-  for (const Shape3& s : std::vector<Shape3>{{1, 1, 3, 0, 3}, {2, 31, 17, 0, 17}, {3, 64, 9, 2, 9}, {5, 100, 6, 1, 5},
-                                             {8, 301, 13, 0, 13}, {16, 96, 21, 4, 21}}) {
+  for (const DotShape& s : std::vector<DotShape>{{1, 1, 3, 0, 3}, {2, 31, 17, 0, 17}, {3, 64, 9, 2, 9},
+                                                 {5, 100, 6, 1, 5}, {8, 301, 13, 0, 13}, {16, 96, 21, 4, 21}}) {
     for (const Fp8Format format : {Fp8Format::e4m3, Fp8Format::e5m2}) {
       const uint64_t seed = fresh_seed();
       SCOPED_TRACE("rows " + std::to_string(s.rows) + " k " + std::to_string(s.k) + " seed " + std::to_string(seed));
-      const std::vector<float> raw = random_floats(static_cast<size_t>(s.rows * s.k), seed, -2.0f, 2.0f);
-      std::vector<uint16_t> x(raw.size());
-      for (size_t i = 0; i < raw.size(); ++i) x[i] = bf16_bits(raw[i]);  // truncated: some bf16 value
-      const std::vector<float> values = random_floats(static_cast<size_t>(s.n * s.k), seed + 1, -300.0f, 300.0f);
-      std::vector<uint8_t> w(values.size());
-      for (size_t i = 0; i < w.size(); ++i) w[i] = float_to_fp8(values[i], format);
-      std::vector<float> t(static_cast<size_t>(s.rows * s.n), std::nanf(""));
-      fw::dot_rows_bf16(x.data(), s.rows, w.data(), s.k, s.o0, s.o1, format == Fp8Format::e5m2, t.data(), s.n);
-      for (int64_t m = 0; m < s.rows; ++m) {
-        for (int64_t o = 0; o < s.n; ++o) {
-          const float got = t[static_cast<size_t>(m * s.n + o)];
-          if (o < s.o0 || o >= s.o1) {
-            EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside [o0, o1) was written";
-            continue;
-          }
-          double want = 0.0, magnitude = 0.0;
-          for (int64_t j = 0; j < s.k; ++j) {
-            const uint32_t wide = static_cast<uint32_t>(x[static_cast<size_t>(m * s.k + j)]) << 16;
-            float xv;
-            std::memcpy(&xv, &wide, sizeof(xv));
-            const double p = double(xv) * double(fp8_to_float(w[static_cast<size_t>(o * s.k + j)], format));
-            want += p;
-            magnitude += std::fabs(p);
-          }
-          EXPECT_LE(std::fabs(got - want), double(s.k + 1) * std::ldexp(1.0, -24) * magnitude) << "m " << m << " o " << o;
-        }
+      // x's bf16 bits (random f32 values cut to bf16) and the values they stand for.
+      std::vector<float> x = random_floats(static_cast<size_t>(s.rows * s.k), seed, -2.0f, 2.0f);
+      std::vector<uint16_t> x_bits(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x_bits[i] = bf16_bits(x[i]);
+        const uint32_t wide = static_cast<uint32_t>(x_bits[i]) << 16;
+        std::memcpy(&x[i], &wide, sizeof(float));
       }
+      const std::vector<uint8_t> w = random_codes(static_cast<size_t>(s.n * s.k), seed + 1, format);
+      std::vector<float> t(static_cast<size_t>(s.rows * s.n), std::nanf(""));
+      fw::dot_rows_bf16(x_bits.data(), s.rows, w.data(), s.k, s.o0, s.o1, format == Fp8Format::e5m2, t.data(), s.n);
+      expect_sums(s, x, w, format, t);
     }
   }
 }

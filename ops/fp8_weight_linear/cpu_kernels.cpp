@@ -198,29 +198,13 @@ void with_rows(int mb, F&& f) {
   f(std::integral_constant<int, kRows>{});
 }
 
-// One block: kOuts weight rows against mb x rows, by the ISA's version.
-template <Isa kIsa, bool kE5m2, int kMaxRows, int kOuts>
-void run_block(const float* x, int mb, int64_t k, const uint8_t* const* w_rows, float* out, int64_t ldt) {
-#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
-  if constexpr (kIsa == Isa::avx512) {
-    return with_rows<kMaxRows>(mb, [&](auto rows) {
-      block_avx512<kE5m2, decltype(rows)::value, kOuts>(x, k, w_rows, out, ldt);
-    });
-  } else if constexpr (kIsa == Isa::avx2) {
-    return with_rows<kMaxRows>(mb, [&](auto rows) {
-      block_avx2<kE5m2, decltype(rows)::value, kOuts>(x, k, w_rows, out, ldt);
-    });
-  }
-#endif
-  block_scalar<kOuts>(x, mb, k, w_rows, kE5m2, out, ldt);
-}
-
 // Rows o0..o1 of w in blocks of kOuts (then one at a time), each block against x's rows in
-// chunks of up to kMaxRows: the block's weight rows are read from memory once, the later
-// chunks finding them in the cache.
-template <Isa kIsa, bool kE5m2, int kMaxRows, int kOuts>
-void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
-                 int64_t ldt) {
+// chunks of up to kMaxRows: the block's weight rows are read from memory once, the later chunks
+// finding them in the cache. block(rows_tag, outs_tag, x_chunk, w_rows, out) computes one block
+// of decltype(rows_tag)::value x rows × decltype(outs_tag)::value weight rows into out.
+template <int kMaxRows, int kOuts, typename X, typename Block>
+void blocked_dots(const X* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
+                  int64_t ldt, Block block) {
   int64_t o = o0;
   const auto blocks = [&](auto outs_tag) {
     constexpr int kN = decltype(outs_tag)::value;
@@ -229,7 +213,7 @@ void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int6
       for (int g = 0; g < kN; ++g) w_rows[g] = w + (o + g) * k;
       for (int64_t m0 = 0; m0 < rows; m0 += kMaxRows) {
         const int mb = static_cast<int>(std::min<int64_t>(kMaxRows, rows - m0));
-        run_block<kIsa, kE5m2, kMaxRows, kN>(x + m0 * k, mb, k, w_rows, t + m0 * ldt + o, ldt);
+        with_rows<kMaxRows>(mb, [&](auto rows_tag) { block(rows_tag, outs_tag, x + m0 * k, w_rows, t + m0 * ldt + o); });
       }
     }
   };
@@ -240,18 +224,33 @@ void dot_rows_on(const float* x, int64_t rows, const uint8_t* w, int64_t k, int6
 // The block shapes: as many f32 sums as the registers hold beside the widened weight rows and
 // one x vector. AVX-512's 32 zmm: up to 2 x rows × 8 weight rows (16 + 8 + 1: more loads in
 // flight for decode's batch 1), up to 4 × 4 (16 + 4 + 1), or up to 8 × 2 (16 + 2 + 1: a batch of
-// 8 widens each code once, not twice). AVX2's 16 ymm: 4 × 2 (8 + 2 + 1).
+// 8 widens each code once, not twice); the bf16 version the same, with two more registers for
+// the halves being packed. AVX2's 16 ymm: 4 × 2 (8 + 2 + 1).
+template <typename X, typename Block>
+void avx512_shaped_dots(const X* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
+                        int64_t ldt, Block block) {
+  if (rows <= 2) return blocked_dots<2, 8>(x, rows, w, k, o0, o1, t, ldt, block);
+  if (rows <= 4) return blocked_dots<4, 4>(x, rows, w, k, o0, o1, t, ldt, block);
+  blocked_dots<8, 2>(x, rows, w, k, o0, o1, t, ldt, block);
+}
+
 template <Isa kIsa, bool kE5m2>
 void dot_rows_shaped(const float* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
                      int64_t ldt) {
+  const auto block = [k, ldt](auto rows_tag, auto outs_tag, const float* xc, const uint8_t* const* w_rows, float* out) {
+    constexpr int kRows = decltype(rows_tag)::value, kOuts = decltype(outs_tag)::value;
+#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
+    if constexpr (kIsa == Isa::avx512) return block_avx512<kE5m2, kRows, kOuts>(xc, k, w_rows, out, ldt);
+    if constexpr (kIsa == Isa::avx2) return block_avx2<kE5m2, kRows, kOuts>(xc, k, w_rows, out, ldt);
+#endif
+    block_scalar<kOuts>(xc, kRows, k, w_rows, kE5m2, out, ldt);
+  };
   if constexpr (kIsa == Isa::avx512) {
-    if (rows <= 2) return dot_rows_on<kIsa, kE5m2, 2, 8>(x, rows, w, k, o0, o1, t, ldt);
-    if (rows <= 4) return dot_rows_on<kIsa, kE5m2, 4, 4>(x, rows, w, k, o0, o1, t, ldt);
-    return dot_rows_on<kIsa, kE5m2, 8, 2>(x, rows, w, k, o0, o1, t, ldt);
+    avx512_shaped_dots(x, rows, w, k, o0, o1, t, ldt, block);
   } else if constexpr (kIsa == Isa::avx2) {
-    return dot_rows_on<kIsa, kE5m2, 4, 2>(x, rows, w, k, o0, o1, t, ldt);
+    blocked_dots<4, 2>(x, rows, w, k, o0, o1, t, ldt, block);
   } else {
-    return dot_rows_on<kIsa, kE5m2, 4, 1>(x, rows, w, k, o0, o1, t, ldt);
+    blocked_dots<4, 1>(x, rows, w, k, o0, o1, t, ldt, block);
   }
 }
 
@@ -266,35 +265,13 @@ void dot_rows_isa(const float* x, int64_t rows, const uint8_t* w, int64_t k, int
 }
 
 #ifdef BLOCKSCOPE_FP8_WEIGHT_X86
-// dot_rows_on's order for the bf16 kernel: blocks of kOuts weight rows, x in chunks of kMaxRows.
-template <bool kE5m2, int kMaxRows, int kOuts>
-void dot_rows_bf16_on(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, float* t,
-                      int64_t ldt) {
-  int64_t o = o0;
-  const auto blocks = [&](auto outs_tag) {
-    constexpr int kN = decltype(outs_tag)::value;
-    for (; o + kN <= o1; o += kN) {
-      const uint8_t* w_rows[kN];
-      for (int g = 0; g < kN; ++g) w_rows[g] = w + (o + g) * k;
-      for (int64_t m0 = 0; m0 < rows; m0 += kMaxRows) {
-        const int mb = static_cast<int>(std::min<int64_t>(kMaxRows, rows - m0));
-        with_rows<kMaxRows>(mb, [&](auto rows_tag) {
-          block_bf16<kE5m2, decltype(rows_tag)::value, kN>(x + m0 * k, k, w_rows, t + m0 * ldt + o, ldt);
-        });
-      }
-    }
-  };
-  blocks(std::integral_constant<int, kOuts>{});
-  blocks(std::integral_constant<int, 1>{});
-}
-
-// AVX-512's shapes (dot_rows_shaped), two more registers for the halves being packed.
 template <bool kE5m2>
 void dot_rows_bf16_shaped(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1,
                           float* t, int64_t ldt) {
-  if (rows <= 2) return dot_rows_bf16_on<kE5m2, 2, 8>(x, rows, w, k, o0, o1, t, ldt);
-  if (rows <= 4) return dot_rows_bf16_on<kE5m2, 4, 4>(x, rows, w, k, o0, o1, t, ldt);
-  dot_rows_bf16_on<kE5m2, 8, 2>(x, rows, w, k, o0, o1, t, ldt);
+  avx512_shaped_dots(x, rows, w, k, o0, o1, t, ldt,
+                     [k, ldt](auto rows_tag, auto outs_tag, const uint16_t* xc, const uint8_t* const* w_rows, float* out) {
+                       block_bf16<kE5m2, decltype(rows_tag)::value, decltype(outs_tag)::value>(xc, k, w_rows, out, ldt);
+                     });
 }
 #endif
 
