@@ -12,8 +12,10 @@
 #include "profiler/recorder.h"
 #include "model/config.h"
 #include "runtime/error.h"
+#include "model/block.h"
 #include "model/init.h"
 #include "model/safetensors.h"
+#include "model/weights.h"
 #include "model/workload.h"
 #include "reference/block_reference.h"
 #include "reference/error_model.h"
@@ -390,6 +392,34 @@ TEST(Workload, MemoryEstimateCoversThePeakOfEveryPath) {
       }
     }
   }
+}
+
+// The FP8 copies a block makes, by hand, for one Llama layer of d 64, 4 heads of 16 on 2 kv heads,
+// d_ff 96: weights q [64, 64], k and v [32, 64], o [64, 64], gate and up [96, 64], down [64, 96]
+// -- 30720 codes of one byte; weight-only FP8 adds one f32 scale per output row (64 + 32 + 32 +
+// 64 + 96 + 96 + 64 = 448 rows: 1792 bytes), FP8 GEMMs one per tensor (7: 28 bytes) and the
+// inputs' codes for T = 2 · 13 tokens (2 · 64 + 64 + 96 = 288 each: 7488 bytes). The workload's
+// memory estimate grows by exactly that, and the blocks hold what it says.
+TEST(Workload, MemoryEstimateCountsTheFp8Copies) {
+  const std::string model = "  d_model: 64\n  n_heads: 4\n  n_kv_heads: 2\n  d_ff: 96\n";
+  const bs::WorkloadConfig plain = bs::load_config_text(block_yaml("llama", 1, model, "block", "bf16"), "t");
+  const auto weights = [&](const std::string& precision) {
+    const bs::WorkloadConfig config =
+        bs::load_config_text(block_yaml("llama", 1, model, "block", "bf16") + "precision: " + precision + "\n", "t");
+    return static_cast<double>(bs::estimate_memory(config, {config.paths}).weights);
+  };
+  const double base = static_cast<double>(bs::estimate_memory(plain, {plain.paths}).weights);
+  EXPECT_EQ(weights("{weights: fp8_e4m3}") - base, 30720.0 + 1792.0);
+  EXPECT_EQ(weights("{gemm: fp8_e4m3}") - base, 30720.0 + 28.0 + 7488.0);
+
+  bs::Context ctx(bs::Device::cpu());
+  bs::WeightSet set;
+  bs::init_weights(ctx, bs::block_weight_specs(plain.model, 0), bs::DType::bf16, 1, bs::WeightInit::scaled, set);
+  bs::BlockStack prefill(ctx, plain.model, bs::DType::bf16, set, 1, 2, 13), step(ctx, plain.model, bs::DType::bf16, set, 1, 2, 1);
+  prefill.use_fp8_weights(ctx, bs::DType::fp8_e4m3);
+  step.use_fp8_weights(ctx, bs::DType::fp8_e4m3, &prefill);
+  EXPECT_EQ(prefill.fp8_weight_bytes(), 30720u + 1792u);
+  EXPECT_EQ(step.fp8_weight_bytes(), 30720u + 1792u) << "the step stack reads the prefill's codes";
 }
 
 TEST(Workload, ProfilerRegionsNameBlockAttnMlp) {
