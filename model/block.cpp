@@ -258,6 +258,14 @@ void Block::use_fp8(Context& ctx, const PrecisionConfig& precision) {
   fp8_ = std::move(f);
 }
 
+void Block::add_fp8_saturation(Fp8SaturationCounts& out) const {
+  if (fp8_ == nullptr) return;
+  const std::string prefix = "block." + std::to_string(layer_) + ".";
+  add_saturation(out, prefix + "attention.input", fp8_->attention_input);
+  add_saturation(out, prefix + "out_proj.input", fp8_->heads);
+  fp8_->mlp.add_saturation_counts(out, prefix + "mlp.");
+}
+
 // The weight-only FP8 form of the block's weights (gpt2's fused qkv or q, k, v; o; the MLP's).
 struct Block::Fp8WeightGemms {
   Fp8RowWeight qkv, q, k, v, o;

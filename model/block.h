@@ -117,6 +117,9 @@ class Block {
   void use_fp8_weights(Context& ctx, DType format, const Block* codes_of = nullptr);
   // Bytes of the FP8 weight copies use_fp8_weights made or shares (0 without).
   size_t fp8_weight_bytes() const;
+  // use_fp8 with delayed scaling: its cast inputs' saturation counts, "block.N." + "attention.input",
+  // "out_proj.input", "mlp.input", "mlp.hidden" (Fp8Input::saturation); none otherwise.
+  void add_fp8_saturation(Fp8SaturationCounts& out) const;
 
  private:
   void attention_part(Context& ctx, const Tensor& x2d, const PathConfig& paths, const CacheWrite* write);
@@ -199,6 +202,11 @@ class BlockStack {
   void use_fp8_weights(Context& ctx, DType format, const BlockStack* codes_of = nullptr) {
     for (size_t i = 0; i < blocks_.size(); ++i)
       blocks_[i].use_fp8_weights(ctx, format, codes_of != nullptr ? &codes_of->blocks_.at(i) : nullptr);
+  }
+  Fp8SaturationCounts fp8_saturation() const {
+    Fp8SaturationCounts out;
+    for (const Block& block : blocks_) block.add_fp8_saturation(out);
+    return out;
   }
   // Bytes of the FP8 weight copies, every layer's.
   size_t fp8_weight_bytes() const {

@@ -55,6 +55,11 @@ Fp8Input::Fp8Input(Context& ctx, const Shape& shape, const PrecisionConfig& prec
   scale_ = f32_filled(ctx, 1, 1.0f);  // delayed scaling's first step: scale 1, a zero history
   scale_inv_ = f32_filled(ctx, 1, 1.0f);
   history_ = f32_filled(ctx, precision.recipe == Fp8Recipe::delayed ? precision.amax_history : 1, 0.0f);
+  if (precision.recipe == Fp8Recipe::delayed) saturation_ = f32_filled(ctx, 3, 0.0f);
+}
+
+void add_saturation(Fp8SaturationCounts& out, const std::string& name, const Fp8Input& input) {
+  if (input.saturation().defined()) out.emplace_back(name, input.saturation());
 }
 
 void Fp8Input::quantize(Context& ctx, const Tensor& x) {
@@ -69,7 +74,7 @@ void Fp8Input::quantize(Context& ctx, const Tensor& x) {
 
 void Fp8Input::finish_step(Context& ctx) {
   if (precision_.recipe == Fp8Recipe::delayed)
-    ops::fp8_scale_update(ctx, history_, scale_, scale_inv_, scale_update(precision_, true));
+    ops::fp8_scale_update(ctx, history_, scale_, scale_inv_, scale_update(precision_, true), saturation_);
 }
 
 void fp8_gemm(Context& ctx, const Fp8Input& x, const Fp8Weight& w, const Tensor& bias, Tensor& y, bool gelu,
@@ -113,6 +118,11 @@ void Fp8Mlp::forward(Context& ctx, const Tensor& x, Tensor& y) {
   hidden_codes_.quantize(ctx, hidden_);
   fp8_gemm(ctx, hidden_codes_, weights_.back(), gated_ ? Tensor() : proj_bias_, y, false, precision_);
   hidden_codes_.finish_step(ctx);
+}
+
+void Fp8Mlp::add_saturation_counts(Fp8SaturationCounts& out, const std::string& prefix) const {
+  add_saturation(out, prefix + "input", x_);
+  add_saturation(out, prefix + "hidden", hidden_codes_);
 }
 
 Fp8Layer::Fp8Layer(Context& ctx, const Tensor& weight, int64_t rows, const PrecisionConfig& precision)

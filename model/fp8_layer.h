@@ -47,11 +47,21 @@ class Fp8Input {
   void finish_step(Context& ctx);
   const Tensor& codes() const { return codes_; }
   const Tensor& scale_inv() const { return scale_inv_; }
+  // Delayed scaling: f32 [3] {casts, casts that saturated, the largest ratio} counted by each
+  // step's scale update (ops::fp8_scale_update); undefined for current scaling, whose scale comes
+  // from the step's own amax and so never saturates.
+  const Tensor& saturation() const { return saturation_; }
 
  private:
   PrecisionConfig precision_;
-  Tensor codes_, scale_, scale_inv_, history_;
+  Tensor codes_, scale_, scale_inv_, history_, saturation_;
 };
+
+// The saturation counts of a module's FP8 inputs under their names (delayed scaling only): what
+// a profile reports (Workload::fp8_saturation).
+using Fp8SaturationCounts = std::vector<std::pair<std::string, Tensor>>;
+// Appends input's counts under `name` (nothing for current scaling).
+void add_saturation(Fp8SaturationCounts& out, const std::string& name, const Fp8Input& input);
 
 // y [rows, out] = x · Wᵀ (+ bias [out]) (then tanh-GELU) on x's codes: one ops::fp8_linear.
 void fp8_gemm(Context& ctx, const Fp8Input& x, const Fp8Weight& w, const Tensor& bias, Tensor& y, bool gelu,
@@ -67,6 +77,8 @@ class Fp8Mlp {
   // first GEMM's epilogue), the hidden activation cast for the last GEMM.
   void forward(Context& ctx, const Tensor& x, Tensor& y);
   bool defined() const { return !weights_.empty(); }
+  // Its two inputs' saturation counts: `prefix` + "input", + "hidden".
+  void add_saturation_counts(Fp8SaturationCounts& out, const std::string& prefix) const;
 
  private:
   PrecisionConfig precision_;
@@ -85,6 +97,8 @@ class Fp8Layer {
   // y [rows, out] = x [rows, in] · Wᵀ (+ bias) (then tanh-GELU): the input's step around one GEMM.
   void forward(Context& ctx, const Tensor& x, const Tensor& bias, Tensor& y, bool gelu = false);
   bool defined() const { return weight_.defined(); }
+  // Its input's saturation counts, under "input".
+  void add_saturation_counts(Fp8SaturationCounts& out) const { add_saturation(out, "input", input_); }
 
  private:
   PrecisionConfig precision_;

@@ -101,6 +101,10 @@ std::vector<std::pair<std::string, Tensor>> Workload::dump_tensors() const {
   return tensors;
 }
 
+void Workload::reset_fp8_saturation() {
+  for (auto& [name, counts] : runner_->fp8_saturation()) from_floats(counts, {0.0f, 0.0f, 0.0f});
+}
+
 std::map<std::string, std::string> Workload::dump_metadata() const {
   const ModelConfig& m = config_.model;
   nlohmann::json meta;

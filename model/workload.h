@@ -71,6 +71,9 @@ class WorkloadKindRunner {
   const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
   // Intermediate results after forward(), under their names (see Workload::intermediates).
   virtual std::vector<std::pair<std::string, Tensor>> intermediates() const { return {}; }
+  // precision.gemm FP8 with delayed scaling: each cast input's saturation counts (see
+  // Workload::fp8_saturation); none otherwise.
+  virtual Fp8SaturationCounts fp8_saturation() const { return {}; }
 
  protected:
   const WorkloadConfig config_;
@@ -110,6 +113,12 @@ class Workload {
   // give "layer_input" (the last layer's x, [B, S, d]), "residual" (its x + attention,
   // [B·S, d]) and its path ops' inputs and outputs (Block::op_tensors); the other kinds none.
   std::vector<std::pair<std::string, Tensor>> intermediates() const { return runner_->intermediates(); }
+  // precision.gemm FP8 with delayed scaling: every cast input's saturation counts (f32 [3]
+  // {casts, casts that saturated, the largest amax x scale / largest value}; model/fp8_layer.h),
+  // by name ("input"; "mlp.input", "mlp.hidden"; "block.N.attention.input", ...), counted over
+  // every forward since reset_fp8_saturation(); empty otherwise.
+  Fp8SaturationCounts fp8_saturation() const { return runner_->fp8_saturation(); }
+  void reset_fp8_saturation();
   // inputs_and_weights() plus "output": what --dump writes.
   std::vector<std::pair<std::string, Tensor>> dump_tensors() const;
   // safetensors __metadata__: {"blockscope": JSON of the workload's dims and knobs}.

@@ -171,6 +171,7 @@ class BlockRunner final : public WorkloadKindRunner {
 
   void prepare(Context& ctx, const PathConfig& paths) override { stack_->prepare(ctx, paths); }
   void forward(Context& ctx, const PathConfig& paths) override { stack_->forward(ctx, input_, output_, paths); }
+  Fp8SaturationCounts fp8_saturation() const override { return stack_->fp8_saturation(); }
   std::vector<std::pair<std::string, Tensor>> intermediates() const override {
     std::vector<std::pair<std::string, Tensor>> out = {{"layer_input", stack_->last_input(input_)},
                                                        {"residual", stack_->last_residual()}};
@@ -231,6 +232,13 @@ class GemmRunner final : public WorkloadKindRunner {
  private:
   Tensor a_, b_, c_;
   Fp8Layer fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
+
+ public:
+  Fp8SaturationCounts fp8_saturation() const override {
+    Fp8SaturationCounts out;
+    if (fp8_.defined()) fp8_.add_saturation_counts(out);
+    return out;
+  }
 };
 
 // mlp: one MLP on [T, d_model] tokens, Hugging Face Llama-style names.
@@ -305,6 +313,13 @@ class MlpRunner final : public WorkloadKindRunner {
  private:
   ops::MlpWeights mlp_;
   Fp8Mlp fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
+
+ public:
+  Fp8SaturationCounts fp8_saturation() const override {
+    Fp8SaturationCounts out;
+    if (fp8_.defined()) fp8_.add_saturation_counts(out, "mlp.");
+    return out;
+  }
 };
 
 // attention: q [B, H, S, D], k and v [B, Hkv, S, D] seeded N(0, 1).

@@ -944,6 +944,35 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
   return args;
 }
 
+// Delayed scaling's saturation, per variant: every cast input of a block by name, each counted
+// once per step (here 1 + 0 + 2 steps), said in a line under the tables; current scaling, whose
+// scale comes from the step's own amax, has nothing to count. (The counts' values: the
+// fp8_scale_update tests, test/precision_test.cpp.)
+TEST(Cli, DelayedFp8ProfilesCountSaturationPerInput) {
+  const std::vector<std::string> small = {"--device", "cpu", "--set", "input={batch: 1, seq_len: 9}", "--set",
+                                          "model.d_model=64", "--set", "model.n_heads=4", "--set", "model.d_ff=96",
+                                          "--set", "compare=[]", "--set", "profile.schedule={wait: 1, warmup: 0, active: 2}"};
+  Result r = run_cli(with({"profile", source("configs/fp8/block-gpt2-delayed.yaml"), "--format", "json"}, small));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json rows = nlohmann::json::parse(r.out)["variants"][0]["fp8_saturation"];
+  std::set<std::string> names;
+  for (const nlohmann::json& row : rows) {
+    names.insert(row["tensor"].get<std::string>());
+    EXPECT_EQ(row["casts"], 3.0) << row.dump();
+    EXPECT_LE(row["saturated"].get<double>(), 3.0) << row.dump();
+    if (row["saturated"].get<double>() > 0) EXPECT_GT(row["largest_ratio"].get<double>(), 464.0 / 448.0) << row.dump();
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"block.0.attention.input", "block.0.out_proj.input", "block.0.mlp.input",
+                                          "block.0.mlp.hidden"}));
+  r = run_cli(with({"profile", source("configs/fp8/block-gpt2-delayed.yaml")}, small));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("FP8 saturation"), std::string::npos) << r.out;
+  r = run_cli({"profile", source("configs/fp8/linear-current.yaml"), "--device", "cpu", "--set",
+               "shape={m: 40, n: 48, k: 64}", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["variants"][0].contains("fp8_saturation"));
+}
+
 // Weight-only FP8 (precision.weights): a decode's and a block's GEMMs are fp8_weight_gemm kernels
 // (no GEMM of the run's dtype), the profile's title names the precision, and `check` holds every
 // device to the bound of the run's own dtype -- its reference computes with the values of the codes.

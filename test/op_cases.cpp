@@ -782,16 +782,20 @@ OpCases fp8_scale_update_cases() {
     for (const DType format : kFp8Types) {
       for (const ops::AmaxAlgo algo : {ops::AmaxAlgo::max, ops::AmaxAlgo::most_recent}) {
         for (const int margin : {0, 3}) {
+          // The saturation count alongside (its values: precision_test.cpp), on one history length.
+          const bool saturation = h == 16;
           OpCase c;
           c.label = "H=" + std::to_string(h) + " " + dtype_name(format) + " " + ops::amax_algo_name(algo) +
-                    " margin " + std::to_string(margin);
-          c.call = sizes({{"H", h}});
+                    " margin " + std::to_string(margin) + (saturation ? " saturation" : "");
+          c.call = sizes({{"H", h}}, {{"saturation", saturation}});
           c.inputs = {fixed({1}, DType::f32, 0.5f, 2.0f), fixed({h}, DType::f32, 0.01f, 20.0f)};
           c.output = {1};
           c.in_place_only = true;
-          c.run = [format, algo, margin](Context& ctx, const Tensors& in, Tensor& out) {
+          c.run = [format, algo, margin, saturation](Context& ctx, const Tensors& in, Tensor& out) {
             Tensor history = in[1], inverse = ctx.empty({1}, DType::f32);
-            ops::fp8_scale_update(ctx, history, out, inverse, {format, algo, margin, false});
+            Tensor counts = saturation ? ctx.empty({3}, DType::f32) : Tensor();
+            if (saturation) from_floats(counts, {0, 0, 0});
+            ops::fp8_scale_update(ctx, history, out, inverse, {format, algo, margin, false}, counts);
           };
           c.reference = [format, algo, margin](const Refs& in) {
             double amax = in[1].data[0];
@@ -832,6 +836,12 @@ OpCases fp8_scale_update_cases() {
          Tensor h = ctx.empty({4}, DType::f32), s = ctx.empty({1}, DType::f32), i = ctx.empty({1}, DType::f32);
          *needles = {"fp8_scale_update", "margin -1"};
          ops::fp8_scale_update(ctx, h, s, i, {DType::fp8_e4m3, ops::AmaxAlgo::max, -1, false});
+       }},
+      {"saturation counts in the history",
+       [](Context& ctx, DType, Needles* needles) {
+         Tensor h = ctx.empty({4}, DType::f32), s = ctx.empty({1}, DType::f32), i = ctx.empty({1}, DType::f32);
+         *needles = {"fp8_scale_update", "overlap"};
+         ops::fp8_scale_update(ctx, h, s, i, {}, h.slice(0, 0, 3));
        }},
   };
   return entry;

@@ -290,14 +290,49 @@ TEST_P(PrecisionOps, DelayedScalingRollsItsHistory) {
   const std::vector<float> step_amax = {1.0f, 100.0f, 2.0f, 2.0f};
   const std::vector<float> want_scale = {448.0f, 4.48f, 4.48f, 224.0f};
   const std::vector<std::vector<float>> want_history = {{0, 1}, {0, 100}, {0, 2}, {0, 2}};
-  Tensor y = ctx.empty({2}, DType::fp8_e4m3);
+  // The spike met step 1's scale of 448: 100 · 448 = 100 times e4m3's largest value, clipped.
+  const std::vector<std::vector<float>> want_saturation = {{1, 0, 0}, {2, 1, 100}, {3, 1, 100}, {4, 1, 100}};
+  Tensor y = ctx.empty({2}, DType::fp8_e4m3), saturation = filled(ctx, {0, 0, 0}, DType::f32);
   for (size_t step = 0; step < step_amax.size(); ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     ops::quantize(ctx, filled(ctx, {-step_amax[step], 0.5f}, DType::bf16), scale, y, history.slice(0, 0, 1));
-    ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 0, true});
+    ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 0, true}, saturation);
     EXPECT_EQ(to_floats(scale)[0], want_scale[step]);
     EXPECT_EQ(to_floats(history), want_history[step]);
+    EXPECT_EQ(to_floats(saturation), want_saturation[step]);
   }
+}
+
+// The saturation count by hand (scale 1, e4m3's 448, clipping above 464): an amax of 448 reaches
+// the largest value; 460 rounds to it as its nearest value (not clipped); 896 passes 464, twice
+// the largest; a NaN is an update, not a saturation; 672 (1.5x) saturates again without raising
+// the largest ratio; e5m2 (57344, clipping above 61440): 60000 rounds, 114688 is 2x.
+TEST_P(PrecisionOps, ScaleUpdateCountsSaturationByHand) {
+  BS_SKIP_IF_UNAVAILABLE(GetParam());
+  Context ctx(GetParam());
+  Tensor saturation = filled(ctx, {0, 0, 0}, DType::f32);
+  const std::vector<std::pair<float, std::vector<float>>> steps = {
+      {448.0f, {1, 0, 0}}, {460.0f, {2, 0, 0}}, {896.0f, {3, 1, 2}}, {kNaN, {4, 1, 2}}, {672.0f, {5, 2, 2}}};
+  for (const auto& [amax, want] : steps) {
+    SCOPED_TRACE("amax " + std::to_string(amax));
+    Tensor history = filled(ctx, {amax, 1.0f}, DType::f32), scale = scalar(ctx, 1.0f), inverse = scalar(ctx, 0.0f);
+    ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e4m3, ops::AmaxAlgo::max, 0, true}, saturation);
+    EXPECT_EQ(to_floats(saturation), want);
+  }
+  Tensor e5m2 = filled(ctx, {0, 0, 0}, DType::f32), history = filled(ctx, {60000.0f}, DType::f32);
+  Tensor scale = scalar(ctx, 1.0f), inverse = scalar(ctx, 0.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e5m2, ops::AmaxAlgo::max, 0, false}, e5m2);
+  EXPECT_EQ(to_floats(e5m2), (std::vector<float>{1, 0, 0}));
+  history = filled(ctx, {114688.0f}, DType::f32);
+  scale = scalar(ctx, 1.0f);
+  ops::fp8_scale_update(ctx, history, scale, inverse, {DType::fp8_e5m2, ops::AmaxAlgo::max, 0, false}, e5m2);
+  EXPECT_EQ(to_floats(e5m2), (std::vector<float>{2, 1, 2}));
+  bt::expect_input_error(
+      [&] {
+        Tensor two = filled(ctx, {0, 0}, DType::f32);
+        ops::fp8_scale_update(ctx, history, scale, inverse, {}, two);
+      },
+      {"fp8_scale_update", "saturation", "f32 [3]"});
 }
 
 TEST_P(PrecisionOps, RecordedInThePrecisionFamily) {

@@ -134,10 +134,12 @@ OpCost dequantize_cost(const OpCall& c) {
   return {kDequantizeFlopsPerElement * n, n * kFp8Bytes + kScalarBytes + n * elem(c)};
 }
 // The history compared, a divide and a reciprocal; the history read (and written back when
-// rolled), the old scale read, the scale and its inverse written.
+// rolled), the old scale read, the scale and its inverse written; the saturation counts read and
+// written.
 OpCost fp8_scale_update_cost(const OpCall& c) {
   const double h = d(c.size("H"));
-  return {h + 2.0, h * kScalarBytes * (c.flag("roll") ? 2 : 1) + 3 * kScalarBytes};
+  const double saturation = c.flag("saturation") ? 2 * 3 * kScalarBytes : 0.0;  // f32 [3] read and written
+  return {h + 2.0, h * kScalarBytes * (c.flag("roll") ? 2 : 1) + 3 * kScalarBytes + saturation};
 }
 OpCost amax_cost(const OpCall& c) {
   const double n = d(c.size("R")) * d(c.size("N"));
@@ -456,9 +458,10 @@ std::vector<OpSpec> make_catalogue() {
        one_kernel<kernel_names::kDequantize>},
       {"amax", Family::precision, std::nullopt, rows, {{}, rows}, {}, false,
        "amax = max |x| (NaN if x holds one, 0 for no elements); x [R, N], amax f32 [1]", amax_cost, amax_kernels},
-      {"fp8_scale_update", Family::precision, std::nullopt, {"H"}, {{}, {"H"}}, {"roll"}, false,
+      {"fp8_scale_update", Family::precision, std::nullopt, {"H"}, {{}, {"H"}}, {"roll", "saturation"}, false,
        "scale = fp8 max / amax / 2^margin (kept when amax is 0 or not finite), scale_inv = 1 / scale; amax the "
-       "max (or the newest) of an f32 [H] history; roll: the history shifts by one",
+       "max (or the newest) of an f32 [H] history; roll: the history shifts by one; saturation: first counts "
+       "whether the newest amax times the old scale passed the format's clip threshold (f32 [3])",
        fp8_scale_update_cost, one_kernel<kernel_names::kScaleUpdate>},
       {"all_reduce", Family::collective, std::nullopt, {"N", "ranks"}, {{"N"}}, {}, false,
        "t = the sum of every rank's t, in place; t N elements, contiguous; bytes: the bus bytes, "

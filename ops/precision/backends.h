@@ -10,14 +10,16 @@ namespace blockscope::ops::cpu {
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax);
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y);
 void amax(Context& ctx, const Tensor& x, Tensor& amax);
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation);
 }  // namespace blockscope::ops::cpu
 
 namespace blockscope::ops::cuda {
 void quantize(Context& ctx, const Tensor& x, const Tensor& scale, Tensor& y, const Tensor& amax);
 void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& y);
 void amax(Context& ctx, const Tensor& x, Tensor& amax);
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation);
 }  // namespace blockscope::ops::cuda
 
 // The names the precision ops' kernels are recorded under, one list for both backends (the CPU

@@ -69,15 +69,20 @@ void amax(Context& ctx, const Tensor& x, Tensor& amax) {
   *amax.data_as<float>() = scaled_convert(x, 1.0f, nullptr, true);
 }
 
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation) {
   profiler::KernelScope kernel(ctx, kernel_names::kScaleUpdate);
   float* history = amax_history.data_as<float>();
   const int64_t length = amax_history.numel();
+  const float fp8_max = static_cast<float>(dtype_max_finite(update.format));
+  float* s = scale.data_as<float>();
+  if (saturation.defined()) {
+    scale_rule::count_saturation(history[0], *s, fp8_max, update.format == DType::fp8_e5m2, saturation.data_as<float>());
+  }
   float amax = history[0];
   if (update.algo == AmaxAlgo::max)
     for (int64_t i = 1; i < length; ++i) amax = max_keeping_nan(amax, history[i]);
-  float* s = scale.data_as<float>();
-  *s = scale_rule::next_scale(amax, *s, static_cast<float>(dtype_max_finite(update.format)), update.margin);
+  *s = scale_rule::next_scale(amax, *s, fp8_max, update.margin);
   *scale_inv.data_as<float>() = 1.0f / *s;
   if (update.roll) {
     for (int64_t i = length - 1; i > 0; --i) history[i] = history[i - 1];

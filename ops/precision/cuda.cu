@@ -127,7 +127,7 @@ __global__ void amax_kernel(const T* x, int64_t n, float* amax, bool packed) {
 // One block over the history (blockDim.x >= its length): the amax, the scale, then the roll --
 // every entry read before any is written.
 __global__ void scale_update_kernel(float* history, int length, float* scale, float* scale_inv, float fp8_max,
-                                    int margin, bool take_max, bool roll) {
+                                    int margin, bool take_max, bool roll, float* saturation, bool e5m2) {
   __shared__ float scratch[32];
   const int i = static_cast<int>(threadIdx.x), lane = i & 31, warp = i >> 5, warps = (blockDim.x + 31) >> 5;
   const float entry = i < length ? history[i] : 0.0f;
@@ -135,6 +135,7 @@ __global__ void scale_update_kernel(float* history, int length, float* scale, fl
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
   if (i == 0) {
+    if (saturation != nullptr) scale_rule::count_saturation(entry, *scale, fp8_max, e5m2, saturation);  // the step's amax
     float amax = scratch[0];
     for (int w = 1; w < warps; ++w) amax = max_keeping_nan(amax, scratch[w]);
     const float s = scale_rule::next_scale(amax, *scale, fp8_max, margin);
@@ -196,12 +197,14 @@ void dequantize(Context& ctx, const Tensor& x, const Tensor& scale_inv, Tensor& 
   });
 }
 
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation) {
   const int length = static_cast<int>(amax_history.numel());
   const unsigned threads = static_cast<unsigned>((length + 31) / 32 * 32);
   launch(ctx, kernel_names::kScaleUpdate, kernels::scale_update_kernel, 1, threads, 0, amax_history.data_as<float>(),
          length, scale.data_as<float>(), scale_inv.data_as<float>(),
-         static_cast<float>(dtype_max_finite(update.format)), update.margin, update.algo == AmaxAlgo::max, update.roll);
+         static_cast<float>(dtype_max_finite(update.format)), update.margin, update.algo == AmaxAlgo::max, update.roll,
+         saturation.defined() ? saturation.data_as<float>() : nullptr, update.format == DType::fp8_e5m2);
 }
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {

@@ -3,6 +3,8 @@
 // each checks which of its tensors is which type.
 #include "ops/precision/precision.h"
 
+#include <vector>
+
 #include "ops/common/checks.h"
 #include "ops/common/dispatch.h"
 #include "ops/precision/backends.h"
@@ -70,7 +72,8 @@ bool parse_amax_algo(const std::string& text, AmaxAlgo* out) {
   return false;
 }
 
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update) {
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation) {
   const char* op = "fp8_scale_update";
   check_on_context(ctx, op, "amax_history", amax_history);
   check_contiguous(op, "amax_history", amax_history);
@@ -81,19 +84,29 @@ void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor&
   check_f32_scalar(ctx, op, "scale_inv", scale_inv);
   BS_CHECK_INPUT(is_fp8(update.format), op, ": the format ", dtype_name(update.format), " is not an FP8 type");
   BS_CHECK_INPUT(update.margin >= 0 && update.margin <= 64, op, ": margin ", update.margin, " must be in [0, 64]");
-  const Tensor* written[] = {&amax_history, &scale, &scale_inv};
-  for (int i = 0; i < 3; ++i)
-    for (int j = i + 1; j < 3; ++j)
+  std::vector<const Tensor*> written = {&amax_history, &scale, &scale_inv};
+  if (saturation.defined()) {
+    check_on_context(ctx, op, "saturation", saturation);
+    check_contiguous(op, "saturation", saturation);
+    BS_CHECK_INPUT(saturation.dtype() == DType::f32 && saturation.dim() == 1 && saturation.numel() == 3, op,
+                   ": saturation ", saturation.str(), " must be f32 [3]: updates, saturated updates, the largest ratio");
+    written.push_back(&saturation);
+  }
+  for (size_t i = 0; i < written.size(); ++i)
+    for (size_t j = i + 1; j < written.size(); ++j)
       BS_CHECK_INPUT(!may_overlap(*written[i], *written[j]), op, ": ", written[i]->str(), " and ", written[j]->str(),
                      " overlap");
-  // Bytes: the history read (and, rolled, written), the scale read, the scale and inverse written.
+  // Bytes: the history read (and, rolled, written), the scale read, the scale and inverse written;
+  // the saturation counts read and written.
   const double history_bytes = static_cast<double>(amax_history.nbytes());
+  const double saturation_bytes = saturation.defined() ? 2.0 * static_cast<double>(saturation.nbytes()) : 0.0;
   run_op(ctx,
-         OpRecord{op, "", profiler::Family::precision, {&amax_history, &scale}, {&scale, &scale_inv},
+         OpRecord{op, "", profiler::Family::precision, {&amax_history, &scale}, {&scale, &scale_inv, &saturation},
                   static_cast<double>(amax_history.numel()) + 2.0}
-             .with_bytes(history_bytes * (update.roll ? 2.0 : 1.0) + 3.0 * static_cast<double>(scale.nbytes())),
-         [&] { cpu::fp8_scale_update(ctx, amax_history, scale, scale_inv, update); },
-         [&] { cuda::fp8_scale_update(ctx, amax_history, scale, scale_inv, update); });
+             .with_bytes(history_bytes * (update.roll ? 2.0 : 1.0) + 3.0 * static_cast<double>(scale.nbytes()) +
+                         saturation_bytes),
+         [&] { cpu::fp8_scale_update(ctx, amax_history, scale, scale_inv, update, saturation); },
+         [&] { cuda::fp8_scale_update(ctx, amax_history, scale, scale_inv, update, saturation); });
 }
 
 void amax(Context& ctx, const Tensor& x, Tensor& amax) {

@@ -56,7 +56,13 @@ void amax(Context& ctx, const Tensor& x, Tensor& amax);
 // entry 0 (most_recent); when it is finite and above 0, scale = format's largest / amax /
 // 2^margin (FLT_MAX where that overflows), else the scale is kept (a NaN or an all-zero
 // history changes nothing); scale_inv = 1 / scale. Then, with `roll`, the history shifts by one.
-// Current scaling is H = 1 without roll (the amax op's output as the history). 1 kernel.
-void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update);
+// Current scaling is H = 1 without roll (the amax op's output as the history). With `saturation`
+// (f32 [3], undefined: none), first scale_rule::count_saturation of entry 0 -- the step's amax --
+// against the scale before the update: delayed scaling's check of the cast it just ran, which
+// clipped where amax · scale passed the format's clip threshold (in current scaling the scale is
+// made from the step's own amax, so there is nothing to count).
+// 1 kernel.
+void fp8_scale_update(Context& ctx, Tensor& amax_history, Tensor& scale, Tensor& scale_inv, const ScaleUpdate& update,
+                      const Tensor& saturation = Tensor());
 
 }  // namespace blockscope::ops

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "ops/precision/scale_rule.h"
 #include "profiler/counters.h"
 #include "profiler/diff.h"
 #include "profiler/gpu_specs.h"
@@ -62,6 +63,45 @@ void keep_until_exit(std::vector<profiler::Profile>&& profiles) {
   static auto* kept = new std::vector<std::vector<profiler::Profile>>();
   const std::lock_guard<std::mutex> lock(mutex);
   kept->push_back(std::move(profiles));
+}
+
+// precision.gemm FP8 with delayed scaling: each cast input's saturation over a variant's steps
+// (Workload::fp8_saturation), as rows {tensor, casts, saturated, largest_ratio}; empty otherwise.
+nlohmann::json saturation_rows(const Workload& workload) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [name, counts] : workload.fp8_saturation()) {
+    const std::vector<float> c = to_floats(counts);
+    rows.push_back({{"tensor", name}, {"casts", c[0]}, {"saturated", c[1]}, {"largest_ratio", c[2]}});
+  }
+  return rows;
+}
+
+// The rows as one line: the inputs that saturated, how often and how far, the others counted.
+std::string saturation_line(const nlohmann::json& rows, DType format) {
+  const std::string range = fmt::format("{:g}, where {} starts clipping to its largest value {:g}",
+                                        ops::scale_rule::clip_threshold(format == DType::fp8_e5m2), dtype_name(format),
+                                        dtype_max_finite(format));
+  std::vector<std::string> saturated;
+  int quiet = 0;
+  double quiet_casts = 0;
+  for (const nlohmann::json& r : rows) {
+    const double casts = r["casts"].get<double>(), n = r["saturated"].get<double>();
+    if (n > 0) {
+      saturated.push_back(fmt::format("{} {:g} of {:g} casts, up to {:.3g}x", r["tensor"].get<std::string>(), n, casts,
+                                      r["largest_ratio"].get<double>()));
+    } else {
+      ++quiet;
+      quiet_casts += casts;
+    }
+  }
+  const std::string rule = "delayed scaling: a cast saturates when its step's amax times the scale it used passes " +
+                           range + "; the ratios are to the largest value";
+  if (saturated.empty())
+    return fmt::format("FP8 saturation: none of {} inputs' {:g} casts ({}).", quiet, quiet_casts, rule);
+  std::string line = "FP8 saturation (" + rule + "): ";
+  for (size_t i = 0; i < saturated.size(); ++i) line += (i > 0 ? "; " : "") + saturated[i];
+  if (quiet > 0) line += fmt::format("; the other {} inputs' {:g} casts never", quiet, quiet_casts);
+  return line + ".";
 }
 
 // One rank's profile of every variant (the only rank without tensor parallelism), as named
@@ -187,11 +227,13 @@ class ProfileRun {
     const auto& [label, paths] = variants_[v];
     if (rank_.reports) session_.set_activity("profiling " + paths_str(paths, config_.kind) + " on " + ctx_.device().str());
     workload.set_paths(paths);
+    workload.reset_fp8_saturation();  // counted over this variant's steps
     progress.start(v, label);
     try {
       profiles_.push_back(profiler::profile_steps(
           ctx_, label, schedule_, [&](int) { workload.forward(); },
           [&](int done, int total) { progress.step(done, total); }));
+      saturation_.push_back(saturation_rows(workload));
       profiler::Profile& profile = profiles_.back();
       profile.workload = workload_title(config_, ctx_);
       profile.notes = inert_notes_;
@@ -203,6 +245,8 @@ class ProfileRun {
       const profiler::Spread s = profiler::spread_of(profiler::step_times_us(profile));
       progress.done(fmt::format("median {} per step, CV {:.1f}%", profiler::format_time_us(s.median), 100.0 * s.cv()));
       print_variant(profile);
+      if (format_ == profiler::Format::table && !saturation_.back().empty())
+        out_ << profiler::wrap_line(saturation_line(saturation_.back(), config_.precision.gemm), profiler::terminal_width());
       std::vector<KernelCounterRecord> counted;
       if (count_) counted = profiler::count_kernels(ctx_, [&] { workload.forward(); });
       if (options_.counters) add_counters(label, counted);
@@ -333,6 +377,7 @@ class ProfileRun {
                     {"kernels", parsed(profiler::kernel_table(p, format_))}};
     if (i < counter_tables_.size()) variant["counters"] = parsed(profiler::render(counter_tables_[i], format_));
     if (!p.prediction.is_null()) variant["prediction"] = p.prediction;
+    if (i < saturation_.size() && !saturation_[i].empty()) variant["fp8_saturation"] = saturation_[i];
     if (config_.kind == WorkloadKind::decode) {
       for (const char* phase : {kPrefillRegion, kDecodeRegion}) {
         const profiler::Profile part = profiler::phase_profile(p, phase);
@@ -454,6 +499,7 @@ class ProfileRun {
   // Per profile (a skipped variant has none): the profile, its variant's index, its counter
   // table and prediction, ranks 1.. (gathered by rank 0); per variant, the ranks' summary.
   std::vector<profiler::Profile> profiles_;
+  std::vector<nlohmann::json> saturation_;  // per profile: saturation_rows (empty without delayed FP8)
   std::vector<size_t> profiled_;
   std::vector<profiler::Rows> counter_tables_;
   std::vector<PredictedStep> predictions_;
