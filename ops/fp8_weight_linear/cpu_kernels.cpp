@@ -16,9 +16,12 @@
 #include <immintrin.h>
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* placeholders that
 // _mm512_cvtph_ps and _mm512_reduce_add_ps start from): a false positive, fixed in GCC 13.
+// (Pushed here, popped at the end of this file: a unity build's next file keeps the warnings.)
 #if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define BLOCKSCOPE_FP8_WEIGHT_DIAGNOSTICS_PUSHED 1
 #endif
 #define BS_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
 #define BS_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -338,3 +341,12 @@ void dot_rows(Isa isa, const float* x, int64_t rows, const uint8_t* w, int64_t k
 }
 
 }  // namespace blockscope::ops::cpu::fp8_weight
+
+#ifdef BLOCKSCOPE_FP8_WEIGHT_DIAGNOSTICS_PUSHED
+#pragma GCC diagnostic pop
+#undef BLOCKSCOPE_FP8_WEIGHT_DIAGNOSTICS_PUSHED
+#endif
+#undef BLOCKSCOPE_FP8_WEIGHT_X86
+#undef BS_TARGET_AVX512
+#undef BS_TARGET_AVX2
+#undef BS_TARGET_AVX512_BF16
