@@ -960,7 +960,9 @@ TEST(Cli, DelayedFp8ProfilesCountSaturationPerInput) {
     names.insert(row["tensor"].get<std::string>());
     EXPECT_EQ(row["casts"], 3.0) << row.dump();
     EXPECT_LE(row["saturated"].get<double>(), 3.0) << row.dump();
-    if (row["saturated"].get<double>() > 0) EXPECT_GT(row["largest_ratio"].get<double>(), 464.0 / 448.0) << row.dump();
+    if (row["saturated"].get<double>() > 0) {
+      EXPECT_GT(row["largest_ratio"].get<double>(), 464.0 / 448.0) << row.dump();
+    }
   }
   EXPECT_EQ(names, (std::set<std::string>{"block.0.attention.input", "block.0.out_proj.input", "block.0.mlp.input",
                                           "block.0.mlp.hidden"}));
