@@ -13,6 +13,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BLOCKSCOPE_FP8_WEIGHT_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 // GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* placeholders that
 // _mm512_cvtph_ps and _mm512_reduce_add_ps start from): a false positive, fixed in GCC 13.
@@ -289,15 +290,44 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
+namespace {
+
+// What this CPU and its OS run, from CPUID and XCR0 directly (GCC and clang name these features
+// differently in __builtin_cpu_supports, and clang 14 knows neither "f16c" nor "avx512bf16").
+struct CpuFeatures {
+  bool avx2 = false;      // AVX2, FMA and F16C, with the OS saving the ymm state
+  bool avx512 = false;    // AVX-512F and VL, with the OS saving the zmm and mask state
+  bool avx512_bf16 = false;
+};
+
+CpuFeatures cpu_features() {
+  CpuFeatures f;
+#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
+  const bool osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+  if (!osxsave) return f;
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  const bool ymm_state = (xcr0_low & 0x6) == 0x6, zmm_state = (xcr0_low & 0xE6) == 0xE6;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return f;
+  const unsigned subleaves = a;
+  const bool avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512vl = (b >> 31) & 1;
+  f.avx2 = ymm_state && avx2 && fma && f16c;
+  f.avx512 = f.avx2 && zmm_state && avx512f && avx512vl;
+  if (f.avx512 && subleaves >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0) f.avx512_bf16 = (a >> 5) & 1;
+#endif
+  return f;
+}
+
+}  // namespace
+
 const std::vector<Isa>& isas_on_this_cpu() {
   static const std::vector<Isa> isas = [] {
+    const CpuFeatures f = cpu_features();
     std::vector<Isa> found;
-#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
-    __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) found.push_back(Isa::avx512);
-    if (avx2) found.push_back(Isa::avx2);
-#endif
+    if (f.avx512) found.push_back(Isa::avx512);
+    if (f.avx2) found.push_back(Isa::avx2);
     found.push_back(Isa::scalar);
     return found;
   }();
@@ -305,15 +335,8 @@ const std::vector<Isa>& isas_on_this_cpu() {
 }
 
 bool bf16_dot_on_this_cpu() {
-#ifdef BLOCKSCOPE_FP8_WEIGHT_X86
-  static const bool available = [] {
-    const std::vector<Isa>& isas = isas_on_this_cpu();
-    return isas.front() == Isa::avx512 && __builtin_cpu_supports("avx512bf16");
-  }();
+  static const bool available = cpu_features().avx512_bf16;
   return available;
-#else
-  return false;
-#endif
 }
 
 void dot_rows_bf16(const uint16_t* x, int64_t rows, const uint8_t* w, int64_t k, int64_t o0, int64_t o1, bool e5m2,
