@@ -5,9 +5,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "ops/common/cpu_math.h"
+#include "ops/common/rows.h"
 #include "runtime/dtype.h"
+#include "runtime/tensor.h"
 
 namespace blockscope::ops::cpu {
 
@@ -43,6 +46,16 @@ inline const void* element_at(DType dtype, const void* base, int64_t index) {
 }
 inline void* element_at(DType dtype, void* base, int64_t index) {
   return static_cast<char*>(base) + index * static_cast<int64_t>(dtype_size(dtype));
+}
+
+// The first rows · cols elements of a contiguous tensor of any dtype (FP8 codes included), as
+// f32 values [rows, cols], exactly widened; rows split over the threads.
+inline std::vector<float> contiguous_as_f32(const Tensor& t, int64_t rows, int64_t cols) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+#pragma omp parallel for if (rows * cols >= kParallelMinElements) schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    load_row(t.dtype(), element_at(t.dtype(), t.data(), r * cols), out.data() + r * cols, cols);
+  return out;
 }
 
 }  // namespace blockscope::ops::cpu

@@ -16,15 +16,6 @@ namespace blockscope::ops::cpu {
 
 namespace {
 
-// t's [rows, cols] FP8 codes as f32 values.
-std::vector<float> widened(const Tensor& t, int64_t rows, int64_t cols) {
-  std::vector<float> out(static_cast<size_t>(rows * cols));
-#pragma omp parallel for if (rows * cols >= kParallelMinElements) schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    load_row(t.dtype(), static_cast<const uint8_t*>(t.data()) + r * cols, out.data() + r * cols, cols);
-  return out;
-}
-
 float scalar(const Tensor& t) { return *t.data_as<const float>(); }
 
 }  // namespace
@@ -33,7 +24,7 @@ void fp8_linear(Context& ctx, const Tensor& x, const Tensor& scale_x_inv, const 
                 const Tensor& bias, Tensor& y, const Fp8LinearOptions& options) {
   profiler::KernelScope kernel(ctx, kernel_names::fp8_gemm(bias.defined(), options.gelu));
   const int64_t k = w.size(1), n = w.size(0), m = x.numel() / k;
-  const std::vector<float> xf = widened(x, m, k), wf = widened(w, n, k);
+  const std::vector<float> xf = contiguous_as_f32(x, m, k), wf = contiguous_as_f32(w, n, k);
   std::vector<float> t(static_cast<size_t>(m * n));
   blockscope::cpu::sgemm(false, true, m, n, k, scalar(scale_x_inv) * scalar(scale_w_inv), xf.data(), k, wf.data(), k,
                          0.0f, t.data(), n);

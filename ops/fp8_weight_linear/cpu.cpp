@@ -31,13 +31,6 @@ constexpr int64_t kPanelRows = 256;
 // Output rows per parallel work item of the skinny kernel (a multiple of every version's width).
 constexpr int64_t kSkinnyChunk = 16;
 
-std::vector<float> widened_rows(const Tensor& x, int64_t rows, int64_t k) {
-  std::vector<float> out(static_cast<size_t>(rows * k));
-#pragma omp parallel for if (rows * k >= kParallelMinElements) schedule(static)
-  for (int64_t r = 0; r < rows; ++r) load_row(x.dtype(), element_ptr(x, r * k), out.data() + r * k, k);
-  return out;
-}
-
 // t [m, n] = (Σ_k x · code values) · w_scale, `dot` giving the sums of output rows [o0, o1).
 template <typename Dot>
 void skinny(int64_t m, const float* scale, int64_t k, int64_t n, std::vector<float>& t, Dot dot) {
@@ -90,14 +83,14 @@ void fp8_weight_linear(Context& ctx, const Tensor& x, const Tensor& w, const Ten
     });
     kernel.set_implementation("FP8-weight skinny kernel, avx512_bf16 (VDPBF16PS on bf16 x)");
   } else if (m <= kFp8WeightSkinnyRows) {
-    const std::vector<float> xf = widened_rows(x, m, k);
+    const std::vector<float> xf = contiguous_as_f32(x, m, k);
     const fp8_weight::Isa isa = fp8_weight::isas_on_this_cpu().front();
     skinny(m, scale, k, n, t, [&](int64_t o0, int64_t o1) {
       fp8_weight::dot_rows(isa, xf.data(), m, codes, k, o0, o1, e5m2, t.data(), n);
     });
     kernel.set_implementation(std::string("FP8-weight skinny kernel, ") + fp8_weight::isa_name(isa));
   } else {
-    const std::vector<float> xf = widened_rows(x, m, k);
+    const std::vector<float> xf = contiguous_as_f32(x, m, k);
     panels(xf, m, codes, scale, k, n, fp8_format(w.dtype()), t);
     kernel.set_implementation(std::string("FP8 weights dequantized to f32 in panels of ") +
                               std::to_string(kPanelRows) + " rows, " + blockscope::cpu::sgemm_implementation());
