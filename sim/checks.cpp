@@ -311,7 +311,7 @@ void check_access(SimThread& t, const void* address, size_t n, bool write, bool 
       w.pc = pc;
       w.sync = t.sync_access;
     } else if (shared) {
-      race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, write, pc, a);
+      race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, write, pc, a, b.epoch);
     } else {
       global_race_check(g, b, t, a, n, write, pc);
     }
@@ -379,6 +379,7 @@ void checks_begin_grid(GridRun& grid) {
   if (grid.checks.streams) grid.op_log = detail::current_op_log();
   // The race check between blocks: a sync tick per block (grids of up to 2^24 blocks).
   if (grid.checks.race && grid.blocks > 1 && grid.blocks <= (uint64_t{1} << 24)) grid.block_synced.assign(grid.blocks, 0);
+  race_check_begin_grid(grid);
   snapshot_allocations([&grid](const AllocationInfo& info) {
     const auto base = reinterpret_cast<uintptr_t>(info.base);
     grid.allocations.push_back(AllocationRange{base, base + info.size, info.device, info.kind, info.written});
@@ -387,7 +388,7 @@ void checks_begin_grid(GridRun& grid) {
             [](const AllocationRange& x, const AllocationRange& y) { return x.base < y.base; });
 }
 
-void checks_end_grid(GridRun& grid) { grid.shadow_pages.clear(); }
+void checks_end_grid(GridRun& grid) { race_check_end_grid(grid); }
 
 // "file.cu:42" of a code address: addr2line on the object that holds it (kernels are compiled with
 // line tables). Code inlined from a helper names its callers too: "tensor_core.cuh:179, called

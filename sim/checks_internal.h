@@ -44,11 +44,16 @@ template <class Compose>
 
 // ---- The race check (race_check.cpp), for check_access and settle_write ------------------------
 // `cells` (and `pcs`, shared memory only: where each byte was last written and read) for the n
-// bytes at `address`; a hazard abandons the thread with the report.
+// bytes at `address`, cells of another `epoch` being empty (b.epoch, or b.global_epoch for global
+// memory); a hazard abandons the thread with the report.
 void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs* pcs, size_t n, bool write,
-                const void* pc, uintptr_t address);
+                const void* pc, uintptr_t address, uint32_t epoch);
 // The same for global memory, page by page of the grid's shadow, and between blocks.
 void global_race_check(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, size_t n, bool write,
                        const void* pc);
+// A grid's start (after block_synced is set) and end: its stamp for the cells between blocks, and
+// its shadow pages handed back to the pool.
+void race_check_begin_grid(GridRun& g);
+void race_check_end_grid(GridRun& g);
 
 }  // namespace blockscope::sim::exec

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/counters.h"
@@ -149,6 +150,7 @@ struct BlockRun {
   Barrier barrier;
   unsigned exited = 0;
   uint32_t epoch = 0;  // race-check epoch: renewed at every block start and __syncthreads
+  uint32_t global_epoch = 0;  // the same for global memory, renewed also when its shadow is dropped
   // Shared memory: [redzone][dynamic][redzone][variable][redzone][variable]…, poisoned per block.
   unsigned char* smem = nullptr;
   size_t smem_capacity = 0;
@@ -165,6 +167,7 @@ struct BlockRun {
 // The race check between blocks of one launch, per byte of global memory: the last block that
 // wrote it and the last other block that read it, when (the grid's sync tick) and where.
 struct BlockCell {
+  uint32_t stamp = 0;   // the launch it speaks of (GridRun::block_stamp); another launch's is empty
   uint32_t writer = 0;  // linear block index + 1; 0: none
   uint32_t reader = 0;
   uint32_t write_tick = 0, read_tick = 0;
@@ -173,11 +176,13 @@ struct BlockCell {
   const void* read_pc = nullptr;
 };
 
-// A tracked page of global memory (race check): cells for its 4096 bytes.
+// A tracked page of global memory (race check): cells for its 4096 bytes. Pages are pooled
+// across grids and never cleared once made: a cell of an older epoch, or of an older launch's
+// stamp, is empty (race_check.cpp).
 constexpr size_t kShadowPageBytes = 4096;
 struct ShadowPage {
   RaceCell cells[kShadowPageBytes];
-  std::unique_ptr<BlockCell[]> blocks;  // when the race check between blocks is on
+  BlockCell blocks[kShadowPageBytes];  // read when the race check between blocks is on
 };
 
 struct AllocationRange {
@@ -233,6 +238,7 @@ struct GridRun {
   // access, grid barrier) and each block's latest (by linear block index; empty: check off).
   uint32_t sync_tick = 0;
   std::vector<uint32_t> block_synced;
+  uint32_t block_stamp = 0;  // this launch's BlockCell stamp (never 0)
 
   uint64_t next_random() {
     rng += 0x9E3779B97F4A7C15ull;
@@ -246,6 +252,9 @@ struct GridRun {
 // The grid and thread the calling host thread is running (null outside a kernel).
 GridRun* current_grid();
 SimThread* current_sim_thread();
+// The calling host thread's built-in variables (threadIdx … gridDim) as one range of addresses:
+// kernel code reads them as memory, which the access hooks pass over.
+std::pair<uintptr_t, size_t> builtin_variables();
 
 // ---- Executor services for the checks and ptx.cpp ----------------------------------------------
 // Throws the fault (a NamedFault naming kernel, block, thread and the schedule) with `code`.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/checks_internal.h"
 
@@ -55,12 +56,11 @@ struct Hazard {
 }  // namespace
 
 void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs* pcs, size_t n, bool write,
-                const void* pc, uintptr_t address) {
+                const void* pc, uintptr_t address, uint32_t epoch) {
   const uint16_t me = static_cast<uint16_t>(t.linear + 1);
   const unsigned w = t.state.warp, bit = 1u << t.state.lane;
   const Warp& warp = b.warps[w];
   const uint16_t gen = static_cast<uint16_t>(warp.sync_gen);
-  const uint32_t epoch = b.epoch;
   for (size_t i = 0; i < n; ++i) {
     RaceCell& c = cells[i];
     // Fast paths: the first access of this epoch, and the thread's own data.
@@ -133,6 +133,44 @@ void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs*
 
 namespace {
 
+// Shadow pages no grid uses, kept for the next (guarded by the grid mutex, as every grid's run).
+// Making a page costs more than the accesses it serves in many kernels: 224 KiB the kernel must
+// zero on first touch, and malloc gives pages that large back to it when freed.
+std::vector<std::unique_ptr<ShadowPage>>& spare_pages() {
+  static std::vector<std::unique_ptr<ShadowPage>> pages;
+  return pages;
+}
+
+// Epochs and stamps are never 0 (a new page's cells have 0) and never repeat within 2^32: a
+// cell of an older one is empty. After 2^32 a spare page's cell could name a current one, so the
+// spares go. (A grid running that long keeps its own pages and its blocks' shared-memory
+// shadows: that stays a limit.) Both counters are guarded by the grid mutex.
+uint32_t next_epoch() {
+  static uint32_t epochs = 0;
+  if (++epochs == 0) {
+    spare_pages().clear();
+    ++epochs;
+  }
+  return epochs;
+}
+
+uint32_t next_stamp() {
+  static uint32_t stamps = 0;
+  if (++stamps == 0) {
+    spare_pages().clear();
+    ++stamps;
+  }
+  return stamps;
+}
+
+void drop_pages(GridRun& g) {
+  auto& spare = spare_pages();
+  for (auto& entry : g.shadow_pages) {
+    if (spare.size() < kShadowPagesKept) spare.push_back(std::move(entry.second));
+  }
+  g.shadow_pages.clear();
+}
+
 // The shadow cells of global byte `a` and the rest of its page (a thread keeps its last page).
 RaceCell* global_cells(GridRun& g, SimThread& t, uintptr_t a) {
   const uintptr_t key = a / kShadowPageBytes;
@@ -140,11 +178,22 @@ RaceCell* global_cells(GridRun& g, SimThread& t, uintptr_t a) {
     auto it = g.shadow_pages.find(key);
     if (it == g.shadow_pages.end()) {
       if (g.shadow_pages.size() >= kShadowPagesKept) {
-        g.shadow_pages.clear();  // forget older records (later hazards on them go unseen)
+        // Forget older records (later hazards on them go unseen). The pages come back at once,
+        // under new epochs and a new stamp, so what they held of this grid reads as empty.
+        drop_pages(g);
         ++g.shadow_generation;
+        for (auto& slot : g.slots) slot->global_epoch = next_epoch();
+        if (!g.block_synced.empty()) g.block_stamp = next_stamp();
       }
-      it = g.shadow_pages.emplace(key, std::make_unique<ShadowPage>()).first;
-      if (!g.block_synced.empty()) it->second->blocks.reset(new BlockCell[kShadowPageBytes]());
+      auto& spare = spare_pages();
+      std::unique_ptr<ShadowPage> page;
+      if (spare.empty()) {
+        page = std::make_unique<ShadowPage>();
+      } else {
+        page = std::move(spare.back());
+        spare.pop_back();
+      }
+      it = g.shadow_pages.emplace(key, std::move(page)).first;
     }
     t.shadow_key = key;
     t.shadow_page = it->second.get();
@@ -176,6 +225,7 @@ void cross_block_check(GridRun& g, const BlockRun& b, SimThread& t, BlockCell* c
   };
   for (size_t i = 0; i < n; ++i) {
     BlockCell& c = cells[i];
+    if (c.stamp != g.block_stamp) c = BlockCell{g.block_stamp};  // another launch's: empty
     const char* kind = nullptr;
     uint32_t other = 0;
     unsigned other_thread = 0;
@@ -214,20 +264,22 @@ void global_race_check(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a,
   while (n > 0) {
     const size_t chunk = std::min<size_t>(n, kShadowPageBytes - a % kShadowPageBytes);
     RaceCell* cells = global_cells(g, t, a);
-    race_check(b, t, cells, nullptr, chunk, write, pc, a);
+    race_check(b, t, cells, nullptr, chunk, write, pc, a, b.global_epoch);
     if (!g.block_synced.empty() && !t.sync_access) {
-      cross_block_check(g, b, t, t.shadow_page->blocks.get() + a % kShadowPageBytes, chunk, write, pc, a);
+      cross_block_check(g, b, t, t.shadow_page->blocks + a % kShadowPageBytes, chunk, write, pc, a);
     }
     a += chunk;
     n -= chunk;
   }
 }
 
-void new_epoch(BlockRun& block) {
-  static uint32_t epochs = 0;  // guarded by the grid mutex; never 0 (empty cells have epoch 0)
-  if (++epochs == 0) ++epochs;
-  block.epoch = epochs;
+void race_check_begin_grid(GridRun& g) {
+  if (!g.block_synced.empty()) g.block_stamp = next_stamp();
 }
+
+void race_check_end_grid(GridRun& g) { drop_pages(g); }
+
+void new_epoch(BlockRun& block) { block.epoch = block.global_epoch = next_epoch(); }
 
 void check_async_write(SimThread& t, const void* destination, const void* incoming, size_t n, const void* pc) {
   settle_write(t);
@@ -236,7 +288,7 @@ void check_async_write(SimThread& t, const void* destination, const void* incomi
   if (std::memcmp(destination, incoming, n) == 0) return;
   const auto a = reinterpret_cast<uintptr_t>(destination);
   const uintptr_t offset = a - reinterpret_cast<uintptr_t>(b.smem);
-  race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, true, pc, a);
+  race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, true, pc, a, b.epoch);
 }
 
 void settle_write(SimThread& t) {
@@ -247,7 +299,7 @@ void settle_write(SimThread& t) {
   BlockRun& b = *t.block;
   const uintptr_t offset = w.address - reinterpret_cast<uintptr_t>(b.smem);
   if (offset < b.smem_capacity) {
-    race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], w.bytes, true, w.pc, w.address);
+    race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], w.bytes, true, w.pc, w.address, b.epoch);
   } else {
     t.sync_access = w.sync;
     global_race_check(*b.grid, b, t, w.address, w.bytes, true, w.pc);

@@ -888,4 +888,44 @@ TEST(RaceCheck, GlobalMemoryBetweenBlocksOfALaunch) {
   }
 }
 
+// A launch touches more global memory than the race check tracks at once (4 MiB): the shadow's
+// pages are handed back and reused for other addresses while the launch, and the blocks' epochs,
+// go on. The grid's first thread writes all of `a`; its last then reads all of `b`, which nothing
+// writes: a reused page still holding `a`'s cells would say the first thread (in one block) or
+// block (in two) wrote it. `plant`: then every thread writes its element of `c` and reads its
+// neighbour's in the block with no barrier, a race to be seen after the reuse.
+__global__ void sweep_kernel(int* a, const int* b, int* c, int n, int salt, int* sums, bool plant) {
+  const unsigned t = threadIdx.x, first = blockIdx.x * blockDim.x;
+  int s = 0;
+  if (first + t == 0) {
+    for (int i = 0; i < n; ++i) a[i] = i + salt;  // new values: a store of the old ones is no access
+  } else if (first + t == gridDim.x * blockDim.x - 1) {
+    for (int i = 0; i < n; ++i) s += b[i];
+  }
+  if (plant) {
+    c[first + t] = salt;
+    s += c[first + (t + 1) % blockDim.x];
+  }
+  sums[first + t] = s;  // no atomic: it would order the blocks
+}
+
+TEST(RaceCheck, ShadowPagesReusedForOtherAddressesHoldNoStaleRecords) {
+  constexpr int kN = 5 << 18;  // 5 MiB of ints per array: more than is tracked
+  Managed<int> a(kN, 0), b(kN, 1), c(64, 0), sums(64, 0);
+  int salt = 0;
+  for (const char* schedule : {"inorder", "random:3"}) {
+    for (const unsigned blocks : {1u, 2u}) {
+      SCOPED_TRACE(std::string(schedule) + ", blocks " + std::to_string(blocks));
+      Setting setting(schedule);
+      sweep_kernel<<<blocks, 64 / blocks>>>(a.data(), b.data(), c.data(), kN, ++salt, sums.data(), false);
+      EXPECT_EQ(finish(), "");
+      EXPECT_EQ(sums[63], kN);
+      sweep_kernel<<<blocks, 64 / blocks>>>(a.data(), b.data(), c.data(), kN, ++salt, sums.data(), true);
+      const std::string message = finish(cudaErrorLaunchFailure);
+      EXPECT_TRUE(has(message, "global-memory race (")) << message;
+      EXPECT_TRUE(has(message, "allocation of 256 bytes")) << message;
+    }
+  }
+}
+
 }  // namespace
