@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 
 #include "sim/checks_internal.h"
 
@@ -22,11 +23,18 @@ std::atomic<int> g_instrumented_units{0};
 thread_local SimThread* t_hook = nullptr;  // whose accesses are looked at (null: none)
 thread_local uintptr_t t_stack_low = 0;
 thread_local uintptr_t t_stack_size = 0;
+thread_local uintptr_t t_builtins_low = 0;  // threadIdx … gridDim of this host thread
+thread_local uintptr_t t_builtins_size = 0;
+
+// The thread's own local memory, or a built-in variable: no memory of the simulated GPU.
+inline bool private_to_thread(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return a - t_stack_low < t_stack_size || a - t_builtins_low < t_builtins_size;
+}
 
 inline void on_access(const void* p, size_t n, bool write, bool aligned, const void* pc) {
   SimThread* t = t_hook;
-  if (t == nullptr) return;
-  if (reinterpret_cast<uintptr_t>(p) - t_stack_low < t_stack_size) return;  // its own local memory
+  if (t == nullptr || private_to_thread(p)) return;
   check_access(*t, p, n, write, aligned, pc);
   count_access(*t, p, n, write ? Access::store : Access::load, pc);
 }
@@ -34,8 +42,7 @@ inline void on_access(const void* p, size_t n, bool write, bool aligned, const v
 // A volatile access: checked like any other, and a poll (a spin loop on a flag makes progress).
 inline void on_volatile(const void* p, size_t n, bool write, bool aligned, const void* pc) {
   SimThread* t = t_hook;
-  if (t == nullptr) return;
-  if (reinterpret_cast<uintptr_t>(p) - t_stack_low < t_stack_size) return;
+  if (t == nullptr || private_to_thread(p)) return;
   GridRun* g = current_grid();
   note_sync(*g, *t);  // a flag another block polls: a synchronisation, not a race between blocks
   t->sync_access = true;
@@ -57,6 +64,7 @@ void hooks_enter(GridRun& grid, SimThread& thread) {
   t_hook = &thread;
   t_stack_low = reinterpret_cast<uintptr_t>(thread.stack.base);
   t_stack_size = thread.stack.size;
+  if (t_builtins_size == 0) std::tie(t_builtins_low, t_builtins_size) = builtin_variables();
 }
 
 void hooks_leave() { t_hook = nullptr; }

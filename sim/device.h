@@ -20,8 +20,8 @@ struct ThreadState {
 
 // The calling GPU thread's state; a Fault (sim.h) when called outside a kernel.
 const ThreadState& current_thread();
-// The built-in variables, by value (kernel code reads them through these, so that no kernel
-// access lands in the sim's own memory).
+// The built-in variables, by value, for the sim's own code (kernels read the variables
+// sim/kernel_prelude.h declares, which the executor sets as it switches threads).
 uint3 thread_idx();
 uint3 block_idx();
 dim3 block_dim();
@@ -29,6 +29,9 @@ dim3 grid_dim();
 
 // Throws a Fault naming the kernel, block and thread, with `message`.
 [[noreturn]] void fault(const char* message);
+// nvcc-sim puts a call to it first in every __global__ body: a Fault when no GPU thread runs it
+// (the kernel called as a host function, as C++ allows of a function pointer).
+void kernel_body_entered(const char* kernel);
 
 // ---- Barriers ---------------------------------------------------------------------------------
 // A block-wide barrier identified by its source site (what __syncthreads* expands to): every

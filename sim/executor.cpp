@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -24,6 +25,14 @@
 
 #include "sim/executor_internal.h"
 #include "sim/fiber_stacks.h"
+
+// The built-in variables kernels read (declared by sim/kernel_prelude.h): the GPU thread being
+// run on this host thread, set by resume(). Defined together, one after the other, so that the
+// access hooks can pass over them as one range (builtin_variables).
+thread_local uint3 threadIdx{};
+thread_local uint3 blockIdx{};
+thread_local dim3 blockDim{};
+thread_local dim3 gridDim{};
 
 namespace blockscope::sim {
 namespace exec {
@@ -139,6 +148,10 @@ void resume(GridRun& grid, SimThread& t) {
   }
   grid.running = &t;
   t_thread = &t;
+  ::threadIdx = t.state.thread_idx;
+  ::blockIdx = t.state.block_idx;
+  ::blockDim = t.state.block_dim;
+  ::gridDim = t.state.grid_dim;
   hooks_enter(grid, t);
   start_switch(&grid.scheduler_fake_stack, t.stack.base, t.stack.size);
   const fc::transfer_t back = fc::jump_fcontext(t.context, &grid);
@@ -293,6 +306,14 @@ void start_next_block(GridRun& grid, BlockRun& run) {
 
 // ---- Executor services (executor_state.h) ---------------------------------------------------------
 GridRun* current_grid() { return t_grid; }
+
+std::pair<uintptr_t, size_t> builtin_variables() {
+  const uintptr_t addresses[] = {reinterpret_cast<uintptr_t>(&::threadIdx), reinterpret_cast<uintptr_t>(&::blockIdx),
+                                 reinterpret_cast<uintptr_t>(&::blockDim), reinterpret_cast<uintptr_t>(&::gridDim)};
+  const uintptr_t low = *std::min_element(std::begin(addresses), std::end(addresses));
+  const uintptr_t high = *std::max_element(std::begin(addresses), std::end(addresses)) + sizeof(dim3);
+  return {low, high - low};
+}
 SimThread* current_sim_thread() { return t_thread; }
 
 std::string where(const BlockRun& run) {
@@ -459,6 +480,12 @@ dim3 block_dim() { return current_thread().block_dim; }
 dim3 grid_dim() { return current_thread().grid_dim; }
 
 [[noreturn]] void fault(const char* message) { fault_with_code(message, cudaErrorLaunchFailure); }
+
+void kernel_body_entered(const char* kernel) {
+  if (t_thread != nullptr) return;
+  throw Fault(std::string("__global__ function ") + kernel +
+              " called as a host function, without <<<>>> or a launch API: a kernel runs only when launched");
+}
 
 void yield_thread() {
   GridRun& grid = require_grid("__nanosleep");

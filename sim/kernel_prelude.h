@@ -10,7 +10,8 @@
 //   __device__/__constant__/__managed__ variables  registered (per-device copies, memcheck)
 //   __device__ on functions                      nothing
 //   malloc/free/new/delete in device code        the device heap (sim/device_heap.h)
-//   x.gridDim, p->blockDim (members)             the member: the built-ins' macros undone
+//   the body of a __global__ function            a first statement that faults when it is
+//                                                called outside a kernel launch (no <<<>>>)
 //
 // The toolkit's headers are included first, in host mode; then __CUDACC__ and __CUDA_ARCH__
 // (900, the simulated H200) are defined, so arch-guarded kernel code compiles as it would for
@@ -89,10 +90,13 @@
 #endif
 
 // ---- Built-in variables ---------------------------------------------------------------------------------
-#define threadIdx (::blockscope::sim::thread_idx())
-#define blockIdx (::blockscope::sim::block_idx())
-#define blockDim (::blockscope::sim::block_dim())
-#define gridDim (::blockscope::sim::grid_dim())
+// Variables, as nvcc's are, so a local or a member of the same name (llm.c's `dim3 gridDim`,
+// cudaKernelNodeParams::gridDim) is an ordinary declaration. The executor sets them, per host
+// thread, for the GPU thread it resumes (sim/executor.cpp); outside a kernel they mean nothing.
+extern thread_local uint3 threadIdx;
+extern thread_local uint3 blockIdx;
+extern thread_local dim3 blockDim;
+extern thread_local dim3 gridDim;
 // A variable, not a macro: cudaDeviceProp has a member of that name.
 inline constexpr int warpSize = 32;
 

@@ -164,12 +164,14 @@ void Rewriter::find_space(size_t m, const char* kind) {
   if (!registration.empty() && is(end, ";")) after_[end] += registration;
 }
 
-// __global__ at m: the marker goes; after the body of a kernel defined at namespace scope that
-// is not a template, a registration of its launcher, so cudaLaunchKernel((void*)k, …) can
-// call it (a name already overloaded where the kernel is defined registers nothing:
+// __global__ at m: the marker becomes noinline; after the body of a kernel defined at namespace
+// scope that is not a template, a registration of its launcher, so cudaLaunchKernel((void*)k, …)
+// can call it (a name already overloaded where the kernel is defined registers nothing:
 // register_kernel's probe cannot pick one).
 void Rewriter::find_kernel(size_t m) {
-  removed_.insert(m);
+  // Never inlined into the launcher that calls it in every GPU thread, as a GPU's kernel is its
+  // own function: fault messages then place an access in the kernel, not in the launch's line.
+  replaced_[m] = "__attribute__((noinline))";
   if (!namespace_scope_[m]) return;
   const size_t start = declaration_start(m);
   for (size_t i = start; i < m; ++i)
@@ -205,28 +207,9 @@ void Rewriter::find_kernel(size_t m) {
                           "decltype(bs_probe(" + name + ")) { return bs_probe(" + name + "); });";
 }
 
-// A member access (`.` or `->` at i) whose member is a built-in variable's name: the prelude's
-// macro turned `p.gridDim` into `p.(::blockscope::sim::grid_dim())`, never valid C++; the member
-// name comes back (cudaKernelNodeParams has gridDim and blockDim fields, a designated
-// initializer `.gridDim = …` is the same).
-void Rewriter::find_builtin_member(size_t i) {
-  static const std::pair<const char*, const char*> kBuiltins[] = {
-      {"thread_idx", "threadIdx"}, {"block_idx", "blockIdx"}, {"block_dim", "blockDim"}, {"grid_dim", "gridDim"}};
-  if (!(is(i + 1, "(") && is(i + 2, "::") && is(i + 3, "blockscope") && is(i + 4, "::") && is(i + 5, "sim") &&
-        is(i + 6, "::") && is(i + 8, "(") && is(i + 9, ")") && is(i + 10, ")"))) {
-    return;
-  }
-  for (const auto& [function, name] : kBuiltins) {
-    if (!is(i + 7, function)) continue;
-    Construct c;
-    c.end = i + 10;
-    c.replacement = name;
-    constructs_[i + 1] = c;
-  }
-}
-
 // The body of the function (or lambda) a __global__/__device__ marker at m qualifies: its
-// tokens are device code (device_).
+// tokens are device code (device_). A kernel's body starts by saying it was entered, so that
+// calling it as a host function is a fault, not a run with meaningless built-in variables.
 void Rewriter::mark_device_body(size_t m) {
   if (!qualifies_function(m, n_ - 1)) return;
   for (size_t i = m + 1; i < n_; ++i) {
@@ -238,6 +221,7 @@ void Rewriter::mark_device_body(size_t m) {
     if (is(i, "{")) {
       if (match_[i] == SIZE_MAX) return;
       for (size_t k = i; k <= match_[i]; ++k) device_[k] = true;
+      if (is(m, "__blockscope_global__")) after_[i] += " ::blockscope::sim::kernel_body_entered(__func__);";
       return;
     }
   }
@@ -285,7 +269,6 @@ void Rewriter::find_constructs() {
   device_.assign(n_, false);
   for (size_t i = 0; i < n_; ++i) {
     if (is(i, "__blockscope_global__") || is(i, "__blockscope_device__")) mark_device_body(i);
-    if (is(i, ".") || is(i, "->")) find_builtin_member(i);
   }
   find_device_heap_calls();
   for (size_t i = 0; i < n_; ++i) {

@@ -94,7 +94,6 @@ class Rewriter {
   void find_shared(size_t m);
   void find_space(size_t m, const char* kind);
   void find_kernel(size_t m);
-  void find_builtin_member(size_t i);
   void mark_device_body(size_t m);
   void find_device_heap_calls();
   void find_constructs();

@@ -524,6 +524,39 @@ TEST(Executor, BuiltinsOutsideAKernelAreAFault) {
   EXPECT_THROW(sim::sync_block(), sim::Fault);
 }
 
+// The built-ins are variables, as nvcc's: a local of the same name shadows one (llm.c names its
+// launch configuration `gridDim`), in host code and in a kernel.
+__global__ void shadowed_builtins_kernel(unsigned* out) {
+  const unsigned blockDim = 7;  // a local: blockDim.x is not reachable by that name here
+  out[blockIdx.x * ::blockDim.x + threadIdx.x] = blockDim * 1000 + gridDim.x * 100 + threadIdx.x;
+}
+
+TEST(Executor, LocalsMayShadowTheBuiltInVariables) {
+  const dim3 gridDim(3), blockDim(40);  // as host code may name them
+  Managed<unsigned> out(120, 0);
+  shadowed_builtins_kernel<<<gridDim, blockDim>>>(out.data());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (unsigned i = 0; i < 120; ++i) EXPECT_EQ(out[i], 7000 + 300 + i % 40) << i;
+}
+
+__global__ void called_on_the_host_kernel(int* out) { out[threadIdx.x] = 1; }
+
+// A kernel called as a host function (C++ allows it of a pointer; llm.c's permute benchmark does)
+// does not run its body with meaningless built-ins: it is a fault naming the kernel.
+TEST(Executor, AKernelCalledAsAHostFunctionIsAFault) {
+  int out[4] = {0, 0, 0, 0};
+  void (*kernel)(int*) = called_on_the_host_kernel;
+  try {
+    kernel(out);
+    ADD_FAILURE() << "no fault";
+  } catch (const sim::Fault& fault) {
+    EXPECT_NE(std::string(fault.what()).find("__global__ function called_on_the_host_kernel called as a host function"),
+              std::string::npos)
+        << fault.what();
+  }
+  EXPECT_EQ(out[0], 0);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 __global__ void smem_overrun_kernel(size_t bytes) {
   auto* smem = static_cast<volatile unsigned char*>(sim::dynamic_shared_memory());

@@ -265,15 +265,20 @@ TEST(Rewrite, StringsAndCommentsAreNotCode) {
 
 }  // namespace
 
-// ---- Built-in names as members, device heap calls ----------------------------------------------
-TEST(Rewrite, BuiltInVariableNamesComeBackAsMembers) {
+// ---- Kernel entries, device heap calls --------------------------------------------------------
+// A kernel is its own function (never inlined into its launcher), entered only in a launch.
+TEST(Rewrite, AKernelBodySaysItWasEntered) {
   const std::string out = rewritten(
-      "void f(cudaKernelNodeParams& p, cudaKernelNodeParams* q) {\n"
-      "  p.(::blockscope::sim::grid_dim()) = dim3(4); q->(::blockscope::sim::block_dim()).x = 64;\n"
-      "  unsigned n = (::blockscope::sim::grid_dim()).x;\n"
-      "}\n");
-  EXPECT_TRUE(has(out, "p.gridDim = dim3(4); q->blockDim.x = 64;")) << out;
-  EXPECT_TRUE(has(out, "unsigned n = (::blockscope::sim::grid_dim()).x;")) << out;  // the built-in stays
+      "__blockscope_global__ void k(int n) { dim3 gridDim(n); }\n"
+      "template <class T> __blockscope_global__ void t(T* p) { *p = T(); }\n"
+      "__blockscope_global__ void declared(int n);\n"
+      "__blockscope_device__ int d(int n) { return n; }\n");
+  EXPECT_TRUE(has(out, "__attribute__((noinline)) void k(int n) { ::blockscope::sim::kernel_body_entered(__func__); "
+                       "dim3 gridDim(n); }"))
+      << out;
+  EXPECT_TRUE(has(out, "void t(T* p) { ::blockscope::sim::kernel_body_entered(__func__); *p = T(); }")) << out;
+  EXPECT_TRUE(has(out, "void declared(int n);")) << out;
+  EXPECT_TRUE(has(out, "int d(int n) { return n; }")) << out;  // device functions: no entry
 }
 
 TEST(Rewrite, HeapCallsInDeviceCodeGoToTheDeviceHeap) {
