@@ -269,7 +269,7 @@ detail::OpAccesses* log_entry_of(GridRun& g, uintptr_t base) {
 
 void check_access(SimThread& t, const void* address, size_t n, bool write, bool aligned, const void* pc,
                   bool may_switch) {
-  settle_write(t);
+  settle_write_at_access(t);
   BlockRun& b = *t.block;
   GridRun& g = *b.grid;
   if (may_switch) maybe_preempt(g, t);  // before the access: the interleaving a GPU could have

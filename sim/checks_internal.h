@@ -51,6 +51,9 @@ void race_check(const BlockRun& b, const SimThread& t, RaceCell* cells, RacePcs*
 // The same for global memory, page by page of the grid's shadow, and between blocks.
 void global_race_check(GridRun& g, const BlockRun& b, SimThread& t, uintptr_t a, size_t n, bool write,
                        const void* pc);
+// At an access: the thread's previous store race-checked if it has happened; if memory is as it
+// was, it is looked at again at the access after (SimThread::unseen_write says why).
+void settle_write_at_access(SimThread& t);
 // A grid's start (after block_synced is set) and end: its stamp for the cells between blocks, and
 // its shadow pages handed back to the pool.
 void race_check_begin_grid(GridRun& g);

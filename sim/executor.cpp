@@ -270,6 +270,7 @@ void start_next_block(GridRun& grid, BlockRun& run) {
     t.lost = false;
     t.checks_on = false;
     t.pending_write.active = false;
+    t.unseen_write.active = false;
     t.shared_begin = t.shared_end = 0;
     t.global_begin = t.global_end = 0;
     t.global_written = nullptr;

@@ -57,7 +57,10 @@ struct SimThread {
   void* fake_stack = nullptr;  // ASan's fake stack while switched out
   // The race check looks at a store once it has happened (the instrumentation reports it just
   // before): a store that leaves memory as it was is no hazard (racecheck reports same-value
-  // writes as benign too).
+  // writes as benign too). Usually the store has happened by the thread's next access; but the
+  // instrumentation may report a store before the load that feeds it (GCC does for a copy of a
+  // 2-byte struct, `__half h = a[i]`), so one that changed nothing by then is looked at once
+  // more, at the access after (unseen_write), and only then taken for a silent store.
   struct PendingWrite {
     bool active = false;
     uintptr_t address = 0;
@@ -65,7 +68,7 @@ struct SimThread {
     unsigned char old[16];
     const void* pc = nullptr;
     bool sync = false;  // a volatile store: a synchronisation, not checked between blocks
-  } pending_write;
+  } pending_write, unseen_write;
   bool sync_access = false;  // in a volatile access (on_volatile)
   // Where its last accesses went (the checks' fast paths): a shared region [begin, end) as arena
   // offsets, a global allocation, a page of the global shadow.
@@ -295,8 +298,8 @@ void check_access(SimThread& thread, const void* address, size_t bytes, bool wri
 // there are benign, as for a store.
 void check_async_write(SimThread& thread, const void* destination, const void* incoming, size_t bytes,
                        const void* pc);
-// Race-checks the thread's last store, which has happened by now (every executor entry point and
-// the next access call this first).
+// Race-checks the thread's last stores, which have happened by now (every executor entry point
+// calls this first; the next access calls settle_write_at_access, race_check.cpp).
 void settle_write(SimThread& thread);
 // A new epoch for the block's race check (block start, __syncthreads).
 void new_epoch(BlockRun& block);

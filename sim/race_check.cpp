@@ -291,9 +291,10 @@ void check_async_write(SimThread& t, const void* destination, const void* incomi
   race_check(b, t, &b.shadow[offset], &b.shadow_pcs[offset], n, true, pc, a, b.epoch);
 }
 
-void settle_write(SimThread& t) {
-  SimThread::PendingWrite& w = t.pending_write;
-  if (!w.active) return;
+namespace {
+
+// Race-checks store `w` as it has happened (nothing when it left memory as it was).
+void check_store(SimThread& t, SimThread::PendingWrite& w) {
   w.active = false;
   if (std::memcmp(w.old, reinterpret_cast<const void*>(w.address), w.bytes) == 0) return;  // a silent store
   BlockRun& b = *t.block;
@@ -305,6 +306,25 @@ void settle_write(SimThread& t) {
     global_race_check(*b.grid, b, t, w.address, w.bytes, true, w.pc);
     t.sync_access = false;
   }
+}
+
+}  // namespace
+
+void settle_write(SimThread& t) {
+  if (t.unseen_write.active) check_store(t, t.unseen_write);
+  if (t.pending_write.active) check_store(t, t.pending_write);
+}
+
+void settle_write_at_access(SimThread& t) {
+  if (t.unseen_write.active) check_store(t, t.unseen_write);
+  SimThread::PendingWrite& w = t.pending_write;
+  if (!w.active) return;
+  if (std::memcmp(w.old, reinterpret_cast<const void*>(w.address), w.bytes) == 0) {
+    t.unseen_write = w;  // not happened yet, or silent: the access after tells
+    w.active = false;
+    return;
+  }
+  check_store(t, w);
 }
 
 void note_sync(GridRun& g, SimThread& t) {

@@ -179,9 +179,12 @@ bool is_clang(const std::string& cxx) { return directory_of(cxx) != cxx && cxx.f
 // What the compile step adds: the access instrumentation (not under ASan, whose own checks take
 // its place), line tables for fault messages, no SRA (it splits a float4 load into four floats, so
 // a misaligned vector access would no longer be one access), no strict aliasing (CUDA code
-// reinterprets pointers freely), stack-clash probes (a big local array hits the guard page).
+// reinterprets pointers freely), stack-clash probes (a big local array hits the guard page), and
+// with GCC no TLS wrapper calls (the built-in variables are extern thread_local of trivial types:
+// without the flag every threadIdx read called a wrapper through the PLT).
 Args instrumentation(const std::string& cxx, const Args& flags) {
   Args out{"-fno-strict-aliasing", "-fstack-clash-protection", "-Wno-unknown-pragmas"};
+  if (!is_clang(cxx)) out.push_back("-fno-extern-tls-init");
   bool has_g = false;
   for (const std::string& f : flags) has_g = has_g || starts_with(f, "-g");
   if (!has_g) out.push_back("-g1");
