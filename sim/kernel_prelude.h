@@ -10,14 +10,15 @@
 //   __device__/__constant__/__managed__ variables  registered (per-device copies, memcheck)
 //   __device__ on functions                      nothing
 //   malloc/free/new/delete in device code        the device heap (sim/device_heap.h)
-//   the body of a __global__ function            a first statement that faults when it is
-//                                                called outside a kernel launch (no <<<>>>)
+//   __global__                                   noinline; its body's first statement faults
+//                                                when called outside a launch (no <<<>>>)
 //
 // The toolkit's headers are included first, in host mode; then __CUDACC__ and __CUDA_ARCH__
 // (900, the simulated H200) are defined, so arch-guarded kernel code compiles as it would for
 // sm_90 (<cuda_fp8.h> is one of the host-mode headers: its arch-guarded inline PTX cannot run,
-// its C conversions give the same codes). Headers that need nvcc's device mode beyond that are not supported (cub, thrust, mma.h,
-// cuda/pipeline); <cooperative_groups.h> is the simulator's own (sim/cuda_include/).
+// its C conversions give the same codes). Headers that need nvcc's device mode beyond that are
+// not supported (cub, thrust, cuda/pipeline); <cooperative_groups.h> and <mma.h> are the
+// simulator's own (sim/cuda_include/).
 //
 // Differences from a GPU worth knowing:
 //   assert() in a kernel ends the grid with cudaErrorAssert; printf prints at once, not at the
