@@ -307,6 +307,7 @@ void start_next_block(GridRun& grid, BlockRun& run) {
 
 // ---- Executor services (executor_state.h) ---------------------------------------------------------
 GridRun* current_grid() { return t_grid; }
+SimThread* current_sim_thread() { return t_thread; }
 
 std::pair<uintptr_t, size_t> builtin_variables() {
   const uintptr_t addresses[] = {reinterpret_cast<uintptr_t>(&::threadIdx), reinterpret_cast<uintptr_t>(&::blockIdx),
@@ -315,7 +316,6 @@ std::pair<uintptr_t, size_t> builtin_variables() {
   const uintptr_t high = *std::max_element(std::begin(addresses), std::end(addresses)) + sizeof(dim3);
   return {low, high - low};
 }
-SimThread* current_sim_thread() { return t_thread; }
 
 std::string where(const BlockRun& run) {
   return "kernel " + kernel_label(*run.grid->launch) + ", block " + dims(run.block_idx);

@@ -145,22 +145,22 @@ std::vector<std::unique_ptr<ShadowPage>>& spare_pages() {
 // cell of an older one is empty. After 2^32 a spare page's cell could name a current one, so the
 // spares go. (A grid running that long keeps its own pages and its blocks' shared-memory
 // shadows: that stays a limit.) Both counters are guarded by the grid mutex.
+uint32_t advance(uint32_t& counter) {
+  if (++counter == 0) {
+    spare_pages().clear();
+    ++counter;
+  }
+  return counter;
+}
+
 uint32_t next_epoch() {
   static uint32_t epochs = 0;
-  if (++epochs == 0) {
-    spare_pages().clear();
-    ++epochs;
-  }
-  return epochs;
+  return advance(epochs);
 }
 
 uint32_t next_stamp() {
   static uint32_t stamps = 0;
-  if (++stamps == 0) {
-    spare_pages().clear();
-    ++stamps;
-  }
-  return stamps;
+  return advance(stamps);
 }
 
 void drop_pages(GridRun& g) {
