@@ -69,39 +69,19 @@ namespace sim_detail {
 namespace core = ::blockscope::sim::wmma;
 
 template <class T>
-struct format_of;
-template <>
-struct format_of<__half> {
-  static constexpr core::Format value = core::Format::f16;
-};
-template <>
-struct format_of<__nv_bfloat16> {
-  static constexpr core::Format value = core::Format::bf16;
-};
-template <>
-struct format_of<precision::tf32> {
-  static constexpr core::Format value = core::Format::tf32;
-};
-template <>
-struct format_of<float> {
-  static constexpr core::Format value = core::Format::f32;
-};
-template <>
-struct format_of<double> {
-  static constexpr core::Format value = core::Format::f64;
-};
-template <>
-struct format_of<signed char> {
-  static constexpr core::Format value = core::Format::s8;
-};
-template <>
-struct format_of<unsigned char> {
-  static constexpr core::Format value = core::Format::u8;
-};
-template <>
-struct format_of<int> {
-  static constexpr core::Format value = core::Format::s32;
-};
+constexpr core::Format format_of() {
+  if constexpr (std::is_same<T, __half>::value) return core::Format::f16;
+  else if constexpr (std::is_same<T, __nv_bfloat16>::value) return core::Format::bf16;
+  else if constexpr (std::is_same<T, precision::tf32>::value) return core::Format::tf32;
+  else if constexpr (std::is_same<T, float>::value) return core::Format::f32;
+  else if constexpr (std::is_same<T, double>::value) return core::Format::f64;
+  else if constexpr (std::is_same<T, signed char>::value) return core::Format::s8;
+  else if constexpr (std::is_same<T, unsigned char>::value) return core::Format::u8;
+  else {
+    static_assert(std::is_same<T, int>::value, "nvcuda::wmma: no such element type");
+    return core::Format::s32;
+  }
+}
 
 template <class Use>
 constexpr core::Use use_of() {
@@ -159,7 +139,7 @@ class fragment {
   storage_element_type x[num_storage_elements];
 
   static constexpr ::blockscope::sim::wmma::Tile sim_tile() {
-    return {sim_detail::use_of<Use>(), m, n, k, sim_detail::format_of<T>::value};
+    return {sim_detail::use_of<Use>(), m, n, k, sim_detail::format_of<T>()};
   }
 };
 

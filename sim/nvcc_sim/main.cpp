@@ -191,8 +191,11 @@ Args instrumentation(const std::string& cxx, const Args& flags) {
   bool has_g = false;
   for (const std::string& f : flags) has_g = has_g || starts_with(f, "-g");
   if (!has_g) out.push_back("-g1");
-  if (sanitized(flags)) out.push_back("-fno-sanitize=null");
-  if (sanitized(flags) || std::getenv("NVCC_SIM_NO_CHECKS") != nullptr) return out;
+  if (sanitized(flags)) {
+    out.push_back("-fno-sanitize=null");
+    return out;
+  }
+  if (std::getenv("NVCC_SIM_NO_CHECKS") != nullptr) return out;
   out.push_back("-fsanitize=thread");
   if (is_clang(cxx)) {
     for (const char* f : {"-mllvm", "-tsan-instrument-func-entry-exit=0", "-mllvm", "-tsan-distinguish-volatile=1"})
