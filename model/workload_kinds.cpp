@@ -229,16 +229,15 @@ class GemmRunner final : public WorkloadKindRunner {
     }
   }
 
- private:
-  Tensor a_, b_, c_;
-  Fp8Layer fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
-
- public:
   Fp8SaturationCounts fp8_saturation() const override {
     Fp8SaturationCounts out;
     if (fp8_.defined()) fp8_.add_saturation_counts(out);
     return out;
   }
+
+ private:
+  Tensor a_, b_, c_;
+  Fp8Layer fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
 };
 
 // mlp: one MLP on [T, d_model] tokens, Hugging Face Llama-style names.
@@ -310,16 +309,15 @@ class MlpRunner final : public WorkloadKindRunner {
     }
   }
 
- private:
-  ops::MlpWeights mlp_;
-  Fp8Mlp fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
-
- public:
   Fp8SaturationCounts fp8_saturation() const override {
     Fp8SaturationCounts out;
     if (fp8_.defined()) fp8_.add_saturation_counts(out, "mlp.");
     return out;
   }
+
+ private:
+  ops::MlpWeights mlp_;
+  Fp8Mlp fp8_;  // precision.gemm FP8 (model/fp8_layer.h)
 };
 
 // attention: q [B, H, S, D], k and v [B, Hkv, S, D] seeded N(0, 1).
