@@ -23,9 +23,23 @@ inline double max_abs(const reference::RefTensor& t) {
   return m;
 }
 
+// Half the spacing of `dtype`'s subnormals: what storing a result that underflows costs,
+// absolutely, and no bound relative to the result covers (a product of two inputs in [-1, 1]
+// lands below f16's smallest normal 2^-14 about once in 10^4 draws). Flushing to zero costs more.
+inline double underflow_rounding(DType dtype) {
+  switch (dtype) {
+    case DType::f16: return std::ldexp(1.0, -25);
+    case DType::bf16: return std::ldexp(1.0, -134);
+    default: return std::ldexp(1.0, -150);  // f32
+  }
+}
+
 // Elementwise results (add, mul, scale, copy, masked_fill) are one rounding of an f32 value:
-// a few units of the storage roundoff, relative to the largest value.
-inline double one_rounding_bound(DType dtype) { return 4.0 * dtype_epsilon(dtype) + 1e-7; }
+// a few units of the storage roundoff, relative to the largest value, or the underflow rounding
+// where the largest value is that small.
+inline double one_rounding_bound(DType dtype, double largest) {
+  return 4.0 * dtype_epsilon(dtype) + 1e-7 + underflow_rounding(dtype) / std::max(largest, 1e-30);
+}
 
 // softmax over rows of n, per row relative to the row's largest probability: the f32 sum of n
 // exps, exp itself and the stored result (reference/error_model.h). Measured: f32 8.7e-7 (rows
@@ -47,7 +61,7 @@ inline double rope_bound(const reference::RefTensor& x, const reference::RefTens
 }
 
 // Activations, per element in units of u32 = 2^-24: |y - ref| less the storage rounding (u_d
-// · |ref|, plus half f16's smallest subnormal; none for f32), over u32 · (|ref| + |x|). The
+// · |ref| plus the underflow rounding; none for f32), over u32 · (|ref| + |x|). The
 // f32 evaluation (erf, tanh, exp, a few products) costs a few ulps of |y|, or of |x| in the
 // negative tails where gelu(x) = x·Φ(x) comes from 1 + erf(...) with cancellation. For the
 // gated form x is |gate·up|. Measured at most 1.4 units; a GELU constant off in its 4th digit
@@ -55,7 +69,7 @@ inline double rope_bound(const reference::RefTensor& x, const reference::RefTens
 inline double activation_ulps(const std::vector<float>& got, const reference::RefTensor& expected,
                               const reference::RefTensor& x, DType dtype) {
   const double storage = dtype == DType::f32 ? 0.0 : dtype_epsilon(dtype);
-  const double subnormal = dtype == DType::f16 ? std::ldexp(1.0, -25) : 0.0;
+  const double subnormal = underflow_rounding(dtype);
   const double u32 = dtype_epsilon(DType::f32);
   double worst = 0.0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -151,7 +165,7 @@ inline reference::RefTensor abs_of(const reference::RefTensor& t) {
 // [-1, 1] can land below f16's smallest normal, where one rounding costs up to half a spacing).
 inline double batched_matmul_bound(const reference::RefTensor& expected, const reference::RefTensor& magnitude, int64_t k,
                                    DType dtype) {
-  return linear_bound(expected, magnitude, k, dtype) + (dtype == DType::f16 ? std::ldexp(1.0, -24) : 0.0);
+  return linear_bound(expected, magnitude, k, dtype) + 2.0 * underflow_rounding(dtype);
 }
 
 }  // namespace blockscope::testing
