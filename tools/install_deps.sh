@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev libopenblas-dev libboost-context-dev
   libopenmpi-dev openmpi-bin  # tensor parallelism's MPI communicator and its 2-rank test (mpirun)
   clang libclang-rt-14-dev libomp-dev
-  python3 python3-numpy python3-matplotlib python3-torch
+  python3 python3-venv python3-numpy python3-matplotlib python3-torch
   chromium fonts-dejavu-core  # the HTML report's browser test (headless; a font for its screenshots)
 )
 
@@ -25,9 +25,25 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all packages present"
-  exit 0
+else
+  echo "install_deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -q
+  as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install_deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-as_root apt-get update -q
-as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# The Python package's tools from PyPI (nanobind, scikit-build-core, pytest), pinned in
+# tools/python-requirements.txt, in .venv/ beside the checkout: Debian's Python (PEP 668 keeps
+# pip out of it) with its numpy and torch visible. Reinstalled when the pins change.
+cd "$(dirname "$0")/.."
+requirements=tools/python-requirements.txt
+stamp=.venv/requirements.installed
+if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
+  echo "install_deps: creating .venv from $requirements"
+  rm -rf .venv
+  /usr/bin/python3 -m venv --system-site-packages .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$stamp"
+else
+  echo "install_deps: .venv up to date"
+fi
