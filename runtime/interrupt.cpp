@@ -89,6 +89,26 @@ void install_interrupt_handlers() {
 
 void set_interrupt_point(const char* point) { g_point = point; }
 
+namespace {
+constexpr int kHostSignals[] = {SIGINT, SIGTERM};
+}
+
+InterruptScope::InterruptScope() {
+  g_signal = 0;
+  g_main_thread = pthread_self();
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  for (int i = 0; i < 2; ++i) sigaction(kHostSignals[i], &action, &saved_[i]);
+}
+
+InterruptScope::~InterruptScope() {
+  for (int i = 0; i < 2; ++i) sigaction(kHostSignals[i], &saved_[i], nullptr);
+  restore_standard_output();
+  g_signal = 0;
+}
+
 void restore_standard_output() {
   if (g_stdout_flags >= 0) ::fcntl(STDOUT_FILENO, F_SETFL, static_cast<int>(g_stdout_flags));
 }

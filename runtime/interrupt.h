@@ -8,6 +8,8 @@
 // signal while the first is handled ends the process at once.
 #pragma once
 
+#include <signal.h>
+
 namespace blockscope {
 
 void install_interrupt_handlers();
@@ -20,6 +22,22 @@ void restore_standard_output();
 void set_interrupt_point(const char* point);
 // The signal received (SIGINT, SIGTERM), 0 when none.
 int interrupt_signal();
+
+// For a host process that owns the signals (the Python module, python/): while the scope lives
+// SIGINT and SIGTERM reach the handler above (long work stops at its next check, as in the
+// CLI), then the host's handlers are back and the signal received is forgotten — the host says
+// it its own way (Python: KeyboardInterrupt). Made on the thread that receives the host's
+// signals (Python's main thread).
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction saved_[2];  // the host's SIGINT and SIGTERM actions
+};
 // Throws Error(ErrorKind::interrupted) naming the signal and `where` when one was received.
 void check_interrupted(const char* where);
 // check_interrupted for loops over many small items (a profile's events, a JSON document's

@@ -37,7 +37,14 @@ Storage::Storage(std::shared_ptr<Backend> backend, size_t bytes)
   data_ = backend_->allocate(bytes);
 }
 
-Storage::~Storage() { backend_->deallocate(data_, bytes_); }
+Storage::Storage(std::shared_ptr<Backend> backend, void* data, size_t bytes, std::shared_ptr<void> owner)
+    : backend_(std::move(backend)), data_(data), bytes_(bytes), borrowed_from_(std::move(owner)) {
+  BS_CHECK(borrowed_from_ != nullptr, "borrowed memory needs an owner that keeps it alive");
+}
+
+Storage::~Storage() {
+  if (!borrowed_from_) backend_->deallocate(data_, bytes_);
+}
 
 std::shared_ptr<Storage> Storage::derived(const std::string& key, size_t bytes, const std::function<void(void*)>& fill) {
   BS_CHECK(read_only_, "a copy derived from a writable storage could go stale");

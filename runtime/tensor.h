@@ -27,6 +27,10 @@ Shape contiguous_strides(const Shape& shape);
 class Storage {
  public:
   Storage(std::shared_ptr<Backend> backend, size_t bytes);
+  // Memory someone else allocated (a NumPy array, a torch tensor through DLPack): used in place,
+  // never freed here; `owner` is held as long as the storage lives and keeps that memory valid.
+  // Not counted in the backend's memory statistics, which are of what blockscope allocated.
+  Storage(std::shared_ptr<Backend> backend, void* data, size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -50,6 +54,7 @@ class Storage {
   std::shared_ptr<Backend> backend_;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+  std::shared_ptr<void> borrowed_from_;  // set: the memory is someone else's
   bool read_only_ = false;
   std::mutex derived_mutex_;
   std::map<std::string, std::shared_ptr<Storage>> derived_;

@@ -158,6 +158,29 @@ TEST(Tensor, ViewsShareStorageAndIndexCorrectly) {
   EXPECT_EQ(got[3], 3.0f);
 }
 
+// Someone else's memory (a NumPy array through the Python module): used in place, never freed
+// by the backend nor counted in its statistics, its owner released with the last tensor.
+TEST(Storage, BorrowedMemoryIsUsedInPlaceAndItsOwnerReleasedWithTheLastTensor) {
+  Context ctx(Device::cpu());
+  auto memory = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<float>> watch = memory;
+  const size_t in_use = ctx.backend().memory_stats().in_use;
+  {
+    auto storage = std::make_shared<Storage>(ctx.backend_ptr(), memory->data(), 6 * sizeof(float), memory);
+    memory.reset();
+    Tensor t(storage, {2, 3}, DType::f32);
+    storage.reset();
+    EXPECT_EQ(t.data_as<float>(), watch.lock()->data());
+    EXPECT_EQ(to_floats(t.transpose(0, 1)), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+    from_floats(t, {7, 8, 9, 10, 11, 12});
+    EXPECT_EQ((*watch.lock())[5], 12.0f) << "written in the owner's memory";
+    EXPECT_EQ(ctx.backend().memory_stats().in_use, in_use) << "borrowed memory is not the backend's";
+    EXPECT_FALSE(watch.expired());
+  }
+  EXPECT_TRUE(watch.expired()) << "the owner goes with the last tensor";
+  EXPECT_THROW(Storage(ctx.backend_ptr(), nullptr, 0, nullptr), Error);
+}
+
 TEST(Tensor, ZeroSizeTensorsAreContiguous) {
   Context ctx;
   Tensor t = ctx.empty({3, 0, 2}, DType::f32);

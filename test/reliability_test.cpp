@@ -3,8 +3,10 @@
 // and is quick (the blocked float64 GEMM), and diffs that do not mistake noise for a change.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "profiler/diff.h"
 #include "reference/gemm64.h"
 #include "runtime/error.h"
+#include "runtime/interrupt.h"
 #include "runtime/output_file.h"
 #include "test/profiler_synthetic.h"
 #include "test/support/test_support.h"
@@ -164,6 +167,34 @@ Stopped interrupt_after(const std::vector<std::string>& args, double after, int 
   stopped.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   stopped.err = read(err);
   return stopped;
+}
+
+// A host that owns the signals (the Python module): blockscope's handler only inside the scope,
+// the host's before and after; a signal inside is an interrupted Error at the next check, and
+// forgotten once the scope ends (the host says it its own way).
+std::atomic<int> g_host_signals{0};
+void count_host_signal(int) { g_host_signals += 1; }
+
+TEST(Interrupt, AScopeLendsTheSignalsAndGivesThemBack) {
+  struct sigaction host {}, previous {};
+  host.sa_handler = count_host_signal;
+  sigemptyset(&host.sa_mask);
+  ASSERT_EQ(sigaction(SIGINT, &host, &previous), 0);
+  g_host_signals = 0;
+  {
+    bs::InterruptScope scope;
+    EXPECT_NO_THROW(bs::check_interrupted("before the signal"));
+    ::raise(SIGINT);
+    EXPECT_EQ(bs::interrupt_signal(), SIGINT);
+    EXPECT_THROW(bs::check_interrupted("in the scope"), bs::Error);
+    EXPECT_EQ(g_host_signals.load(), 0) << "the host's handler ran inside the scope";
+  }
+  EXPECT_EQ(bs::interrupt_signal(), 0) << "the scope's signal outlived it";
+  EXPECT_NO_THROW(bs::check_interrupted("after the scope"));
+  ::raise(SIGINT);
+  EXPECT_EQ(g_host_signals.load(), 1) << "the host's handler is back";
+  EXPECT_EQ(bs::interrupt_signal(), 0);
+  sigaction(SIGINT, &previous, nullptr);
 }
 
 // A decode of 3000 tokens is one profiled step: Ctrl-C is answered between tokens (before: at
