@@ -31,6 +31,8 @@ void keep_events(const Recorder& recorder, Profile* profile) {
   }
 }
 
+Profile profile_header(Context& ctx, const std::string& label);
+void set_dtype_and_peaks(Context& ctx, Profile* profile);
 
 }  // namespace
 
@@ -42,14 +44,8 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   BS_CHECK_INPUT(schedule.active > 0 || schedule.keep_cold_step,
                  "profile schedule: active must be at least 1 (nothing would be kept)");
 
-  Profile profile;
-  profile.label = label;
+  Profile profile = profile_header(ctx, label);
   profile.schedule = schedule;
-  profile.device = ctx.device().str();
-  const BackendInfo device_info = ctx.backend().info(DType::f32);
-  profile.device_name = device_info.description;
-  profile.simulated = device_info.simulated;
-  profile.cpu_threads = device_info.cpu_threads;
 
   Recorder recorder(ctx);
   RecorderAttachment restore(ctx);  // whatever was attached before comes back, also on a throw
@@ -95,6 +91,27 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
     if (on_step) on_step(index + 1, total);
   }
 
+  set_dtype_and_peaks(ctx, &profile);
+  return profile;
+}
+
+namespace {
+
+// Everything but the events: the label, the device and how it is described.
+Profile profile_header(Context& ctx, const std::string& label) {
+  Profile profile;
+  profile.label = label;
+  profile.device = ctx.device().str();
+  const BackendInfo device_info = ctx.backend().info(DType::f32);
+  profile.device_name = device_info.description;
+  profile.simulated = device_info.simulated;
+  profile.cpu_threads = device_info.cpu_threads;
+  return profile;
+}
+
+// The profiled dtype and the peaks the % of peak columns divide by.
+void set_dtype_and_peaks(Context& ctx, Profile* profile_out) {
+  Profile& profile = *profile_out;
   // The profiled dtype is the one most ops ran in (regions carry none).
   int dtype_counts[std::size(kDTypes)] = {};
   for (const OpEvent& event : profile.ops) {
@@ -104,7 +121,32 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
   const DType dtype = dtype_counts[most] > 0 ? static_cast<DType>(most) : DType::f32;
   profile.dtype = dtype_name(dtype);
   profile.peaks = device_peaks(ctx, dtype);
-  return profile;
+}
+
+}  // namespace
+
+StepRecording::StepRecording(Context& ctx, const std::string& label)
+    : ctx_(ctx), recorder_(ctx), previous_(ctx.recorder()), profile_(profile_header(ctx, label)) {
+  profile_.schedule = Schedule{0, 0, 1, false};
+  ctx_.set_recorder(&recorder_);
+  recorder_.set_step(0);
+  step_.emplace(ctx_, "step 0");
+}
+
+StepRecording::~StepRecording() {
+  step_.reset();
+  ctx_.set_recorder(previous_);
+}
+
+Profile StepRecording::finish() {
+  BS_CHECK(step_.has_value(), "a step recording finishes once");
+  step_.reset();
+  ctx_.set_recorder(previous_);
+  recorder_.resolve();  // synchronises: every device time of the step is known
+  keep_events(recorder_, &profile_);
+  profile_.active_steps = 1;
+  set_dtype_and_peaks(ctx_, &profile_);
+  return std::move(profile_);
 }
 
 Peaks device_peaks(Context& ctx, DType dtype) {

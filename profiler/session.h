@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "profiler/recorder.h"
+#include "profiler/scope.h"
 #include "runtime/context.h"
 
 namespace blockscope::profiler {
@@ -67,5 +68,26 @@ Profile profile_steps(Context& ctx, const std::string& label, const Schedule& sc
                       const std::function<void(int done, int total)>& on_step = nullptr);
 
 Peaks device_peaks(Context& ctx, DType dtype);
+
+// One profiled step around code that is not a function of blockscope's (the Python module's
+// `with bs.profile():` block): from construction the recorder is attached and a region "step 0"
+// open; finish() closes it, synchronises and returns the profile of that step, as
+// profile_steps would with one active step. Destroyed unfinished, it records nothing more and
+// puts back whatever recorder was attached before.
+class StepRecording {
+ public:
+  StepRecording(Context& ctx, const std::string& label);
+  ~StepRecording();
+  StepRecording(const StepRecording&) = delete;
+  StepRecording& operator=(const StepRecording&) = delete;
+  Profile finish();
+
+ private:
+  Context& ctx_;
+  Recorder recorder_;
+  Recorder* previous_;
+  Profile profile_;
+  std::optional<RegionScope> step_;
+};
 
 }  // namespace blockscope::profiler

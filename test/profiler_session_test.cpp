@@ -167,6 +167,43 @@ TEST(Recorder, PeakMemoryPerOpTotalAndSelf) {
   EXPECT_TRUE(found);
 }
 
+// `with bs.profile():` (python/): one step recorded around code that is not a step function
+// holds what profile_steps keeps of one active step, and the recorder before it comes back.
+TEST(StepRecording, HoldsWhatOneActiveStepOfProfileStepsHolds) {
+  Context ctx(Device::cpu());
+  const Profile scheduled = profile_steps(ctx, "toy", Schedule{0, 0, 1, false}, [&](int) { toy_step(ctx, 3); });
+  Recorder outer(ctx);
+  ctx.set_recorder(&outer);
+  Profile recorded;
+  {
+    StepRecording recording(ctx, "toy");
+    EXPECT_NE(ctx.recorder(), &outer);
+    toy_step(ctx, 3);
+    recorded = recording.finish();
+    EXPECT_EQ(ctx.recorder(), &outer) << "finish puts the earlier recorder back";
+  }
+  EXPECT_EQ(ctx.recorder(), &outer);
+  ctx.set_recorder(nullptr);
+  EXPECT_EQ(recorded.label, "toy");
+  EXPECT_EQ(recorded.active_steps, 1);
+  EXPECT_EQ(recorded.dtype, scheduled.dtype);
+  ASSERT_EQ(recorded.ops.size(), scheduled.ops.size());
+  for (size_t i = 0; i < recorded.ops.size(); ++i) {
+    EXPECT_EQ(recorded.ops[i].name, scheduled.ops[i].name);
+    EXPECT_EQ(recorded.ops[i].parent, scheduled.ops[i].parent);
+  }
+  ASSERT_EQ(recorded.kernels.size(), 3u);
+  for (size_t i = 0; i < recorded.kernels.size(); ++i) EXPECT_EQ(recorded.kernels[i].op, scheduled.kernels[i].op);
+  EXPECT_TRUE(outer.ops().empty()) << "the earlier recorder saw nothing of the recorded step";
+
+  // Left unfinished (an exception in the block): nothing more recorded, the recorder restored.
+  {
+    StepRecording abandoned(ctx, "toy");
+    toy_step(ctx, 1);
+  }
+  EXPECT_EQ(ctx.recorder(), nullptr);
+}
+
 TEST(ProfileSteps, RejectsSchedulesThatKeepNothing) {
   Context ctx(Device::cpu());
   const auto nothing = [](int) {};
