@@ -1,6 +1,6 @@
 # Checks that every #include in the layered folders points down the stack (docs/ARCHITECTURE.md):
 #
-#   0 sim/   1 runtime/   2 profiler/   3 ops/   4 model/   5 reference/   6 tools/
+#   0 sim/   1 runtime/   2 profiler/   3 ops/   4 model/   5 reference/   6 tools/   7 python/
 #
 # Every include form is resolved to a file of the tree: "x/y.h" from the project root, "../y.h"
 # (or "y.h") from the including file's folder, <x/y.h> when x/ is one of the project's folders.
@@ -29,7 +29,7 @@ if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_layers.cmake: pass -DSOURCE_DIR=<project root>")
 endif()
 
-set(layers sim runtime profiler ops model reference tools)
+set(layers sim runtime profiler ops model reference tools python)
 set(project_folders ${layers} bench test)
 
 function(layer_of path out)

@@ -41,8 +41,9 @@ WorkloadConfig Session::load_config() const {
   if (!options.sort_by.empty()) sets.push_back("profile.sort_by=" + options.sort_by);
   if (options.row_limit >= 0) sets.push_back("profile.row_limit=" + std::to_string(options.row_limit));
   if (options.group_by_shape) sets.push_back("profile.group_by_shape=true");
-  WorkloadConfig config = options.config_path.empty() ? load_default_config(sets)
-                                                      : load_config_file(options.config_path, sets);
+  WorkloadConfig config = !options.config_text.empty() ? load_config_text(options.config_text, options.config_source, sets)
+                          : options.config_path.empty() ? load_default_config(sets)
+                                                        : load_config_file(options.config_path, sets);
   if (!options.device.empty()) {
     Device device;
     if (options.device != "auto" && !parse_device(options.device, &device)) {

@@ -27,6 +27,9 @@ inline constexpr const char* kVersion = "0.1.0";
 // Flags the workload commands take (run, profile, check; diff and info use format only).
 struct Options {
   std::string config_path;  // empty: the default config compiled in
+  // The config's YAML itself (the Python module's bs.load of text), named config_source in
+  // messages; takes the place of config_path when set.
+  std::string config_text, config_source;
   std::string device;
   std::string dtype;
   std::vector<std::string> sets;
