@@ -11,7 +11,7 @@ packages=(
   libdnnl-dev libopenblas-dev libboost-context-dev
   libopenmpi-dev openmpi-bin  # tensor parallelism's MPI communicator and its 2-rank test (mpirun)
   clang libclang-rt-14-dev libomp-dev
-  python3 python3-venv python3-numpy python3-matplotlib python3-torch
+  python3 python3-dev python3-venv python3-numpy python3-matplotlib python3-torch
   chromium fonts-dejavu-core  # the HTML report's browser test (headless; a font for its screenshots)
 )
 

@@ -1,0 +1,123 @@
+"""Workloads from configs: bs.load(...), then .run(), .check(), .profile() — the CLI's
+commands in-process (python/commands.cpp), their JSON as Python objects."""
+
+import json
+import os
+import tempfile
+
+import numpy
+
+from . import _core
+from ._errors import FileError
+from ._profile import Profile, _pass_on, _read_json
+
+
+def load(config=None, overrides=None):
+    """A workload from a config: a path (str or os.PathLike), YAML text (a str holding a
+    newline or a ``key:``), or None for the built-in default. `overrides` are config keys to
+    set, validated like the file: ``{"model.d_model": 256, "paths.attention": "flash"}``.
+    ConfigError names the file, line and key of what does not validate."""
+    sets = [f"{key}={_yaml_value(value)}" for key, value in (overrides or {}).items()]
+    path, text, source = "", "", ""
+    if config is None:
+        pass
+    elif isinstance(config, os.PathLike) or (isinstance(config, str) and "\n" not in config and ":" not in config.split("/")[-1]):
+        path = os.fspath(config)
+        if not os.path.exists(path):
+            raise FileError(2, f"no config file {path!r}", path)
+    elif isinstance(config, str):
+        text, source = config, "<config text>"
+    else:
+        raise TypeError(f"config: expected a path, YAML text or None, not {type(config).__name__}")
+    kind, keys = _core.load_config(path, text, source, sets)
+    return Workload(path, text, source, sets, kind, keys)
+
+
+def _yaml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value)  # JSON is YAML
+    return str(value)
+
+
+class Workload:
+    """A validated config (with its overrides). ``config`` holds every key as read, in file order."""
+
+    def __init__(self, path, text, source, sets, kind, keys):
+        self._path, self._text, self._source, self._sets = path, text, source, list(sets)
+        self.kind = kind
+        self.config = dict(keys)
+
+    def _command(self, name, device=None, dtype=None, threads=0, save="", trace="", counters=False, predict=""):
+        return _core.workload_command(name, self._path, self._text, self._source, self._sets, device or "", dtype or "",
+                                      threads, save, trace, counters, predict or "")
+
+    def run(self, device=None, dtype=None, threads=0, outputs=False):
+        """Times the forward (run: warm-up, then timed forwards per variant), as `blockscope run
+        --format json`. With ``outputs=True`` also one forward's input, output and weights as
+        NumPy arrays (``result["tensors"]``, Hugging Face names; bfloat16 as float32, exactly)."""
+        if not outputs:
+            code, out, err = self._command("run", device, dtype, threads)
+            _pass_on(err)
+            return _read_json(out, "run")
+        with tempfile.TemporaryDirectory(prefix="blockscope-run-") as folder:
+            dump = os.path.join(folder, "dump.safetensors")
+            code, out, err = _core.workload_command("run", self._path, self._text, self._source, self._sets,
+                                                    device or "", dtype or "", threads, "", "", False, "", dump)
+            _pass_on(err)
+            result = _read_json(out, "run")
+            result["tensors"] = read_safetensors(dump)
+            return result
+
+    def check(self, device=None, dtype=None, threads=0):
+        """Every path against the float64 reference (`blockscope check --format json`); the
+        result's ``passed`` is False when a path is outside the accuracy rule."""
+        code, out, err = self._command("check", device, dtype, threads)
+        _pass_on(err)
+        result = _read_json(out, "check")
+        if isinstance(result, dict):
+            result.setdefault("passed", code == 0)
+        return result
+
+    def profile(self, device=None, dtype=None, threads=0, trace=None, counters=False, predict=None):
+        """Profiles every variant on the config's schedule (`blockscope profile --format json`)."""
+        folder = tempfile.TemporaryDirectory(prefix="blockscope-profile-")
+        code, out, err = self._command("profile", device, dtype, threads, save=os.path.join(folder.name, "profile.json"),
+                                       trace=os.fspath(trace) if trace else "", counters=counters, predict=predict)
+        _pass_on(err)
+        return Profile._from_command(out, folder)
+
+    def __repr__(self):
+        source = self._path or self._source or "the built-in default"
+        return f"<blockscope.Workload {self.kind} from {source}>"
+
+
+# safetensors: 8 bytes of header length (little endian), the header (JSON: name -> dtype, shape,
+# data_offsets), then the data. What `run --dump` writes.
+_SAFETENSORS_TYPES = {"F32": numpy.float32, "F16": numpy.float16, "BF16": None, "F64": numpy.float64, "I32": numpy.int32,
+                      "I64": numpy.int64, "U8": numpy.uint8}
+
+
+def read_safetensors(path):
+    """Every tensor of a .safetensors file as a NumPy array (bfloat16 widened to float32, exactly)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + length])
+    body = memoryview(data)[8 + length:]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = entry["data_offsets"]
+        kind = entry["dtype"]
+        if kind == "BF16":
+            bits = numpy.frombuffer(body[start:end], dtype=numpy.uint16).astype(numpy.uint32) << 16
+            array = bits.view(numpy.float32)
+        elif kind in _SAFETENSORS_TYPES:
+            array = numpy.frombuffer(body[start:end], dtype=_SAFETENSORS_TYPES[kind]).copy()
+        else:
+            raise ValueError(f"{path}: tensor {name!r} of type {kind}, which this reader does not take")
+        tensors[name] = array.reshape(entry["shape"])
+    return tensors
