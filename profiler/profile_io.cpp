@@ -164,6 +164,42 @@ json kernel_json(const KernelEvent& kernel) {
           {"device_end_us", kernel.device_end_us}};
 }
 
+json device_properties_json(const DeviceProperties& d) {
+  return {{"index", d.index},
+          {"name", d.name},
+          {"total_global_mem", d.total_global_mem},
+          {"compute_major", d.compute_major},
+          {"compute_minor", d.compute_minor},
+          {"num_sms", d.num_sms},
+          {"max_threads_per_block", d.max_threads_per_block},
+          {"max_threads_per_sm", d.max_threads_per_sm},
+          {"regs_per_block", d.regs_per_block},
+          {"regs_per_sm", d.regs_per_sm},
+          {"warp_size", d.warp_size},
+          {"shared_mem_per_block", d.shared_mem_per_block},
+          {"shared_mem_per_sm", d.shared_mem_per_sm},
+          {"shared_mem_per_block_optin", d.shared_mem_per_block_optin}};
+}
+
+DeviceProperties read_device_properties(const Reader& r) {
+  DeviceProperties d;
+  d.index = r.int32("index");
+  d.name = r.string("name");
+  d.total_global_mem = r.integer("total_global_mem");
+  d.compute_major = r.int32("compute_major");
+  d.compute_minor = r.int32("compute_minor");
+  d.num_sms = r.int32("num_sms");
+  d.max_threads_per_block = r.int32("max_threads_per_block");
+  d.max_threads_per_sm = r.int32("max_threads_per_sm");
+  d.regs_per_block = r.int32("regs_per_block");
+  d.regs_per_sm = r.int32("regs_per_sm");
+  d.warp_size = r.int32("warp_size");
+  d.shared_mem_per_block = r.integer("shared_mem_per_block");
+  d.shared_mem_per_sm = r.integer("shared_mem_per_sm");
+  d.shared_mem_per_block_optin = r.integer("shared_mem_per_block_optin");
+  return d;
+}
+
 // Everything but the ops and kernels.
 json profile_head_json(const Profile& profile) {
   json document = {{"format", kFormatName},
@@ -182,6 +218,7 @@ json profile_head_json(const Profile& profile) {
                                                         {"cold_step", profile.schedule->keep_cold_step}}
                                                  : json()}};
   if (profile.ranks > 1) document["tensor_parallel"] = {{"rank", profile.rank}, {"ranks", profile.ranks}};
+  if (profile.device_properties) document["device_properties"] = device_properties_json(*profile.device_properties);
   if (!profile.prediction.is_null()) document["prediction"] = profile.prediction;
   if (!profile.notes.empty()) document["notes"] = profile.notes;
   return document;
@@ -243,6 +280,8 @@ Profile profile_from_json(const json& document, const std::string& source) {
   profile.simulated = document.contains("simulated") && top.boolean("simulated");
   profile.workload = document.contains("workload") ? top.string("workload") : "";
   if (document.contains("prediction")) profile.prediction = read_prediction(top, document["prediction"]);
+  // Optional: a GPU's profile has them (and not one saved before they were kept).
+  if (document.contains("device_properties")) profile.device_properties = read_device_properties(top.child("device_properties"));
   if (document.contains("notes")) {
     const json& notes = top.array("notes");
     for (size_t i = 0; i < notes.size(); ++i) {

@@ -106,6 +106,7 @@ Profile profile_header(Context& ctx, const std::string& label) {
   profile.device_name = device_info.description;
   profile.simulated = device_info.simulated;
   profile.cpu_threads = device_info.cpu_threads;
+  profile.device_properties = device_info.device_properties;
   return profile;
 }
 

@@ -43,6 +43,9 @@ struct Profile {
   // (kernels run as CPU fibers), never GPU times; tables say so and % of peak is not shown.
   bool simulated = false;
   int cpu_threads = 0;  // the CPU backend's threads (0: a device, or not recorded)
+  // A GPU's properties (none on the CPU, or in profiles saved before they were kept): traces
+  // carry them for Holistic Trace Analysis.
+  std::optional<DeviceProperties> device_properties;
   // Tensor parallelism: the rank this profile was recorded on, of `ranks` (1: not split).
   int rank = 0, ranks = 1;
   Peaks peaks;

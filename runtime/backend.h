@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeindex>
 #include <utility>
@@ -35,6 +36,20 @@ struct TimeMark {
   bool valid() const { return value >= 0; }
 };
 
+// A GPU's properties as cudaGetDeviceProperties reports them (the simulated GPU: the H200 it
+// models, nominal). Traces carry them as Kineto's "deviceProperties" (profiler/trace.cpp).
+struct DeviceProperties {
+  int index = 0;  // the CUDA device index
+  std::string name;
+  int64_t total_global_mem = 0;  // bytes
+  int compute_major = 0, compute_minor = 0;
+  int num_sms = 0;
+  int max_threads_per_block = 0, max_threads_per_sm = 0;
+  int regs_per_block = 0, regs_per_sm = 0;
+  int warp_size = 0;
+  int64_t shared_mem_per_block = 0, shared_mem_per_sm = 0, shared_mem_per_block_optin = 0;  // bytes
+};
+
 // What the profiler says about the hardware and measures against. Peaks are 0 when unknown
 // (the % of peak column then shows "-"); `peak_source` says where the figures come from.
 struct BackendInfo {
@@ -48,6 +63,7 @@ struct BackendInfo {
   // Said to users where a 16-bit dtype is no faster than f32 (the CPU's measured GEMM peaks:
   // a CPU without native bf16 kernels widens to f32); empty otherwise.
   std::string dtype_note;
+  std::optional<DeviceProperties> device_properties;  // a GPU's (none on the CPU)
 };
 
 // One kernel launch's hardware counters, by Nsight Compute's metric names (sim__ for what only

@@ -139,6 +139,43 @@ TEST(ProfileJson, TheRankOfATensorParallelProfileRoundTrips) {
   }
 }
 
+// A GPU's properties (traces carry them as Kineto's deviceProperties) round trip; a profile
+// without them (the CPU's, or one saved before they were kept) has no such key; a bad field is
+// refused naming it.
+TEST(ProfileJson, DevicePropertiesRoundTrip) {
+  Profile profile = detailed_profile(testing::fresh_seed());
+  EXPECT_FALSE(profile_to_json(profile).contains("device_properties"));
+  EXPECT_FALSE(profile_from_json(profile_to_json(profile), "memory").device_properties);
+  DeviceProperties device;
+  device.index = 1;
+  device.name = "NVIDIA H200";
+  device.total_global_mem = int64_t{150} << 30;
+  device.compute_major = 9;
+  device.compute_minor = 0;
+  device.num_sms = 132;
+  device.max_threads_per_block = 1024;
+  device.max_threads_per_sm = 2048;
+  device.regs_per_block = 65536;
+  device.regs_per_sm = 65536;
+  device.warp_size = 32;
+  device.shared_mem_per_block = 49152;
+  device.shared_mem_per_sm = 233472;
+  device.shared_mem_per_block_optin = 232448;
+  profile.device_properties = device;
+  json saved = profile_to_json(profile);
+  const Profile back = profile_from_json(saved, "memory");
+  ASSERT_TRUE(back.device_properties);
+  EXPECT_EQ(profile_to_json(back)["device_properties"], saved["device_properties"]);
+  EXPECT_EQ(back.device_properties->total_global_mem, int64_t{150} << 30);
+  saved["device_properties"]["num_sms"] = "many";
+  try {
+    profile_from_json(saved, "gpu.json");
+    ADD_FAILURE() << "a string number of SMs was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("gpu.json: device_properties.num_sms"), std::string::npos) << error.what();
+  }
+}
+
 class ProfileFile : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -103,6 +103,21 @@ BackendInfo CudaBackend::info(DType dtype) {
   BackendInfo info;
   info.description = properties_.name;
   info.simulated = cuda_simulated();
+  DeviceProperties& device = info.device_properties.emplace();
+  device.index = index_;
+  device.name = properties_.name;
+  device.total_global_mem = static_cast<int64_t>(properties_.totalGlobalMem);
+  device.compute_major = properties_.major;
+  device.compute_minor = properties_.minor;
+  device.num_sms = properties_.multiProcessorCount;
+  device.max_threads_per_block = properties_.maxThreadsPerBlock;
+  device.max_threads_per_sm = properties_.maxThreadsPerMultiProcessor;
+  device.regs_per_block = properties_.regsPerBlock;
+  device.regs_per_sm = properties_.regsPerMultiprocessor;
+  device.warp_size = properties_.warpSize;
+  device.shared_mem_per_block = static_cast<int64_t>(properties_.sharedMemPerBlock);
+  device.shared_mem_per_sm = static_cast<int64_t>(properties_.sharedMemPerMultiprocessor);
+  device.shared_mem_per_block_optin = static_cast<int64_t>(properties_.sharedMemPerBlockOptin);
   if (info.simulated) {
     info.peak_source = "none: simulated GPU";
     return info;
