@@ -1,5 +1,7 @@
 // Chrome trace JSON: parses, names its tracks, slices nest per track, every device slice has a
-// flow from a launch slice on the CPU track, and the file is written atomically.
+// flow from a launch slice on the CPU track, and the file is written atomically. What HTA reads
+// (Kineto's header, categories, correlation ids, streams): here structurally, and with HTA
+// itself in test/hta/hta_agreement_test.py.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +25,15 @@ namespace {
 using nlohmann::json;
 constexpr double kEps = 1e-6;  // microseconds: float noise in ts + dur
 
+// A device slice: a GPU's kernel, copy or fill (Kineto's categories), or a CPU's work item.
+bool is_device_slice(const json& event) {
+  static const std::set<std::string> categories = {"kernel", "gpu_memcpy", "gpu_memset", "cpu_work_item"};
+  return event["ph"] == "X" && categories.count(event["cat"].get<std::string>()) > 0;
+}
+bool is_launch_slice(const json& event) {
+  return event["ph"] == "X" && event["args"].value("blockscope category", "") == "launch";
+}
+
 // Checks the structural rules of a trace; returns the number of device slices checked.
 size_t check_trace(const json& trace, const Profile& profile) {
   EXPECT_TRUE(trace.contains("traceEvents"));
@@ -41,7 +52,7 @@ size_t check_trace(const json& trace, const Profile& profile) {
     } else if (ph == "X") {
       EXPECT_GE(event.at("dur").get<double>(), 0.0);
       slices[{event["pid"].get<int>(), event["tid"].get<int>()}].push_back(&event);
-      if (event["cat"] == "kernel") {
+      if (is_device_slice(event)) {
         device_pid = event["pid"].get<int>();
         ++device_slices;
       } else {
@@ -98,13 +109,13 @@ size_t check_trace(const json& trace, const Profile& profile) {
     EXPECT_EQ(start["pid"].get<int>(), cpu_pid);
     const auto& device_track = slices[{(*end)["pid"].get<int>(), (*end)["tid"].get<int>()}];
     const bool lands_on_kernel = std::any_of(device_track.begin(), device_track.end(), [&](const json* s) {
-      return (*s)["cat"] == "kernel" && std::abs((*s)["ts"].get<double>() - (*end)["ts"].get<double>()) < kEps;
+      return is_device_slice(*s) && std::abs((*s)["ts"].get<double>() - (*end)["ts"].get<double>()) < kEps;
     });
     EXPECT_TRUE(lands_on_kernel) << "flow " << id;
     const auto& cpu_track = slices[{cpu_pid, 0}];
     const bool from_launch = std::any_of(cpu_track.begin(), cpu_track.end(), [&](const json* s) {
       const double ts = (*s)["ts"], dur = (*s)["dur"];
-      return (*s)["cat"] == "launch" && start["ts"].get<double>() >= ts - kEps &&
+      return is_launch_slice(*s) && start["ts"].get<double>() >= ts - kEps &&
              start["ts"].get<double>() <= ts + dur + kEps;
     });
     EXPECT_TRUE(from_launch) << "flow " << id;
@@ -122,7 +133,7 @@ TEST(ChromeTrace, SyntheticProfilesNestAndFlow) {
     // Op slices carry their scope path and, for ops, path, shapes, FLOPs and bytes.
     size_t ops_seen = 0;
     for (const json& event : trace["traceEvents"]) {
-      if (event["ph"] != "X" || event["cat"] != "op") continue;
+      if (event["ph"] != "X" || event["cat"] != "cpu_op" || event["args"]["blockscope category"] != "op") continue;
       ++ops_seen;
       EXPECT_TRUE(event["args"].contains("scope"));
       EXPECT_TRUE(event["args"].contains("path"));
@@ -151,25 +162,114 @@ TEST(ChromeTrace, RecordedAttentionNestsAndFlows) {
   EXPECT_EQ(trace["otherData"]["label"], "attention=naive");
 }
 
+// A GPU's trace as Kineto writes one for HTA: the stream's track (tid = the stream, counted from
+// 1 as CUPTI does: the recorder's stream 7 is the trace's 8), the kernel's stream, device,
+// correlation and External id in args; the launch a "cuda_runtime" cudaLaunchKernel with the
+// same correlation; a copy and a fill in Kineto's categories with their runtime calls' names;
+// ops "cpu_op" and regions "user_annotation", each with its External id.
 TEST(ChromeTrace, CudaProfilesGetAStreamTrack) {
   testing::ProfileBuilder b("gpu", "cuda:1");
   b.open("step 0", "", true);
-  b.open("softmax");
+  const int softmax = b.open("softmax");
   b.kernel("softmax_kernel", 10, 1, /*stream=*/7);
+  b.kernel("Memcpy DtoD", 3, 1, /*stream=*/7);
+  b.kernel("Memset", 1, 1, /*stream=*/7);
   b.close();
   b.close();
   b.set_active_steps(1);
   const json trace = json::parse(chrome_trace_json(b.profile()));
   check_trace(trace, b.profile());
   bool named = false;
+  std::map<int64_t, const json*> launches, kernels;  // by correlation id
+  std::map<std::string, const json*> ops;
   for (const json& event : trace["traceEvents"]) {
-    if (event["ph"] == "X" && event["cat"] == "kernel") {
-      EXPECT_EQ(event["tid"], 7);
+    if (event["ph"] == "M" && event["name"] == "thread_name" && event["args"]["name"] == "stream 8") named = true;
+    if (event["ph"] != "X") continue;
+    if (is_device_slice(event)) {
+      EXPECT_EQ(event["tid"], 8);
+      EXPECT_EQ(event["args"]["stream"], 8);
+      EXPECT_EQ(event["args"]["device"], 1);
       EXPECT_EQ(event["pid"].get<int>() % 1000, 101);
+      kernels[event["args"]["correlation"].get<int64_t>()] = &event;
+    } else if (is_launch_slice(event)) {
+      EXPECT_EQ(event["cat"], "cuda_runtime");
+      EXPECT_FALSE(event["args"].contains("stream")) << "HTA reads a stream as GPU activity";
+      launches[event["args"]["correlation"].get<int64_t>()] = &event;
+    } else {
+      EXPECT_EQ(event["cat"], event["args"]["blockscope category"] == "region" ? "user_annotation" : "cpu_op");
+      ops[event["name"]] = &event;
     }
-    if (event["ph"] == "M" && event["name"] == "thread_name" && event["args"]["name"] == "stream 7") named = true;
   }
   EXPECT_TRUE(named);
+  ASSERT_EQ(kernels.size(), 3u);
+  ASSERT_EQ(launches.size(), 3u);
+  const std::map<std::string, std::pair<std::string, std::string>> kineto = {
+      {"softmax_kernel", {"kernel", "cudaLaunchKernel"}},
+      {"Memcpy DtoD", {"gpu_memcpy", "cudaMemcpyAsync"}},
+      {"Memset", {"gpu_memset", "cudaMemsetAsync"}}};
+  for (const auto& [correlation, kernel] : kernels) {
+    SCOPED_TRACE((*kernel)["name"].get<std::string>());
+    ASSERT_TRUE(launches.count(correlation)) << "a kernel without its launch";
+    const json& launch = *launches[correlation];
+    const auto& [category, call] = kineto.at((*kernel)["name"]);
+    EXPECT_EQ((*kernel)["cat"], category);
+    EXPECT_EQ(launch["name"], call);
+    EXPECT_EQ(launch["args"]["kernel"], (*kernel)["name"]);
+    EXPECT_EQ((*kernel)["args"]["External id"], ops.at("softmax")->at("args")["External id"]);
+    EXPECT_EQ(launch["args"]["External id"], ops.at("softmax")->at("args")["External id"]);
+  }
+  EXPECT_EQ(ops.at("softmax")->at("args")["External id"], softmax + 1);
+  EXPECT_NE(ops.at("step 0")->at("args")["External id"], ops.at("softmax")->at("args")["External id"]);
+}
+
+// A CPU's work items are CPU work: nothing in their trace says GPU to HTA (no stream, no
+// correlation, no GPU category, no CUDA call).
+TEST(ChromeTrace, CpuWorkItemsAreNotGpuKernels) {
+  const Profile profile = testing::random_profile(testing::fresh_seed(), 2);
+  const json trace = json::parse(chrome_trace_json(profile));
+  size_t items = 0;
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    EXPECT_FALSE(event["args"].contains("stream")) << event.dump();
+    EXPECT_FALSE(event["args"].contains("correlation")) << event.dump();
+    EXPECT_NE(event["cat"], "kernel");
+    EXPECT_NE(event["cat"], "cuda_runtime");
+    items += event["cat"] == "cpu_work_item";
+  }
+  EXPECT_EQ(items, profile.kernels.size());
+}
+
+// Kineto's header: distributedInfo on the document's first line with `"rank": N` as HTA
+// searches for it (a space after the colon), schemaVersion, and deviceProperties from the
+// profile's device (an empty list on the CPU).
+TEST(ChromeTrace, HeaderSaysTheRankAndTheDevice) {
+  testing::ProfileBuilder b("gpu", "cuda:1");
+  b.open("step 0", "", true);
+  b.kernel("k", 5);
+  b.close();
+  DeviceProperties device;
+  device.index = 1;
+  device.name = "NVIDIA H200 (simulated)";
+  device.total_global_mem = int64_t{141} << 30;
+  device.compute_major = 9;
+  device.num_sms = 132;
+  b.profile().device_properties = device;
+  const std::string text = chrome_trace_json(b.profile(), TraceRank{1, 2, "nccl"});
+  const std::string first_line = text.substr(0, text.find('\n'));
+  EXPECT_NE(first_line.find("\"rank\": 1,"), std::string::npos) << first_line;
+  const json trace = json::parse(text);
+  EXPECT_EQ(trace["schemaVersion"], 1);
+  EXPECT_EQ(trace["distributedInfo"], json({{"backend", "nccl"}, {"rank", 1}, {"world_size", 2}}));
+  ASSERT_EQ(trace["deviceProperties"].size(), 1u);
+  const json& properties = trace["deviceProperties"][0];
+  EXPECT_EQ(properties["id"], 1);
+  EXPECT_EQ(properties["name"], "NVIDIA H200 (simulated)");
+  EXPECT_EQ(properties["totalGlobalMem"], int64_t{141} << 30);
+  EXPECT_EQ(properties["computeMajor"], 9);
+  EXPECT_EQ(properties["numSms"], 132);
+  const json cpu = json::parse(chrome_trace_json(testing::random_profile(testing::fresh_seed(), 1)));
+  EXPECT_EQ(cpu["distributedInfo"], json({{"backend", "none"}, {"rank", 0}, {"world_size", 1}}));
+  EXPECT_EQ(cpu["deviceProperties"], json::array());
 }
 
 // Every variant of a run in one trace: each its own pair of processes, named with its label and
@@ -218,6 +318,28 @@ TEST(ChromeTrace, OneTraceHoldsEveryVariant) {
     EXPECT_EQ(counters, static_cast<int>(profiles[v].ops.size()));
     check_trace(part, profiles[v]);
   }
+  // One after another in time, as they ran (HTA reads one file as one run), with ids unique in
+  // the file (HTA joins launches and kernels on them).
+  std::map<int, std::pair<double, double>> spans;  // variant -> first start, last end
+  std::set<int64_t> external_ids;  // one per op and region
+  for (const json& event : trace["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    const std::string& process = process_names.at(event["pid"].get<int>());
+    const int variant = process[process.find("variant ") + 8] - '0';
+    const double start = event["ts"], end = start + event["dur"].get<double>();
+    auto [span, fresh] = spans.try_emplace(variant, start, end);
+    if (!fresh) span->second = {std::min(span->second.first, start), std::max(span->second.second, end)};
+    const bool op_or_region = event["cat"] == "cpu_op" || event["cat"] == "user_annotation";
+    if (op_or_region && event["args"]["blockscope category"] != "launch") {
+      EXPECT_TRUE(external_ids.insert(event["args"]["External id"].get<int64_t>()).second);
+    }
+  }
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_LE(spans[0].second, spans[1].first + kEps);
+  EXPECT_LE(spans[1].second, spans[2].first + kEps);
+  size_t ops = 0;
+  for (const Profile& p : profiles) ops += p.ops.size();
+  EXPECT_EQ(external_ids.size(), ops);
   std::filesystem::remove_all(dir);
 }
 

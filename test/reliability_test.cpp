@@ -305,7 +305,8 @@ TEST(Outputs, FifosStandardOutputAndTheOneTrace) {
                               "code=$?; sleep 0.5; exit $code");
   EXPECT_EQ(r.code, 0) << read(dir / "err.txt");
   const std::string got = read(dir / "got.json");
-  EXPECT_EQ(got.rfind("{\"traceEvents\":[", 0), 0u) << got.substr(0, 200);
+  EXPECT_EQ(got.rfind("{\"schemaVersion\": 1, \"distributedInfo\": {", 0), 0u) << got.substr(0, 200);
+  EXPECT_NE(got.find("\n\"traceEvents\":[\n"), std::string::npos) << got.substr(0, 200);
   EXPECT_NE(got.find("\"producer\":\"blockscope\""), std::string::npos) << "the reader got a partial trace";
   r = run_script(dir, "\"$BS\" profile \"$CFG\" --device cpu --set profile.schedule.active=2 --save full.json > /dev/full 2>err.txt");
   std::string err = read(dir / "err.txt");
