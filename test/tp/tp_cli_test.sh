@@ -76,8 +76,9 @@ for text in "all_reduce" "/ rank 1 ==" "/ ranks (tensor parallel over 2" "merged
 done
 [ -f "$work/tp.json" ] || fail "profile_gpt2: rank 0 did not save tp.json"
 [ "$(ls "$work" | grep -c '^tp\..*json$')" -ge 1 ] || fail "profile_gpt2: no per-variant profile saved"
-# Saved profiles keep their rank (rank 1's beside rank 0's); the trace has a process pair per
-# rank of every variant.
+# Saved profiles keep their rank (rank 1's beside rank 0's); each rank's trace is its own file
+# (rank 1's beside rank 0's, as HTA reads them), a process pair per variant, its rank in
+# distributedInfo.
 python3 - "$work" <<'PY' || fail "profile_gpt2: saved ranks or trace processes wrong"
 import json, sys, os
 work = sys.argv[1]
@@ -91,11 +92,13 @@ for saved in (base, rank1):
     reduces = [op for op in saved["prediction"]["ops"] if op["name"] == "all_reduce"]
     assert saved["prediction"]["target"] == "h100-sxm" and reduces, saved["prediction"]
     assert reduces[0]["bound"] == "latency" and reduces[0]["predicted_us"] > 0, reduces
-names = {e["args"]["name"] for e in json.load(open(f"{work}/tp_trace.json"))["traceEvents"]
-         if e["ph"] == "M" and e["name"] == "process_name"}
-for rank in (0, 1):
-    assert any(n.startswith("host: base") and n.endswith(f"/ rank {rank}") for n in names), names
-assert len([n for n in names if n.startswith("host: ")]) == 4, names  # 2 variants x 2 ranks
+for rank, name in ((0, "tp_trace.json"), (1, "tp_trace.rank1.json")):
+    trace = json.load(open(f"{work}/{name}"))
+    assert trace["distributedInfo"] == {"backend": "mpi", "rank": rank, "world_size": 2}, trace["distributedInfo"]
+    hosts = [e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name" and e["args"]["name"].startswith("host: ")]
+    assert len(hosts) == 2 and all(n.endswith(f"/ rank {rank}") for n in hosts), hosts  # 2 variants
+    assert any(n.startswith("host: base") for n in hosts), hosts
 PY
 # diff: TP = 1 (one process, the same config) against TP = 2's rank 0: the all-reduces appear.
 run profile_tp1 0 "$cli" profile "$blocks/tiny-gpt2.yaml" --device cpu --save "$work/tp1.json"
@@ -213,7 +216,8 @@ run no_split 2 "$mpiexec" -np 2 "$cli" run "$blocks/tiny-gpt2.yaml" --device cpu
 expect no_split "mpirun started 2 ranks but parallel.tensor is 1"
 
 # Rank-derived outputs are checked before any work: rank 1's profile would be saved as
-# q6.rank1.json, here the config itself; a trace at q4.rank1.json; a directory at q5.rank1.json.
+# q6.rank1.json, here the config itself; a trace at q4.rank1.json; a directory where rank 1's
+# trace would go (q7_trace.rank1.json); a directory at q5.rank1.json.
 cp "$blocks/tiny-gpt2.yaml" "$work/q6.rank1.json"
 run derived_config 2 "$mpiexec" -np 2 "$cli" profile "$work/q6.rank1.json" $tp --save "$work/q6.json"
 expect derived_config "q6.rank1.json"
@@ -221,6 +225,10 @@ cmp -s "$blocks/tiny-gpt2.yaml" "$work/q6.rank1.json" || fail "derived_config: t
 run derived_trace 2 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" $tp --save "$work/q4.json" \
     --trace "$work/q4.rank1.json"
 expect derived_trace "q4.rank1.json"
+mkdir -p "$work/q7_trace.rank1.json"
+run derived_trace_rank 2 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" $tp --trace "$work/q7_trace.json"
+expect derived_trace_rank "q7_trace.rank1.json"
+[ ! -e "$work/q7_trace.json" ] || fail "derived_trace_rank: rank 0's trace was written"
 mkdir -p "$work/q5.rank1.json"
 run derived_directory 2 "$mpiexec" -np 2 "$cli" profile "$blocks/tiny-gpt2.yaml" $tp --save "$work/q5.json"
 expect derived_directory "q5.rank1.json"

@@ -142,7 +142,7 @@ class ProfileRun {
     note_inert_keys();
     print_header();
     const std::string trace = !options_.trace.empty() ? options_.trace : config_.profile.trace;
-    if (!trace.empty() && rank_.reports) trace_writer_ = std::make_unique<profiler::TraceWriter>(trace);
+    if (!trace.empty() && rank_.reports) open_traces(trace);
     Progress progress("profile", variants_.size(), !rank_.reports);
     for (size_t v = 0; v < variants_.size(); ++v) measure_variant(workload, progress, v);
     remeasure_a_beaten_peak(ctx_, config_.dtype, profiles_);
@@ -150,7 +150,7 @@ class ProfileRun {
     else if (format_ == profiler::Format::csv) print_csv_table();
     else print_diffs();
     out_.flush();
-    write_files(trace);
+    write_files();
     if (!options_.dump.empty()) session_.write_dump(ctx_, workload, options_.dump, rank_.reports);
   }
 
@@ -340,13 +340,24 @@ class ProfileRun {
     out_.flush();
   }
 
-  // One pair of processes (host, device) per variant, and per rank of a variant.
+  // One trace file per rank, as Kineto writes them and HTA reads them: rank 0's at PATH, every
+  // other rank's beside it (PATH.rankN.json, as --save names them).
+  void open_traces(const std::string& path) {
+    const int ranks = group_ != nullptr ? group_->size() : 1;
+    const std::string backend = distributed_backend(group_);
+    for (int r = 0; r < ranks; ++r) {
+      trace_paths_.push_back(r == 0 ? path : variant_path(path, "rank" + std::to_string(r)));
+      trace_writers_.push_back(std::make_unique<profiler::TraceWriter>(trace_paths_.back(), profiler::TraceRank{r, ranks, backend}));
+    }
+  }
+
+  // One pair of processes (host, device) per variant in each rank's trace.
   void add_to_trace(const profiler::Profile& profile, const std::vector<profiler::Profile>& ranks) {
-    if (!trace_writer_) return;
-    if (ranks.empty()) trace_writer_->add(profile);
+    if (trace_writers_.empty()) return;
+    if (ranks.empty()) trace_writers_.front()->add(profile);
     for (profiler::Profile rank : ranks) {
       rank.label += " / rank " + std::to_string(rank.rank);
-      trace_writer_->add(rank);
+      trace_writers_.at(static_cast<size_t>(rank.rank))->add(rank);
     }
   }
 
@@ -443,12 +454,14 @@ class ProfileRun {
   }
 
   // The trace (written as each variant was measured), the report, the saved profiles.
-  void write_files(const std::string& trace) {
+  void write_files() {
     const std::string variants = std::to_string(profiles_.size()) + " variant" + (profiles_.size() == 1 ? "" : "s");
-    if (trace_writer_) {
-      trace_writer_->finish();
-      session_.wrote(trace);
-      std::cerr << "wrote trace " << trace << " (" << variants << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
+    for (size_t r = 0; r < trace_writers_.size(); ++r) {
+      trace_writers_[r]->finish();
+      session_.wrote(trace_paths_[r]);
+      std::cerr << "wrote trace " << trace_paths_[r] << " ("
+                << (trace_writers_.size() > 1 ? "rank " + std::to_string(r) + ", " : std::string()) << variants
+                << "; open in https://ui.perfetto.dev or chrome://tracing)\n";
     }
     if (!options_.report.empty() && rank_.reports) {
       profiler::ReportOptions report;
@@ -495,7 +508,8 @@ class ProfileRun {
   const char* close_ = "";
   std::vector<std::pair<std::string, PathConfig>> variants_;  // label, paths: the base first
   std::vector<std::string> inert_notes_;
-  std::unique_ptr<profiler::TraceWriter> trace_writer_;
+  std::vector<std::unique_ptr<profiler::TraceWriter>> trace_writers_;  // per rank (rank 0 writes them all)
+  std::vector<std::string> trace_paths_;
   // Per profile (a skipped variant has none): the profile, its variant's index, its counter
   // table and prediction, ranks 1.. (gathered by rank 0); per variant, the ranks' summary.
   std::vector<profiler::Profile> profiles_;

@@ -132,8 +132,9 @@ void print_timing(std::ostream& out, profiler::Format format, const profiler::Ro
 }
 
 // --trace: the base paths profiled on the config's schedule (every rank: the collectives need
-// them all), written by the reporting rank.
-void write_run_trace(Session& session, const WorkloadConfig& config, Context& ctx, Workload& workload, bool reports) {
+// them all), rank 0's written by the reporting rank (`profile --trace` writes every rank's).
+void write_run_trace(Session& session, const WorkloadConfig& config, Context& ctx, Workload& workload,
+                     const Communicator* group, bool reports) {
   const std::string& path = session.options.trace;
   if (reports)
     session.set_activity("profiling " + paths_str(config.paths, config.kind) + " for --trace on " + ctx.device().str());
@@ -141,7 +142,8 @@ void write_run_trace(Session& session, const WorkloadConfig& config, Context& ct
   const profiler::Profile profile = profiler::profile_steps(ctx, "base " + paths_str(config.paths, config.kind),
                                                             config_schedule(config), [&](int) { workload.forward(); });
   if (!reports) return;
-  profiler::write_chrome_trace(profile, path);
+  profiler::write_chrome_trace(profile, path,
+                               profiler::TraceRank{0, group != nullptr ? group->size() : 1, distributed_backend(group)});
   session.wrote(path);
   std::cerr << "wrote trace " << path << "\n";
 }
@@ -171,7 +173,7 @@ void run_on(Session& session, const WorkloadConfig& config, Context& ctx, Commun
   }
   print_timing(rank.out(), format, timing_table(timed, workload.flops_per_forward()), config, ctx, workload,
                use_graph);
-  if (!session.options.trace.empty()) write_run_trace(session, config, ctx, workload, rank.reports);
+  if (!session.options.trace.empty()) write_run_trace(session, config, ctx, workload, group, rank.reports);
   if (!session.options.dump.empty()) session.write_dump(ctx, workload, session.options.dump, rank.reports);
 }
 

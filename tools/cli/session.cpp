@@ -76,11 +76,16 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
         outputs.push_back(saved.back());
       }
     }
-    // Tensor parallelism: rank 0 saves every other rank's profile beside each one (PATH.rankN.json).
+    // Tensor parallelism: rank 0 saves every other rank's profile beside each one (PATH.rankN.json),
+    // and writes every other rank's trace beside rank 0's the same way.
     if (!options.save.empty()) {
       for (const auto& [what, path] : saved)
         for (int64_t r = 1; r < config.parallel.tensor; ++r)
           outputs.push_back({what + " of rank " + std::to_string(r), variant_path(path, "rank" + std::to_string(r))});
+    }
+    if (!trace.empty()) {
+      for (int64_t r = 1; r < config.parallel.tensor; ++r)
+        outputs.push_back({"the trace of rank " + std::to_string(r), variant_path(trace, "rank" + std::to_string(r))});
     }
   }
   blockscope::check_outputs(outputs, {{"config", options.config_path},
@@ -125,6 +130,16 @@ void Session::write_dump(Context& ctx, Workload& workload, const std::string& pa
 }
 
 RankOutput::RankOutput(const Communicator* group) : reports(group == nullptr || group->rank() == 0) {}
+
+std::string distributed_backend(const Communicator* group) {
+  if (group == nullptr || group->size() <= 1) return "none";
+  const std::string engine = group->engine();  // "NCCL 2.28.9 over MPI (...)", "MPI (Open MPI v4.1.4)"
+  if (engine.rfind("NCCL", 0) == 0) return "nccl";
+  if (engine.rfind("MPI", 0) == 0) return "mpi";
+  std::string first_word = engine.substr(0, engine.find(' '));
+  std::transform(first_word.begin(), first_word.end(), first_word.begin(), [](unsigned char c) { return std::tolower(c); });
+  return first_word;
+}
 
 profiler::Schedule config_schedule(const WorkloadConfig& config) {
   profiler::Schedule schedule;

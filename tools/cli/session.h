@@ -126,6 +126,10 @@ class RankOutput {
   std::ostringstream discarded_;
 };
 
+// A trace's "distributedInfo" backend, Kineto's names for torch.distributed's: "nccl" or "mpi"
+// for a tensor-parallel group's collectives, "none" for one rank alone.
+std::string distributed_backend(const Communicator* group);
+
 // The profiler's schedule from the config's profile: section.
 profiler::Schedule config_schedule(const WorkloadConfig& config);
 
