@@ -65,11 +65,18 @@ def copy_tree(work):
         with open(target, "wb") as f:
             f.write(content)
         shutil.copymode(path, target)
-    for root, _, names in os.walk(src):
+    for root, dirs, names in os.walk(src):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
         for name in names:
             relative = os.path.relpath(os.path.join(root, name), src)
             if relative not in wanted:
                 os.remove(os.path.join(root, name))
+    # The virtual environments install_deps.sh makes (ignored, not copied): linked, so the tests
+    # that run in them (hta_agreement in .venv-hta) run in the mirror too.
+    for venv in (".venv", ".venv-hta"):
+        link = os.path.join(src, venv)
+        if os.path.isdir(os.path.join(SOURCE, venv)) and not os.path.lexists(link):
+            os.symlink(os.path.join(SOURCE, venv), link)
     return src
 
 
