@@ -106,7 +106,12 @@ void sort_rows(std::vector<DiffRow>* rows) {
   });
 }
 
+// A PyTorch CPU trace has no device timeline (Profile::host_ops_only): against it, kernels are not
+// compared (every work item would read "removed") and ops and steps compare on CPU time.
+bool device_comparable(const Profile& before, const Profile& after) { return !before.host_ops_only && !after.host_ops_only; }
+
 std::vector<DiffRow> kernel_rows(const Profile& before, const Profile& after) {
+  if (!device_comparable(before, after)) return {};
   std::map<std::string, DiffRow> rows;
   std::vector<std::string> order;
   const auto add = [&](const Profile& profile, bool is_after) {
@@ -175,7 +180,7 @@ std::vector<DiffRow> op_rows(const Profile& before, const Profile& after) {
   for (const std::string& key : order) {
     DiffRow& row = rows[key];
     // Device time where both sides launched work, CPU time otherwise (regions with no kernels).
-    row.use_device = row.before.device_us_per_step > 0 || row.after.device_us_per_step > 0;
+    row.use_device = device_comparable(before, after) && (row.before.device_us_per_step > 0 || row.after.device_us_per_step > 0);
     classify(&row);
     out.push_back(row);
   }
@@ -188,7 +193,32 @@ std::string count_str(double count) { return fmt::format("{:g}", count); }
 std::string ratio_str(double ratio) { return std::isfinite(ratio) ? fmt::format("{:.2f}x", ratio) : std::string("-"); }
 
 // "kernels per step 6 → 5; removed: copy_kernel ×1; device time per step 1.955ms → 1.650ms (0.84x)"
+// Each kept step's CPU time: its "step N" region's span on the host.
+std::vector<double> step_cpu_times_us(const Profile& profile) {
+  std::vector<double> out;
+  for (const OpEvent& event : profile.ops)
+    if (is_step_region(event)) out.push_back(event.cpu_end_us - event.cpu_start_us);
+  return out;
+}
+
+// "kernels per step 6 → none recorded ('PyTorch trace t.json' records host ops only); CPU time per
+// step 1.955ms → 1.650ms (0.84x)": against a PyTorch CPU trace the steps' host time is what compares.
+std::string host_summary_line(const Profile& before, const Profile& after) {
+  const auto kernels = [](const Profile& p) {
+    return p.host_ops_only ? std::string("none recorded") : count_str(p.kernels.size() / steps_of(p));
+  };
+  const Profile& host_only = before.host_ops_only ? before : after;
+  const std::vector<double> was = step_cpu_times_us(before), now = step_cpu_times_us(after);
+  const double before_time = spread_of(was).mean, after_time = spread_of(now).mean;
+  std::string line = fmt::format("kernels per step {} → {} ('{}' records host ops only); CPU time per step {} → {}",
+                                 kernels(before), kernels(after), host_only.label, format_time_us(before_time),
+                                 format_time_us(after_time));
+  if (before_time > 0) line += fmt::format(" ({}{})", ratio_str(after_time / before_time), outside_noise(was, now) ? "" : ", within noise");
+  return line;
+}
+
 std::string summary_line(const Profile& before, const Profile& after, const std::vector<DiffRow>& kernels) {
+  if (!device_comparable(before, after)) return host_summary_line(before, after);
   const double before_count = before.kernels.size() / steps_of(before);
   const double after_count = after.kernels.size() / steps_of(after);
   std::string line = fmt::format("kernels per step {} → {}", count_str(before_count), count_str(after_count));
@@ -385,7 +415,7 @@ std::string diff_profiles(const Profile& before, const Profile& after, Format fo
   }
   std::string out = wrap_text(head, layout.max_width) + "\n";
   if (!notes.empty()) out += wrap_text(notes, layout.max_width) + "\n";
-  out += render_part(table, true, "Kernel", layout) + "\n";
+  if (device_comparable(before, after)) out += render_part(table, true, "Kernel", layout) + "\n";
   out += render_part(table, false, "Op / region", layout);
   return out;
 }

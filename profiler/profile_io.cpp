@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "profiler/summary.h"
+#include "profiler/torch_trace.h"
 #include "runtime/error.h"
 #include "runtime/input_file.h"
 #include "runtime/interrupt.h"
@@ -406,22 +407,42 @@ Profile load_profile(const std::string& path) {
   return profile_from_text(read_input_file(path, "profile", kMaxProfileBytes), path);
 }
 
-Profile profile_from_text(const std::string& text, const std::string& source) {
-  // A profile of thousands of steps is hundreds of MB of JSON, seconds of parsing: a signal is
-  // answered between values (the callback keeps every value).
+namespace {
+
+// The JSON of a profile or trace file. A signal is answered between values: a profile of
+// thousands of steps is hundreds of MB of JSON, seconds of parsing (the callback keeps every value).
+json parse_json_text(const std::string& text, const std::string& source) {
   const json::parser_callback_t poll = [&](int, json::parse_event_t, json&) {
     if (interrupt_signal() != 0) check_interrupted(("while reading " + source).c_str());
     return true;
   };
-  json document;
   try {
-    document = json::parse(text, poll);
+    return json::parse(text, poll);
   } catch (const json::parse_error& error) {
-    throw InputError(source + ": not valid JSON: " + error.what());
+    // An error at the last byte: the text stopped mid-document (a copy cut short, a disk that filled).
+    const bool cut_short = !text.empty() && error.byte >= text.size();
+    throw InputError(source + ": not valid JSON" + (cut_short ? " (it ends mid-document: a truncated file?)" : "") +
+                     ": " + error.what());
   } catch (const json::exception& error) {  // out_of_range 406: a number like 1e400 no double holds
     throw InputError(source + ": not a profile: " + error.what());
   }
-  return profile_from_json(document, source);
+}
+
+}  // namespace
+
+Profile profile_from_text(const std::string& text, const std::string& source) {
+  return profile_from_json(parse_json_text(text, source), source);
+}
+
+Profile load_profile_or_torch_trace(const std::string& path) {
+  const json document = parse_json_text(read_input_file(path, "profile", kMaxProfileBytes), path);
+  // A saved profile says what it is ("format"); a Chrome trace is an array of events or holds
+  // "traceEvents". Anything else is named as neither.
+  if (document.is_object() && document.contains("format")) return profile_from_json(document, path);
+  if (is_chrome_trace(document)) return profile_from_torch_trace(document, path);
+  throw InputError(path + ": neither a blockscope profile (no \"format\": \"" + std::string(kFormatName) +
+                   "\") nor a PyTorch profiler trace (no \"traceEvents\" array): diff and report read what `blockscope "
+                   "profile --save` and torch.profiler's export_chrome_trace write");
 }
 
 }  // namespace blockscope::profiler

@@ -19,5 +19,9 @@ Profile load_profile(const std::string& path);
 // A profile's JSON text (a file's, or a rank's gathered one): InputError naming `source` when it
 // is not valid JSON or not a profile. Answers a signal while it parses.
 Profile profile_from_text(const std::string& text, const std::string& source);
+// What diff and report read: a saved profile, or a PyTorch profiler trace
+// (profiler/torch_trace.h), told apart by their content. InputError naming `path` for a file
+// that is neither, a truncated one, or a trace with no ops.
+Profile load_profile_or_torch_trace(const std::string& path);
 
 }  // namespace blockscope::profiler

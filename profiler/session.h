@@ -60,6 +60,10 @@ struct Profile {
   // Config keys that had no effect on this device ("decode.cuda_graph: true has no effect on
   // cpu: ..."), said in the profile's header, saved, and repeated by every diff of it.
   std::vector<std::string> notes;
+  // A PyTorch CPU trace (profiler/torch_trace.h): ops on the host clock only, no kernels or work
+  // items, so it has no device time to compare: diff compares CPU time against it and the
+  // verdict says why there is none. Never saved (it is read from the trace each time).
+  bool host_ops_only = false;
 };
 
 // Runs step(0), step(1), ... wait + warmup + active times (plus one cold step first when

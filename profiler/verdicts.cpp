@@ -117,6 +117,10 @@ StepVerdict step_verdict(const Profile& profile) {
     verdict.line = "no verdict on the simulated GPU: its device times are the simulator's, not a GPU's";
     return verdict;
   }
+  if (profile.host_ops_only) {
+    verdict.line = "no verdict: a PyTorch CPU trace records host ops only, no device timeline to split";
+    return verdict;
+  }
   if (t.kernels == 0 || t.span_us <= 0) {
     verdict.line = "no verdict: the steps launched no device work";
     return verdict;

@@ -14,8 +14,8 @@ int diff_command(Session& session, const std::string& before, const std::string&
   if (before == "-" && after == "-") {
     throw InputError("diff: '-' given twice: standard input can be read once (save one of the profiles to a file)");
   }
-  const profiler::Profile a = profiler::load_profile(before);
-  const profiler::Profile b = profiler::load_profile(after);
+  const profiler::Profile a = profiler::load_profile_or_torch_trace(before);
+  const profiler::Profile b = profiler::load_profile_or_torch_trace(after);
   // Said on stderr whatever the format (the text and JSON diffs also carry them).
   for (const std::string& line : profiler::profile_mismatches(a, b)) std::cerr << "blockscope: warning: " << line << "\n";
   profiler::TextLayout layout;

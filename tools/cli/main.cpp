@@ -3,8 +3,8 @@
 //   blockscope run [CONFIG]       timing summary (warm-up, then median/min per forward)
 //   blockscope profile [CONFIG]   op and kernel tables per variant, and diffs between them
 //   blockscope check [CONFIG]     every device and path against the float64 reference
-//   blockscope diff A.json B.json what changed between two saved profiles
-//   blockscope report A.json... -o R.html   an HTML report of saved profiles
+//   blockscope diff A.json B.json what changed between two saved profiles (or PyTorch traces)
+//   blockscope report A.json... -o R.html   an HTML report of saved profiles (or PyTorch traces)
 //   blockscope info               build, devices, peaks, GEMM library, path table
 //
 // Each subcommand is its own file (tools/cli/commands.h); this one parses the command line
@@ -197,19 +197,25 @@ void add_check_command(CLI::App& app, Options& options, CommandLine& line) {
 
 void add_diff_command(CLI::App& app, Options& options, CommandLine& line) {
   CLI::App* diff = line.diff =
-      app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save)");
-  diff->add_option("before", line.diff_before, "Profile JSON (the baseline); '-' reads standard input")->required();
-  diff->add_option("after", line.diff_after, "Profile JSON (the change); '-' reads standard input")->required();
+      app.add_subcommand("diff", "What changed between two saved profiles (blockscope profile --save) or PyTorch "
+                                 "profiler traces (export_chrome_trace)");
+  diff->add_option("before", line.diff_before, "Profile JSON or PyTorch trace (the baseline); '-' reads standard input")
+      ->required();
+  diff->add_option("after", line.diff_after, "Profile JSON or PyTorch trace (the change); '-' reads standard input")
+      ->required();
   diff->add_option("--format", options.format, "Output format: table | csv | json")->check(kNonEmpty);
   diff->footer("Example:\n  blockscope profile a.yaml --save a.json && blockscope profile b.yaml --save b.json\n"
-               "  blockscope diff a.json b.json");
+               "  blockscope diff a.json b.json\n"
+               "  blockscope diff torch_trace.json a.json   # a PyTorch module (tools/peers/torch_profile_peer.py) vs a path");
 
 }
 
 void add_report_command(CLI::App& app, Options& options, CommandLine& line) {
   CLI::App* report = line.report =
-      app.add_subcommand("report", "One HTML report of saved profiles (blockscope profile --save)");
-  report->add_option("profiles", line.report_inputs, "Saved profiles, each a variant; the first is the base of the diffs")
+      app.add_subcommand("report", "One HTML report of saved profiles (blockscope profile --save) and PyTorch "
+                                   "profiler traces (export_chrome_trace)");
+  report->add_option("profiles", line.report_inputs,
+                     "Saved profiles or PyTorch traces, each a variant; the first is the base of the diffs")
       ->required()
       ->check(kNonEmpty);
   report->add_option("-o,--output", line.report_output, "The HTML file to write")->required()->check(kNonEmpty);

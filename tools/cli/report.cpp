@@ -28,7 +28,7 @@ int report_command(Session& session, const std::vector<std::string>& inputs, con
   std::vector<profiler::Profile> profiles;
   for (const std::string& input : inputs) {
     session.set_activity("reading " + input);
-    profiles.push_back(profiler::load_profile(input));
+    profiles.push_back(profiler::load_profile_or_torch_trace(input));
   }
   profiler::ReportOptions options;
   options.title = title;
