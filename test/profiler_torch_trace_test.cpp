@@ -228,6 +228,24 @@ TEST(TorchTrace, TheTableNamesBlockscopeOpsAndLeavesTheRest) {
   }
 }
 
+// docs/PROFILING.md's table is the code's: every aten op of it is written there, beside its
+// blockscope name on the same line.
+TEST(TorchTrace, TheTableIsDocumented) {
+  std::ifstream doc(std::string(testing::source_dir()) + "/docs/PROFILING.md");
+  ASSERT_TRUE(doc.good());
+  std::vector<std::string> table_rows;  // the Markdown table rows naming an aten op
+  for (std::string line; std::getline(doc, line);) {
+    const size_t bar = line.find_first_not_of(' ');
+    if (bar != std::string::npos && line[bar] == '|' && line.find("`aten::") != std::string::npos) table_rows.push_back(line);
+  }
+  for (const AtenOpName& entry : aten_op_table()) {
+    const std::string aten = std::string("`") + entry.aten + "`", name = std::string("`") + entry.blockscope + "`";
+    EXPECT_TRUE(std::any_of(table_rows.begin(), table_rows.end(), [&](const std::string& row) {
+      return row.find(aten) != std::string::npos && row.find(name) != std::string::npos;
+    })) << entry.aten << " -> " << entry.blockscope << " is not a row of docs/PROFILING.md's table";
+  }
+}
+
 // A PyTorch CPU trace beside a blockscope CPU profile: no kernel rows (its work items would all
 // read "removed"), ops and steps compared on CPU time, the summary saying why.
 TEST(TorchTrace, DiffAgainstABlockscopeProfileComparesCpuTime) {
