@@ -5,8 +5,6 @@ import json
 import os
 import tempfile
 
-import numpy
-
 from . import _core
 from ._errors import FileError
 from ._profile import Profile, _pass_on, _read_json
@@ -95,12 +93,13 @@ class Workload:
 
 # safetensors: 8 bytes of header length (little endian), the header (JSON: name -> dtype, shape,
 # data_offsets), then the data. What `run --dump` writes.
-_SAFETENSORS_TYPES = {"F32": numpy.float32, "F16": numpy.float16, "BF16": None, "F64": numpy.float64, "I32": numpy.int32,
-                      "I64": numpy.int64, "U8": numpy.uint8}
+_SAFETENSORS_TYPES = {"F32": "float32", "F16": "float16", "F64": "float64", "I32": "int32", "I64": "int64", "U8": "uint8"}
 
 
 def read_safetensors(path):
     """Every tensor of a .safetensors file as a NumPy array (bfloat16 widened to float32, exactly)."""
+    import numpy  # here, not at import: the package loads without NumPy (its stubs are made so)
+
     with open(path, "rb") as f:
         data = f.read()
     length = int.from_bytes(data[:8], "little")
@@ -116,7 +115,7 @@ def read_safetensors(path):
             bits = numpy.frombuffer(body[start:end], dtype=numpy.uint16).astype(numpy.uint32) << 16
             array = bits.view(numpy.float32)
         elif kind in _SAFETENSORS_TYPES:
-            array = numpy.frombuffer(body[start:end], dtype=_SAFETENSORS_TYPES[kind]).copy()
+            array = numpy.frombuffer(body[start:end], dtype=numpy.dtype(_SAFETENSORS_TYPES[kind])).copy()
         else:
             raise ValueError(f"{path}: tensor {name!r} of type {kind}, which this reader does not take")
         tensors[name] = array.reshape(entry["shape"])
