@@ -8,6 +8,7 @@ import pathlib
 import signal
 import subprocess
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -131,8 +132,12 @@ def test_ctrl_c_stops_a_long_profile_and_leaves_no_file(tmp_path):
     finally:
         timer.cancel()
     assert not trace.exists() and list(tmp_path.iterdir()) == []
-    # Python's own handler is back, and the next call runs
+    # Python's own handler is back (at the C level too: a SIGINT now is Python's KeyboardInterrupt),
+    # and the next call runs
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(2)
     assert bs.load(TINY_GPT2).check(device="cpu", threads=1)["passed"] is True
 
 
