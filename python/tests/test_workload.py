@@ -110,6 +110,21 @@ def test_run_check_and_the_forward_outputs():
     assert any(name.endswith("ln_1.weight") for name in tensors)
 
 
+def test_a_pytorch_trace_sits_beside_a_profile(tmp_path):
+    # torch.profiler's Chrome trace (a hand-written Kineto fixture) as a variant of diff and report
+    kineto = ROOT / "test" / "fixtures" / "torch_traces" / "kineto_two_steps.json"
+    p = bs.load(TINY_GPT2).profile(device="cpu", threads=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", bs.BlockscopeWarning)  # two different workloads: said, not an error
+        d = bs.diff(kineto, p)
+        html = pathlib.Path(bs.report([kineto, p], tmp_path / "beside.html")).read_text()
+    assert d["before"].startswith("PyTorch") and d["after"] == p.variants[0].label
+    assert "PyTorch" in html and p.variants[0].label in html
+    with pytest.raises(bs.InputError, match="neither"):
+        (tmp_path / "x.json").write_text('{"a": 1}')
+        bs.diff(tmp_path / "x.json", p)
+
+
 def test_warnings_on_stderr_become_python_warnings():
     tiny = bs.load(TINY_GPT2).profile(device="cpu", threads=1)
     default = bs.load().profile(device="cpu", threads=1)
