@@ -100,6 +100,11 @@ std::tuple<int, std::string, std::string> workload_command(const std::string& na
     if (!args.device.empty() && args.device != "auto" && !parse_device(args.device, &device))
       throw InputError("device='" + args.device + "': expected auto, cpu, cuda or cuda:N");
   });
+  guarded("InputError", [&] {
+    DType dtype;
+    if (!args.dtype.empty() && (!parse_dtype(args.dtype, &dtype) || is_fp8(dtype)))
+      throw InputError("dtype='" + args.dtype + "': expected f32, f16 or bf16 (FP8 is a storage type: docs/FP8.md)");
+  });
   const WorkloadConfig config = guarded("ConfigError", [&] { return session.load_config(); });
   guarded("DeviceError", [&] { Context probe(resolve_device(config.device)); });
   return guarded("InputError", [&] {

@@ -57,6 +57,8 @@ def test_devices_that_are_not_there():
         w.profile(device="cuda:7")
     with pytest.raises(bs.DeviceError, match="device='gpu': expected auto, cpu, cuda or cuda:N"):
         w.run(device="gpu")
+    with pytest.raises(bs.InputError, match="dtype='fp8_e4m3': expected f32, f16 or bf16"):
+        w.run(device="cpu", dtype="fp8_e4m3")
 
 
 def test_profile_matches_the_program(tmp_path):
@@ -69,7 +71,8 @@ def test_profile_matches_the_program(tmp_path):
             return sorted((r["name"], r["path"], r["calls"], r["flops"], r["bytes"]) for r in rows)
         assert counted(mine.ops) == counted(theirs["ops"]["rows"])
         assert sorted(k["name"] for k in mine.kernels) == sorted(k["name"] for k in theirs["kernels"]["rows"])
-    assert p.verdict["kind"] == cli["variants"][0]["ops"]["verdict"]["kind"]
+    # the verdict's kind comes from measured times (a loaded machine moves it): its form is compared
+    assert p.verdict.keys() == cli["variants"][0]["ops"]["verdict"].keys() and p.verdict["line"]
     assert p.ops is p.variants[0].ops and p.variant("attention=naive,linear=naive,mlp=naive")
     with pytest.raises(KeyError, match="no variant"):
         p.variant("attention=fast")
