@@ -13,9 +13,13 @@ from ._profile import Profile, _pass_on, _read_json
 def load(config=None, overrides=None):
     """A workload from a config: a path (str or os.PathLike), YAML text (a str holding a
     newline or a ``key:``), or None for the built-in default. `overrides` are config keys to
-    set, validated like the file: ``{"model.d_model": 256, "paths.attention": "flash"}``.
-    ConfigError names the file, line and key of what does not validate."""
-    sets = [f"{key}={_yaml_value(value)}" for key, value in (overrides or {}).items()]
+    set, validated like the file: ``{"model.d_model": 256, "paths.attention": "flash"}``, or
+    ``--set`` items as a list (``["model.d_model=256"]``). ConfigError names the file, line and
+    key of what does not validate."""
+    if isinstance(overrides, (list, tuple)):
+        sets = [str(item) for item in overrides]
+    else:
+        sets = [f"{key}={_yaml_value(value)}" for key, value in (overrides or {}).items()]
     path, text, source = "", "", ""
     if config is None:
         pass
@@ -51,21 +55,24 @@ class Workload:
         return _core.workload_command(name, self._path, self._text, self._source, self._sets, device or "", dtype or "",
                                       threads, save, trace, counters, predict or "")
 
-    def run(self, device=None, dtype=None, threads=0, outputs=False):
+    def run(self, device=None, dtype=None, threads=0, outputs=False, dump=None):
         """Times the forward (run: warm-up, then timed forwards per variant), as `blockscope run
         --format json`. With ``outputs=True`` also one forward's input, output and weights as
-        NumPy arrays (``result["tensors"]``, Hugging Face names; bfloat16 as float32, exactly)."""
-        if not outputs:
+        NumPy arrays (``result["tensors"]``, Hugging Face names; bfloat16 as float32, exactly);
+        with ``dump=PATH`` the same written to a .safetensors file (`--dump`), its metadata
+        holding the config as blockscope read it."""
+        if not outputs and not dump:
             code, out, err = self._command("run", device, dtype, threads)
             _pass_on(err)
             return _read_json(out, "run")
         with tempfile.TemporaryDirectory(prefix="blockscope-run-") as folder:
-            dump = os.path.join(folder, "dump.safetensors")
+            path = os.fspath(dump) if dump else os.path.join(folder, "dump.safetensors")
             code, out, err = _core.workload_command("run", self._path, self._text, self._source, self._sets,
-                                                    device or "", dtype or "", threads, "", "", False, "", dump)
+                                                    device or "", dtype or "", threads, "", "", False, "", path)
             _pass_on(err)
             result = _read_json(out, "run")
-            result["tensors"] = read_safetensors(dump)
+            if outputs:
+                result["tensors"] = read_safetensors(path)
             return result
 
     def check(self, device=None, dtype=None, threads=0):

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 
-from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, run_blockscope_dump, torch
+from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, blockscope_dump, torch
 from peer_workloads import Skip, device_name_of
 import torch_reference
 
@@ -89,11 +89,9 @@ def write_dump(blockscope, config_file, kind, dtype_name, s, device, sets, dump_
         raise Skip("no blockscope binary found for the dump (pass --blockscope BIN)")
     stem = re.sub(r"[^A-Za-z0-9._=-]", "_", f"{s['config']}.{kind}.{dtype_name}.B{s['B']}.S{s['S']}")
     dump = os.path.join(dump_dir, stem + ".safetensors")
-    command = [blockscope, "run", config_file, "--device", device_name_of(device), "--dtype", dtype_name,
-               "--threads", str(PINNED_THREADS), "--format", "json", "--dump", dump]
-    for item in list(sets) + [f"input.batch={s['B']}", f"input.seq_len={s['S']}", "run.warmup=0", "run.iters=1"]:
-        command += ["--set", item]
-    run_blockscope_dump(command, Skip, "torch_peer")
+    items = list(sets) + [f"input.batch={s['B']}", f"input.seq_len={s['S']}", "run.warmup=0", "run.iters=1"]
+    blockscope_dump(blockscope, config_file, items, dump, Skip, "torch_peer", device=device_name_of(device),
+                    dtype=dtype_name)
     return dump
 
 

@@ -63,10 +63,42 @@ def torch_version():
     return tuple(parts)
 
 
-def run_blockscope_dump(command, error, label):
-    """Runs `command` (a `blockscope run ... --dump FILE` line; echoed on stderr under `label`),
-    raising `error` (the caller's exception class: a skipped row, a refused peer) with blockscope's
-    last line of stderr when it cannot run or fails."""
+def blockscope_package(blockscope):
+    """The Python package built beside the program `blockscope` (BUILD/bin/blockscope ->
+    BUILD/python/blockscope, docs/PYTHON.md), imported; None where there is none or it does not
+    load in this Python (another version: the program serves then)."""
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(blockscope))), "python")
+    if not os.path.isdir(os.path.join(folder, "blockscope")):
+        return None
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        import blockscope as package
+    except ImportError:
+        return None
+    return package
+
+
+def blockscope_dump(blockscope, config, sets, dump, error, label, device="cpu", dtype=None):
+    """`blockscope run CONFIG --dump DUMP` at PINNED_THREADS with `sets` (--set items): through
+    the Python package built beside the program (no process: `Workload.run(dump=...)`), else the
+    program itself. Returns run's JSON document; raises `error` (the caller's exception class: a
+    skipped row, a refused peer) with blockscope's message when it fails."""
+    package = blockscope_package(blockscope)
+    if package is not None:
+        print(f"{label}: blockscope.load({config!r}, {list(sets)!r}).run(device={device!r}, dtype={dtype!r}, "
+              f"dump={dump!r})", file=sys.stderr)
+        try:
+            return package.load(config, overrides=list(sets)).run(device=device, dtype=dtype, threads=PINNED_THREADS,
+                                                                 dump=dump)
+        except package.Error as problem:
+            raise error(f"blockscope run --dump failed: {str(problem)[:300]}") from None
+    command = [blockscope, "run", config, "--device", device, "--threads", str(PINNED_THREADS), "--format", "json",
+               "--dump", dump]
+    if dtype:
+        command += ["--dtype", dtype]
+    for item in sets:
+        command += ["--set", item]
     print(f"{label}: " + " ".join(command), file=sys.stderr)
     try:
         run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -75,6 +107,7 @@ def run_blockscope_dump(command, error, label):
     if run.returncode != 0:
         last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
         raise error(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+    return json.loads(run.stdout)
 
 
 def write_json(document, path):

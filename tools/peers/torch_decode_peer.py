@@ -92,7 +92,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, run_blockscope_dump, torch, write_json  # noqa: E402  (first: pins every pool, then imports torch)
+from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, blockscope_dump, torch, write_json  # noqa: E402  (first: pins every pool, then imports torch)
 from peer_timing import Timer, thread_pools  # noqa: E402
 import torch_reference as ref  # noqa: E402
 
@@ -242,13 +242,10 @@ def write_dump(blockscope, config, sets, dump):
     """`blockscope run CONFIG --dump`: one untimed-length run of the base paths (compare off)."""
     if not blockscope:
         raise Problem("no blockscope binary found for the dump (pass --blockscope BIN)")
-    command = [blockscope, "run", config, "--device", "cpu", "--threads", str(PINNED_THREADS), "--format", "json",
-               "--set", "run={warmup: 0, iters: 1}", "--set", "compare=[]"]
-    for item in sets:
-        command += ["--set", item]
-    command += ["--dump", dump]
-    run_blockscope_dump(command, Problem, "torch_decode_peer")
-    return command
+    items = ["run={warmup: 0, iters: 1}", "compare=[]"] + list(sets)
+    blockscope_dump(blockscope, config, items, dump, Problem, "torch_decode_peer")
+    return [blockscope, "run", config, "--device", "cpu", "--threads", str(PINNED_THREADS)] + \
+        [word for item in items for word in ("--set", item)] + ["--dump", dump]
 
 
 def read_dump(path):

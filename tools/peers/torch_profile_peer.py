@@ -33,13 +33,12 @@ is set beside another config's profile) and "blockscope_peer" (what the module i
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, torch  # noqa: E402  (first: pins every thread pool, then imports torch)
+from peer_setup import DTYPES, PINNED_THREADS, SOURCE_DIR, blockscope_dump, torch  # noqa: E402  (first: pins every thread pool, then imports torch)
 from peer_blocks import build_block, find_blockscope  # noqa: E402
 from peer_workloads import Skip, build  # noqa: E402
 import torch_reference  # noqa: E402
@@ -54,22 +53,13 @@ def fail(message):
 def dump_config(blockscope, config, args, dump):
     """`blockscope run CONFIG --dump`: the workload as blockscope reads it (the dump's metadata)
     and blockscope's description of it (run's JSON "workload")."""
-    command = [blockscope, "run", config, "--device", args.device, "--threads", str(PINNED_THREADS),
-               "--format", "json", "--dump", dump]
-    if args.dtype:
-        command += ["--dtype", args.dtype]
-    for item in list(args.set) + ["run.warmup=0", "run.iters=1", "compare=[]"]:
-        command += ["--set", item]
-    print(f"{PROG}: " + " ".join(command), file=sys.stderr)
+    items = list(args.set) + ["run.warmup=0", "run.iters=1", "compare=[]"]
     try:
-        run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    except OSError as problem:
-        fail(f"cannot run {blockscope}: {problem.strerror}")
-    if run.returncode != 0:
-        last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
-        fail(f"blockscope run --dump failed (exit {run.returncode}): {last[:300]}")
+        run = blockscope_dump(blockscope, config, items, dump, RuntimeError, PROG, device=args.device, dtype=args.dtype)
+    except RuntimeError as problem:
+        fail(str(problem))
     try:
-        workload = json.loads(run.stdout).get("workload", "")
+        workload = run.get("workload", "")
         _, _, metadata = torch_reference.read_safetensors(dump, float64=False)
         m = json.loads(metadata["blockscope"])
     except (ValueError, KeyError, torch_reference.InputProblem) as problem:
