@@ -48,6 +48,10 @@ Tensor borrow_array(const Array& array, const char* argument) {
     strides.push_back(array.stride(d));
   }
   const int64_t numel = shape_numel(shape);
+  if (numel > 0 && array.data() == nullptr) {  // a torch tensor whose storage was resized to nothing
+    throw InputError(std::string(argument) + ": an array of " + shape_str(shape) +
+                     " elements with no memory behind it (its storage was released or resized to nothing)");
+  }
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] <= 1) continue;  // the stride of a dimension of one element is never followed
     if (strides[d] < 0) {

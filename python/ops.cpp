@@ -77,6 +77,11 @@ void define_ops(nb::module_& m) {
   nb::module_ o = m.def_submodule("ops", "The ops on arrays; see blockscope.ops for the documented wrappers.");
 
   o.def(
+      "borrowable", [](nb::handle value) { InputArray array; return nb::try_cast(value, array); }, nb::arg("value"),
+      "Whether `value` converts to an array the ops take (DLPack or the buffer protocol): what names the argument "
+      "when a call's arguments do not convert.");
+
+  o.def(
       "linear",
       [](const InputArray& x_array, const InputArray& w_array, const Optional& bias_array, const std::string& path,
          const std::string& layout, const std::string& activation, const nb::object& out, bool as_torch) {

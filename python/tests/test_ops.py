@@ -154,6 +154,16 @@ def test_read_only_inputs_are_taken_and_left_alone(rng):
         bs.ops.softmax(before, out=x)
 
 
+def test_a_tensor_whose_memory_was_released_is_refused(rng):
+    torch = pytest.importorskip("torch")
+    t = torch.ones(2, 4)
+    (t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()).resize_(0)  # data_ptr() is now 0
+    # torch 2.x exports it with a null pointer (before: a crash reading it); 1.13 does not export it
+    with pytest.raises(bs.InputError, match=r"x: (an array of \[2, 4\] elements with no memory behind it|"
+                                            r"a torch.Tensor is not an array)"):
+        bs.ops.softmax(t)
+
+
 def test_torch_tensors_in_and_out_without_copies(rng):
     torch = pytest.importorskip("torch")  # Debian's python3-torch (tools/install_deps.sh): present in CI
     x = torch.from_numpy(rng.uniform(-1, 1, (4, 8)).astype(np.float32))
@@ -195,8 +205,10 @@ def test_bad_arrays_are_named_errors(rng):
         bs.ops.softmax(np.ascontiguousarray(rng.uniform(size=(8, 4)).astype(np.float32)).T)
     with pytest.raises(bs.InputError, match=r"a gated MLP needs"):
         bs.ops.mlp(x, gate_weight=w, path="fused", activation="silu")
-    with pytest.raises(TypeError):
+    with pytest.raises(bs.InputError, match=r"x: a builtins.str is not an array blockscope can take"):
         bs.ops.softmax("not an array")
+    with pytest.raises(bs.InputError, match=r"weight: a builtins.list is not an array"):
+        bs.ops.linear(x, [[1.0] * 8] * 16)
 
 
 def test_profiled_ops_block(rng):
