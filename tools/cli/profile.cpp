@@ -346,7 +346,7 @@ class ProfileRun {
     const int ranks = group_ != nullptr ? group_->size() : 1;
     const std::string backend = distributed_backend(group_);
     for (int r = 0; r < ranks; ++r) {
-      trace_paths_.push_back(r == 0 ? path : variant_path(path, "rank" + std::to_string(r)));
+      trace_paths_.push_back(rank_path(path, r));
       trace_writers_.push_back(std::make_unique<profiler::TraceWriter>(trace_paths_.back(), profiler::TraceRank{r, ranks, backend}));
     }
   }
@@ -483,10 +483,10 @@ class ProfileRun {
       std::cerr << "saved profile " << path << "\n";
       // Tensor parallelism: every other rank's beside it (PATH.rankN.json), each keeping its rank.
       for (const profiler::Profile& rank : other_ranks_[i]) {
-        const std::string rank_path = variant_path(path, "rank" + std::to_string(rank.rank));
-        profiler::save_profile(rank, rank_path);
-        session_.wrote(rank_path);
-        std::cerr << "saved profile " << rank_path << " (rank " << rank.rank << " of " << rank.ranks << ")\n";
+        const std::string saved = rank_path(path, rank.rank);
+        profiler::save_profile(rank, saved);
+        session_.wrote(saved);
+        std::cerr << "saved profile " << saved << " (rank " << rank.rank << " of " << rank.ranks << ")\n";
       }
     }
   }

@@ -81,11 +81,11 @@ void Session::check_outputs(const WorkloadConfig& config, bool per_variant) cons
     if (!options.save.empty()) {
       for (const auto& [what, path] : saved)
         for (int64_t r = 1; r < config.parallel.tensor; ++r)
-          outputs.push_back({what + " of rank " + std::to_string(r), variant_path(path, "rank" + std::to_string(r))});
+          outputs.push_back({what + " of rank " + std::to_string(r), rank_path(path, r)});
     }
     if (!trace.empty()) {
       for (int64_t r = 1; r < config.parallel.tensor; ++r)
-        outputs.push_back({"the trace of rank " + std::to_string(r), variant_path(trace, "rank" + std::to_string(r))});
+        outputs.push_back({"the trace of rank " + std::to_string(r), rank_path(trace, r)});
     }
   }
   blockscope::check_outputs(outputs, {{"config", options.config_path},
@@ -236,6 +236,10 @@ std::string file_safe(const std::string& label) {
 }
 
 }  // namespace
+
+std::string rank_path(const std::string& path, int64_t rank) {
+  return rank == 0 ? path : variant_path(path, "rank" + std::to_string(rank));
+}
 
 std::string variant_path(const std::string& path, const std::string& label) {
   const size_t dot = path.find_last_of('.');

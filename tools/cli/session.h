@@ -155,5 +155,8 @@ std::vector<PathConfig> all_variant_paths(const WorkloadConfig& config);
 std::string workload_title(const WorkloadConfig& config, const Context& ctx);
 // FILE.json -> FILE.<label>.json for a variant's output file (the base keeps FILE).
 std::string variant_path(const std::string& path, const std::string& label);
+// Tensor parallelism: where rank `rank`'s output file goes beside rank 0's (PATH.rankN.json, as
+// --save and --trace write them); rank 0 keeps PATH.
+std::string rank_path(const std::string& path, int64_t rank);
 
 }  // namespace blockscope::cli
