@@ -44,34 +44,6 @@ class CapturedOutput {
   std::streambuf* err_;
 };
 
-// What a workload command is given from Python (bs.Workload's methods).
-struct CommandArgs {
-  std::string config_path, config_text, config_source;
-  std::vector<std::string> sets;
-  std::string device, dtype, save, trace;
-  int threads = 0;
-  bool counters = false;
-  std::string predict, dump;
-};
-
-cli::Options options_of(const CommandArgs& args) {
-  cli::Options o;
-  o.config_path = args.config_path;
-  o.config_text = args.config_text;
-  o.config_source = args.config_source;
-  o.sets = args.sets;
-  o.device = args.device;
-  o.dtype = args.dtype;
-  o.save = args.save;
-  o.trace = args.trace;
-  o.threads = args.threads;
-  o.counters = args.counters;
-  o.predict = args.predict;
-  o.dump = args.dump;
-  o.format = "json";
-  return o;
-}
-
 // Runs one command the way main.cpp does (threads first; on a failure the outputs it wrote are
 // removed), returning (exit code, standard output, standard error). Without the GIL: the
 // commands touch no Python object.
@@ -89,10 +61,12 @@ std::tuple<int, std::string, std::string> run_session(cli::Session& session,
   }
 }
 
-std::tuple<int, std::string, std::string> workload_command(const std::string& name, const CommandArgs& args) {
+std::tuple<int, std::string, std::string> workload_command(const std::string& name, const cli::Options& options) {
   cli::Session session;
-  session.options = options_of(args);
+  session.options = options;
+  session.options.format = "json";
   session.options_as_given = session.options;
+  const cli::Options& args = session.options;
   // The config's own errors are a ConfigError, its device's a DeviceError; anything later an
   // InputError.
   guarded("DeviceError", [&] {
@@ -140,9 +114,20 @@ void define_commands(nb::module_& m) {
          const std::string& config_source, const std::vector<std::string>& sets, const std::string& device,
          const std::string& dtype, int threads, const std::string& save, const std::string& trace, bool counters,
          const std::string& predict, const std::string& dump) {
-        CommandArgs args{config_path, config_text, config_source, sets, device, dtype, save, trace, threads, counters,
-                         predict, dump};
-        return workload_command(name, args);
+        cli::Options o;
+        o.config_path = config_path;
+        o.config_text = config_text;
+        o.config_source = config_source;
+        o.sets = sets;
+        o.device = device;
+        o.dtype = dtype;
+        o.threads = threads;
+        o.save = save;
+        o.trace = trace;
+        o.counters = counters;
+        o.predict = predict;
+        o.dump = dump;
+        return workload_command(name, o);
       },
       nb::arg("name"), nb::arg("config_path"), nb::arg("config_text"), nb::arg("config_source"), nb::arg("sets"),
       nb::arg("device"), nb::arg("dtype"), nb::arg("threads"), nb::arg("save"), nb::arg("trace"), nb::arg("counters"),

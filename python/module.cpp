@@ -20,8 +20,10 @@ unsigned long main_thread_ident() { return g_main_thread_ident; }
 Context& cpu_context() {
   // Made on first use and never destroyed: Python may hold arrays that borrow its storage
   // until the interpreter's very end, after static destructors would have run.
-  static Context* context = new Context(Device::cpu());
-  use_cpu_threads(0);
+  static Context* context = [] {
+    use_cpu_threads(0);  // blockscope's default, unless bs.set_threads came first
+    return new Context(Device::cpu());
+  }();
   return *context;
 }
 

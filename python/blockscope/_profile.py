@@ -14,12 +14,13 @@ from ._errors import BlockscopeWarning, FileError
 _QUIET_PREFIXES = ("saved profile ", "wrote trace ", "wrote report ", "wrote ")
 
 
-def _pass_on(stderr):
+def _pass_on(stderr, stacklevel=3):
     """Turns what a command said on standard error into Python warnings (notes, warnings,
-    skipped variants), leaving out the lines about its own temporary files."""
+    skipped variants), leaving out the lines about its own temporary files. `stacklevel`: the
+    user's frame, counted from here."""
     for line in stderr.splitlines():
         if line.strip() and not line.startswith(_QUIET_PREFIXES):
-            warnings.warn(line, BlockscopeWarning, stacklevel=3)
+            warnings.warn(line, BlockscopeWarning, stacklevel=stacklevel)
 
 
 def _read_json(text, what):
@@ -63,10 +64,6 @@ class Profile:
                     saved[json.load(f)["label"]] = path
         self.variants = [Variant(v, saved.get(v["label"])) for v in summary["variants"]]
         self.diffs = summary.get("diffs", [])
-
-    @classmethod
-    def _from_command(cls, stdout, folder):
-        return cls(_read_json(stdout, "profile"), folder)
 
     @property
     def ops(self):
@@ -116,8 +113,7 @@ class Profile:
     def diff(self, other):
         """What changed from this profile's base variant to `other`'s (a Profile or a saved
         profile's path): the JSON `blockscope diff --format json` prints, as a dict."""
-        after = other.variants[0].saved_path if isinstance(other, Profile) else os.fspath(other)
-        return diff(self.variants[0].saved_path, after)
+        return diff(self, other)
 
     def to_pandas(self, table="ops"):
         """The op or kernel table of every variant as one pandas DataFrame (a `variant` column

@@ -51,9 +51,13 @@ class Workload:
         self.kind = kind
         self.config = dict(keys)
 
-    def _command(self, name, device=None, dtype=None, threads=0, save="", trace="", counters=False, predict=""):
-        return _core.workload_command(name, self._path, self._text, self._source, self._sets, device or "", dtype or "",
-                                      threads, save, trace, counters, predict or "")
+    def _command(self, name, device=None, dtype=None, threads=0, save="", trace="", counters=False, predict="",
+                 dump=""):
+        """The command's exit code and its JSON; what it said on stderr passed on as warnings."""
+        code, out, err = _core.workload_command(name, self._path, self._text, self._source, self._sets, device or "",
+                                                dtype or "", threads, save, trace, counters, predict or "", dump)
+        _pass_on(err, stacklevel=4)
+        return code, _read_json(out, name)
 
     def run(self, device=None, dtype=None, threads=0, outputs=False, dump=None):
         """Times the forward (run: warm-up, then timed forwards per variant), as `blockscope run
@@ -62,15 +66,10 @@ class Workload:
         with ``dump=PATH`` the same written to a .safetensors file (`--dump`), its metadata
         holding the config as blockscope read it."""
         if not outputs and not dump:
-            code, out, err = self._command("run", device, dtype, threads)
-            _pass_on(err)
-            return _read_json(out, "run")
+            return self._command("run", device, dtype, threads)[1]
         with tempfile.TemporaryDirectory(prefix="blockscope-run-") as folder:
             path = os.fspath(dump) if dump else os.path.join(folder, "dump.safetensors")
-            code, out, err = _core.workload_command("run", self._path, self._text, self._source, self._sets,
-                                                    device or "", dtype or "", threads, "", "", False, "", path)
-            _pass_on(err)
-            result = _read_json(out, "run")
+            result = self._command("run", device, dtype, threads, dump=path)[1]
             if outputs:
                 result["tensors"] = read_safetensors(path)
             return result
@@ -78,9 +77,7 @@ class Workload:
     def check(self, device=None, dtype=None, threads=0):
         """Every path against the float64 reference (`blockscope check --format json`); the
         result's ``passed`` is False when a path is outside the accuracy rule."""
-        code, out, err = self._command("check", device, dtype, threads)
-        _pass_on(err)
-        result = _read_json(out, "check")
+        code, result = self._command("check", device, dtype, threads)
         if isinstance(result, dict):
             result.setdefault("passed", code == 0)
         return result
@@ -88,10 +85,9 @@ class Workload:
     def profile(self, device=None, dtype=None, threads=0, trace=None, counters=False, predict=None):
         """Profiles every variant on the config's schedule (`blockscope profile --format json`)."""
         folder = tempfile.TemporaryDirectory(prefix="blockscope-profile-")
-        code, out, err = self._command("profile", device, dtype, threads, save=os.path.join(folder.name, "profile.json"),
-                                       trace=os.fspath(trace) if trace else "", counters=counters, predict=predict)
-        _pass_on(err)
-        return Profile._from_command(out, folder)
+        _, summary = self._command("profile", device, dtype, threads, save=os.path.join(folder.name, "profile.json"),
+                                   trace=os.fspath(trace) if trace else "", counters=counters, predict=predict)
+        return Profile(summary, folder)
 
     def __repr__(self):
         source = self._path or self._source or "the built-in default"
