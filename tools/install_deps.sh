@@ -32,39 +32,18 @@ else
   as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Virtual environments beside the checkout, each from its pinned requirements file and
-# recreated when the pins change (the file is kept inside as the stamp).
-make_venv() {  # make_venv DIR REQUIREMENTS [venv flags] -- [pip flags]
-  local dir=$1 requirements=$2
-  shift 2
-  local venv_flags=() pip_flags=()
-  while [ $# -gt 0 ] && [ "$1" != -- ]; do venv_flags+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  pip_flags=("$@")
-  local stamp=$dir/requirements.installed
-  if cmp -s "$requirements" "$stamp" 2>/dev/null; then
-    echo "install_deps: $dir up to date"
-    return
-  fi
-  echo "install_deps: creating $dir from $requirements"
-  local started=$SECONDS
-  rm -rf "$dir"
-  /usr/bin/python3 -m venv "${venv_flags[@]}" "$dir"
-  "$dir/bin/pip" install -q --disable-pip-version-check "${pip_flags[@]}" -r "$requirements"
-  cp "$requirements" "$stamp"
-  echo "install_deps: $dir created in $((SECONDS - started)) s"
-}
-
 cd "$(dirname "$0")/.."
+# Virtual environments beside the checkout, each from its pinned requirements file
+# (tools/make_venv.sh: made again when the pins change).
 # The Python package's tools from PyPI (nanobind, scikit-build-core, pytest), pinned in
 # tools/python-requirements.txt, in .venv/: Debian's Python (PEP 668 keeps pip out of it) with
 # its numpy and torch visible.
-make_venv .venv tools/python-requirements.txt --system-site-packages
+tools/make_venv.sh .venv tools/python-requirements.txt --system-site-packages
 # Holistic Trace Analysis for the HTA agreement test (test/hta/), in .venv-hta/: its own
 # environment (its numpy 2 would break Debian's torch in .venv), HTA without its declared
 # requirements (JupyterLab and more) and only what its analyses import, every one pinned in
 # tools/hta-requirements.txt (--no-deps: nothing unpinned comes in). The import is the check.
-make_venv .venv-hta tools/hta-requirements.txt -- --no-deps
+tools/make_venv.sh .venv-hta tools/hta-requirements.txt -- --no-deps
 .venv-hta/bin/python -c "import hta.trace_analysis" 2>/dev/null ||
   { echo "install_deps: .venv-hta cannot import hta.trace_analysis (tools/hta-requirements.txt misses a module?)" >&2
     .venv-hta/bin/python -c "import hta.trace_analysis"; exit 1; }

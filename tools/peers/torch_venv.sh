@@ -7,19 +7,9 @@
 #   tools/peers/torch_venv.sh            # then, e.g.:
 #   PYTHON=.venv-torch/bin/python tools/peers/cpu_side_by_side.sh
 #
-# Remade when the pins change (a stamp in .venv-torch/); prints the interpreter's path.
+# Made again when the pins change (tools/make_venv.sh); prints the interpreter's path.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-requirements=tools/peers/torch-requirements.txt
-stamp=.venv-torch/requirements.installed
-if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
-  echo "torch_venv: creating .venv-torch from $requirements (about 5 GB)" >&2
-  start=$(date +%s)
-  rm -rf .venv-torch
-  /usr/bin/python3 -m venv .venv-torch
-  .venv-torch/bin/pip install -q --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$stamp"
-  echo "torch_venv: .venv-torch created in $(( $(date +%s) - start )) s" >&2
-fi
+tools/make_venv.sh .venv-torch tools/peers/torch-requirements.txt >&2
 .venv-torch/bin/python -c 'import torch, numpy; print("torch_venv: torch", torch.__version__, "numpy", numpy.__version__)' >&2
 echo "$PWD/.venv-torch/bin/python"
